@@ -1,0 +1,24 @@
+# Day-to-day targets. The README's two commands are the supported entry points;
+# these are shortcuts for developers who have run scripts/install-deps.sh once.
+GO ?= go
+BIN := bin
+
+.PHONY: build test bench lint deps
+
+build:
+	$(GO) build ./...
+	@mkdir -p $(BIN)
+	@for d in cmd/*/ ; do [ ! -d "$$d" ] || $(GO) build -o $(BIN)/ ./$$d || exit 1; done
+
+test:
+	bash scripts/test.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+deps:
+	bash scripts/install-deps.sh

@@ -1,0 +1,270 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/contiv/netplugin/objdb"
+)
+
+// Get reads key with a linearizable (quorum) read.
+func (c *Client) Get(ctx context.Context, key string) (objdb.KeyValue, error) {
+	if err := objdb.CheckKey(key); err != nil {
+		return objdb.KeyValue{}, fmt.Errorf("get: %w", err)
+	}
+	var resp *clientv3.GetResponse
+	err := c.do(ctx, "get", key, func(actx context.Context) (err error) {
+		resp, err = c.cli.Get(actx, c.full(key))
+		return err
+	})
+	if err != nil {
+		return objdb.KeyValue{}, err
+	}
+	if len(resp.Kvs) == 0 {
+		return objdb.KeyValue{}, fmt.Errorf("get %q: %w", key, objdb.ErrNotFound)
+	}
+	kv := resp.Kvs[0]
+	return objdb.KeyValue{Key: key, Value: kv.Value, Version: kv.ModRevision}, nil
+}
+
+// Put writes key and returns its new Version (mod revision). WithPrevVersion
+// and WithCreateOnly turn it into one transaction whose Else branch reads
+// the key, so a conflict reports the current version without another round
+// trip.
+func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objdb.OpOption) (int64, error) {
+	if err := objdb.CheckKey(key); err != nil {
+		return 0, fmt.Errorf("put: %w", err)
+	}
+	o := objdb.ApplyOps(opts)
+	if o.PrevVersion < 0 || (o.PrevVersion > 0 && o.CreateOnly) {
+		return 0, fmt.Errorf("put %q: %w: previous version %d with create-only %t", key, objdb.ErrInvalid, o.PrevVersion, o.CreateOnly)
+	}
+	full := c.full(key)
+	if o.PrevVersion == 0 && !o.CreateOnly {
+		var resp *clientv3.PutResponse
+		err := c.do(ctx, "put", key, func(actx context.Context) (err error) {
+			resp, err = c.cli.Put(actx, full, string(value))
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		return resp.Header.Revision, nil
+	}
+
+	cmp := clientv3.Compare(clientv3.ModRevision(full), "=", o.PrevVersion)
+	if o.CreateOnly {
+		cmp = clientv3.Compare(clientv3.CreateRevision(full), "=", 0)
+	}
+	var resp *clientv3.TxnResponse
+	err := c.do(ctx, "put", key, func(actx context.Context) (err error) {
+		resp, err = c.cli.Txn(actx).If(cmp).
+			Then(clientv3.OpPut(full, string(value))).
+			Else(clientv3.OpGet(full)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if !resp.Succeeded {
+		cur := currentVersion(resp)
+		if o.CreateOnly {
+			return 0, fmt.Errorf("put %q: %w: key exists (version %d)", key, objdb.ErrConflict, cur)
+		}
+		if cur == 0 {
+			return 0, fmt.Errorf("put %q: %w: key absent, expected version %d", key, objdb.ErrConflict, o.PrevVersion)
+		}
+		return 0, fmt.Errorf("put %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion)
+	}
+	return resp.Header.Revision, nil
+}
+
+// currentVersion reads the mod revision from a failed transaction's Else
+// branch (0 when the key is absent).
+func currentVersion(resp *clientv3.TxnResponse) int64 {
+	if len(resp.Responses) == 0 {
+		return 0
+	}
+	rr := resp.Responses[0].GetResponseRange()
+	if rr == nil || len(rr.Kvs) == 0 {
+		return 0
+	}
+	return rr.Kvs[0].ModRevision
+}
+
+// Delete removes key. With WithPrevVersion it deletes only that version,
+// failing with ErrNotFound (absent) or ErrConflict (other version).
+func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption) error {
+	if err := objdb.CheckKey(key); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	o := objdb.ApplyOps(opts)
+	if o.PrevVersion < 0 {
+		return fmt.Errorf("delete %q: %w: previous version %d", key, objdb.ErrInvalid, o.PrevVersion)
+	}
+	full := c.full(key)
+	if o.PrevVersion == 0 {
+		return c.do(ctx, "delete", key, func(actx context.Context) error {
+			_, err := c.cli.Delete(actx, full)
+			return err
+		})
+	}
+	var resp *clientv3.TxnResponse
+	err := c.do(ctx, "delete", key, func(actx context.Context) (err error) {
+		resp, err = c.cli.Txn(actx).
+			If(clientv3.Compare(clientv3.ModRevision(full), "=", o.PrevVersion)).
+			Then(clientv3.OpDelete(full)).
+			Else(clientv3.OpGet(full)).
+			Commit()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		cur := currentVersion(resp)
+		if cur == 0 {
+			return fmt.Errorf("delete %q: %w", key, objdb.ErrNotFound)
+		}
+		return fmt.Errorf("delete %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion)
+	}
+	return nil
+}
+
+// List returns every key under prefix, sorted by key. "" lists the whole
+// root.
+func (c *Client) List(ctx context.Context, prefix string) ([]objdb.KeyValue, error) {
+	kvs, _, err := c.list(ctx, prefix)
+	return kvs, err
+}
+
+// list also returns the store revision the listing was taken at.
+func (c *Client) list(ctx context.Context, prefix string) ([]objdb.KeyValue, int64, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, 0, fmt.Errorf("list: %w", err)
+	}
+	var resp *clientv3.GetResponse
+	err := c.do(ctx, "list", prefix, func(actx context.Context) (err error) {
+		resp, err = c.cli.Get(actx, c.full(prefix), clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]objdb.KeyValue, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out = append(out, objdb.KeyValue{Key: c.rel(kv.Key), Value: kv.Value, Version: kv.ModRevision})
+	}
+	return out, resp.Header.Revision, nil
+}
+
+// currentRevision returns the store's current revision.
+func (c *Client) currentRevision(ctx context.Context, prefix string) (int64, error) {
+	var rev int64
+	err := c.do(ctx, "watch", prefix, func(actx context.Context) error {
+		resp, err := c.cli.Get(actx, c.full(prefix), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return err
+		}
+		rev = resp.Header.Revision
+		return nil
+	})
+	return rev, err
+}
+
+// Watch streams changes under prefix. Without WithStartVersion it starts at
+// the store revision current when Watch is called (it reads it first), so
+// every change made after Watch returns is delivered. The client library
+// resumes the watch from the last delivered revision after a reconnect.
+// When the requested history was compacted (or the watch is otherwise
+// cancelled by the server) a final event carries Err and the channel closes.
+func (c *Client) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOption) (<-chan objdb.Event, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	o := objdb.ApplyWatchOps(opts)
+	if o.AfterVersion < 0 {
+		return nil, fmt.Errorf("watch %q: %w: start version %d", prefix, objdb.ErrInvalid, o.AfterVersion)
+	}
+	after := o.AfterVersion
+	if after == 0 {
+		rev, err := c.currentRevision(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		after = rev
+	}
+	wctx, cancel := c.withClient(ctx)
+	out := make(chan objdb.Event, 16)
+	err := c.goStart(func() {
+		defer cancel()
+		defer close(out)
+		c.watchLoop(wctx, prefix, after, out)
+	})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+func (c *Client) watchLoop(ctx context.Context, prefix string, after int64, out chan<- objdb.Event) {
+	send := func(ev objdb.Event) bool {
+		select {
+		case out <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	wch := c.cli.Watch(ctx, c.full(prefix), clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(after+1))
+	for {
+		var wr clientv3.WatchResponse
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return
+		case wr, ok = <-wch:
+		}
+		if !ok {
+			if ctx.Err() == nil {
+				send(objdb.Event{Err: fmt.Errorf("watch %q: watch channel closed by the etcd client after version %d: %w", prefix, after, objdb.ErrUnavailable)})
+			}
+			return
+		}
+		if err := wr.Err(); err != nil {
+			if wr.CompactRevision != 0 {
+				err = fmt.Errorf("watch %q: history before version %d was compacted, re-list and watch again: %w", prefix, wr.CompactRevision, err)
+			} else {
+				err = fmt.Errorf("watch %q after version %d: %w", prefix, after, err)
+			}
+			c.log.WithError(err).Warn("watch ended")
+			send(objdb.Event{Err: err})
+			return
+		}
+		for _, ev := range wr.Events {
+			e := objdb.Event{Key: c.rel(ev.Kv.Key), Version: ev.Kv.ModRevision}
+			if ev.PrevKv != nil {
+				e.PrevValue = ev.PrevKv.Value
+			}
+			if ev.Type == mvccpb.Event_DELETE {
+				e.Type = objdb.EventDelete
+			} else {
+				e.Type = objdb.EventPut
+				e.Value = ev.Kv.Value
+				if e.Value == nil {
+					e.Value = []byte{}
+				}
+			}
+			if !send(e) {
+				return
+			}
+			after = e.Version
+		}
+	}
+}
