@@ -1,0 +1,427 @@
+// Package daemon is netmaster's process shell: it opens the store (or runs
+// the embedded etcd), registers the netmaster services, campaigns for the
+// leader lock and switches between the follower state (proxy every request
+// to the leader) and the leader state (serve the API, run leader-only work)
+// as the lock is won and lost (spec daemons.md §4.1, §4.2).
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/objdb/dial"
+	"github.com/contiv/netplugin/objdb/embedetcd"
+	"github.com/contiv/netplugin/utils/daemonflags"
+)
+
+// Service names and the lock name of spec daemons.md §2.3, §2.4.
+const (
+	ServiceNetmaster    = "netmaster"
+	ServiceNetmasterRPC = "netmaster.rpc"
+	ServiceNetplugin    = "netplugin"
+	LeaderLock          = "netmaster/leader"
+	RPCPort             = 9001
+	DefaultLeaderTTL    = 10 * time.Second
+	serviceTTL          = 10 // seconds
+)
+
+// Roles in the service registry and /info.
+const (
+	RoleLeader   = "leader"
+	RoleFollower = "follower"
+)
+
+// VersionInfo is what /version and --version show.
+type VersionInfo struct {
+	Version   string
+	GitCommit string
+	BuildTime string
+}
+
+// Config is a parsed and validated netmaster command line.
+type Config struct {
+	Common          daemonflags.Common
+	Infra           string
+	PluginName      string
+	ExternalAddress string // ip:port the API listens on
+	InternalAddress string // ip:port: leader identity, proxy target, registered service
+	LeaderTTL       time.Duration
+	// EmbeddedEtcdDir, when set, runs an in-process etcd with its data
+	// there, serving on the first etcd endpoint (http://127.0.0.1:2379 by
+	// default), so netplugins with default flags find it.
+	EmbeddedEtcdDir     string
+	EmbeddedEtcdPeerURL string
+	Version             VersionInfo
+}
+
+// Leader is the work a netmaster does while it leads. Start is called on
+// every acquisition with a context that is cancelled when leadership ends;
+// the returned handler serves every request except /version and /info.
+// Start must not block beyond its set-up.
+type Leader interface {
+	Start(ctx context.Context, st objdb.Store) (http.Handler, error)
+}
+
+// LeaderFunc adapts a function to Leader.
+type LeaderFunc func(ctx context.Context, st objdb.Store) (http.Handler, error)
+
+// Start calls f.
+func (f LeaderFunc) Start(ctx context.Context, st objdb.Store) (http.Handler, error) {
+	return f(ctx, st)
+}
+
+// Daemon is one netmaster process.
+type Daemon struct {
+	cfg    Config
+	leader Leader
+	log    *logrus.Entry
+
+	store objdb.Store
+	lock  objdb.Lock
+
+	// serving is the handler of the current state (follower proxy or
+	// leader API); swapped on each transition.
+	serving atomic.Pointer[http.Handler]
+	state   atomic.Value // RoleLeader / RoleFollower
+
+	ready chan struct{} // closed once listeners are up
+	addrs []string      // bound listener addresses
+}
+
+// New validates cfg and returns a daemon that runs leader on leadership.
+func New(cfg Config, leader Leader, log *logrus.Entry) (*Daemon, error) {
+	if log == nil {
+		log = logrus.NewEntry(logrus.StandardLogger())
+	}
+	if cfg.LeaderTTL <= 0 {
+		cfg.LeaderTTL = DefaultLeaderTTL
+	}
+	d := &Daemon{cfg: cfg, leader: leader, log: log, ready: make(chan struct{})}
+	d.state.Store(RoleFollower)
+	return d, nil
+}
+
+// Ready is closed once the listeners are bound.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
+
+// Addrs are the bound listener addresses (valid after Ready).
+func (d *Daemon) Addrs() []string { return d.addrs }
+
+// State is "leader" or "follower".
+func (d *Daemon) State() string { return d.state.Load().(string) }
+
+// Run runs the daemon until ctx ends, then deregisters, resigns and stops.
+func (d *Daemon) Run(ctx context.Context) error {
+	st, stopStore, err := d.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopStore()
+	d.store = st
+
+	follower := d.followerHandler()
+	d.serving.Store(&follower)
+	servers, err := d.listen()
+	if err != nil {
+		return err
+	}
+	close(d.ready)
+	srvErr := make(chan error, len(servers))
+	var srvWG sync.WaitGroup
+	for _, s := range servers {
+		srvWG.Add(1)
+		go func(s *server) {
+			defer srvWG.Done()
+			if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				srvErr <- fmt.Errorf("serve %s: %w", s.ln.Addr(), err)
+			}
+		}(s)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, s := range servers {
+			s.srv.Shutdown(sctx)
+		}
+		srvWG.Wait()
+	}()
+
+	if err := d.registerServices(ctx, RoleFollower); err != nil {
+		return err
+	}
+	defer d.deregisterServices()
+
+	lock, err := st.NewLock(LeaderLock, d.cfg.InternalAddress, d.cfg.LeaderTTL)
+	if err != nil {
+		return fmt.Errorf("create leader lock: %w", err)
+	}
+	d.lock = lock
+	lockCtx, stopLock := context.WithCancel(ctx)
+	defer stopLock()
+	if err := lock.Acquire(lockCtx); err != nil {
+		return fmt.Errorf("campaign for leader lock: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := lock.Release(rctx); err != nil {
+			d.log.WithError(err).Warn("release leader lock")
+		}
+	}()
+	d.log.WithFields(logrus.Fields{"addrs": d.addrs, "id": d.cfg.InternalAddress}).Info("netmaster started as follower")
+
+	var stopLeader context.CancelFunc
+	defer func() {
+		if stopLeader != nil {
+			stopLeader()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-srvErr:
+			return err
+		case ev, ok := <-lock.Events():
+			if !ok {
+				return nil
+			}
+			switch ev.Type {
+			case objdb.LockAcquired:
+				lctx, cancel := context.WithCancel(ctx)
+				if err := d.becomeLeader(lctx); err != nil {
+					cancel()
+					d.log.WithError(err).Error("leader start-up failed; resigning")
+					return fmt.Errorf("leader start-up: %w", err)
+				}
+				stopLeader = cancel
+			case objdb.LockLost:
+				if stopLeader != nil {
+					stopLeader()
+					stopLeader = nil
+				}
+				d.becomeFollower(ctx)
+			default:
+				d.log.WithFields(logrus.Fields{"event": ev.Type, "error": ev.Err}).Warn("leader lock event")
+			}
+		}
+	}
+}
+
+func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
+	eps := d.cfg.Common.EtcdEndpoints
+	stop := func() {}
+	if d.cfg.EmbeddedEtcdDir != "" {
+		if len(d.cfg.Common.ConsulEndpoints) > 0 {
+			return nil, nil, fmt.Errorf("--embedded-etcd-dir runs etcd: it cannot be combined with --consul-endpoints")
+		}
+		client := dial.DefaultEtcdEndpoint
+		if len(eps) > 0 {
+			client = eps[0]
+		}
+		srv, err := embedetcd.Start(ctx, embedetcd.Config{
+			Name: "netmaster", DataDir: d.cfg.EmbeddedEtcdDir, ClientURL: client,
+			PeerURL: d.cfg.EmbeddedEtcdPeerURL, Logger: d.log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start embedded etcd in %q: %w", d.cfg.EmbeddedEtcdDir, err)
+		}
+		d.log.WithField("endpoint", srv.Endpoint()).Info("embedded etcd serving")
+		eps = []string{srv.Endpoint()}
+		stop = func() { srv.Close() }
+	}
+	st, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: d.log})
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("open store: %w", err)
+	}
+	return st, func() { st.Close(); stop() }, nil
+}
+
+func (d *Daemon) becomeLeader(ctx context.Context) error {
+	d.log.Info("acquired leader lock: becoming leader")
+	h, err := d.leader.Start(ctx, d.store)
+	if err != nil {
+		return err
+	}
+	lh := d.leaderHandler(h)
+	d.serving.Store(&lh)
+	d.state.Store(RoleLeader)
+	if err := d.registerServices(ctx, RoleLeader); err != nil {
+		d.log.WithError(err).Warn("re-register services as leader")
+	}
+	return nil
+}
+
+func (d *Daemon) becomeFollower(ctx context.Context) {
+	d.log.Warn("lost leader lock: becoming follower")
+	fh := d.followerHandler()
+	d.serving.Store(&fh)
+	d.state.Store(RoleFollower)
+	if err := d.registerServices(ctx, RoleFollower); err != nil {
+		d.log.WithError(err).Warn("re-register services as follower")
+	}
+}
+
+func (d *Daemon) services(role string) []objdb.ServiceInfo {
+	host, portStr, _ := net.SplitHostPort(d.cfg.InternalAddress)
+	port, _ := strconv.Atoi(portStr)
+	return []objdb.ServiceInfo{
+		{ServiceName: ServiceNetmaster, Role: role, TTL: serviceTTL, HostAddr: host, Port: port},
+		{ServiceName: ServiceNetmasterRPC, Role: role, TTL: serviceTTL, HostAddr: host, Port: RPCPort},
+	}
+}
+
+func (d *Daemon) registerServices(ctx context.Context, role string) error {
+	for _, s := range d.services(role) {
+		if err := d.store.RegisterService(ctx, s); err != nil {
+			return fmt.Errorf("register service %s: %w", s.ServiceName, err)
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) deregisterServices() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range d.services(d.State()) {
+		if err := d.store.DeregisterService(ctx, s); err != nil {
+			d.log.WithError(err).WithField("service", s.ServiceName).Warn("deregister")
+		}
+	}
+}
+
+type server struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// listen binds the external address and, when it differs, the internal one
+// (not when the external is 0.0.0.0 on the same port: that covers it).
+func (d *Daemon) listen() ([]*server, error) {
+	addrs := []string{d.cfg.ExternalAddress}
+	eh, ep, _ := net.SplitHostPort(d.cfg.ExternalAddress)
+	_, ip, _ := net.SplitHostPort(d.cfg.InternalAddress)
+	if d.cfg.InternalAddress != d.cfg.ExternalAddress && !(eh == "0.0.0.0" && ep == ip) {
+		addrs = append(addrs, d.cfg.InternalAddress)
+	}
+	var out []*server
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			for _, s := range out {
+				s.ln.Close()
+			}
+			return nil, fmt.Errorf("listen on %s: %w", a, err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(d.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
+		srv.SetKeepAlivesEnabled(false)
+		out = append(out, &server{srv: srv, ln: ln})
+		d.addrs = append(d.addrs, ln.Addr().String())
+	}
+	return out, nil
+}
+
+func (d *Daemon) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	(*d.serving.Load()).ServeHTTP(w, r)
+}
+
+// followerHandler proxies every request, unchanged, to the lock holder.
+func (d *Daemon) followerHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		holder, err := d.lock.Holder(ctx)
+		cancel()
+		if err != nil || holder == "" || holder == d.cfg.InternalAddress {
+			http.Error(w, "Leader not found", http.StatusInternalServerError)
+			return
+		}
+		target := &url.URL{Scheme: "http", Host: holder}
+		p := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				pr.Out.Host = pr.In.Host
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				d.log.WithError(err).WithField("leader", holder).Warn("proxy to leader")
+				http.Error(w, "Leader not reachable: "+err.Error(), http.StatusBadGateway)
+			},
+		}
+		p.ServeHTTP(w, r)
+	})
+}
+
+// leaderHandler serves /version and /info itself and everything else with
+// the leader's API handler.
+func (d *Daemon) leaderHandler(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			switch r.URL.Path {
+			case "/version":
+				writeRawJSON(w, map[string]string{"GitCommit": d.cfg.Version.GitCommit, "Version": d.cfg.Version.Version, "BuildTime": d.cfg.Version.BuildTime})
+				return
+			case "/info":
+				d.serveInfo(w, r)
+				return
+			}
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+func (d *Daemon) serveInfo(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	holder, err := d.lock.Holder(ctx)
+	if err != nil || holder == "" {
+		http.Error(w, "Leader not found", http.StatusInternalServerError)
+		return
+	}
+	nodes := func(svc string) []string {
+		list, err := d.store.GetService(ctx, svc)
+		if err != nil {
+			return []string{}
+		}
+		seen := map[string]bool{}
+		out := []string{}
+		for _, s := range list {
+			if !seen[s.HostAddr] {
+				seen[s.HostAddr] = true
+				out = append(out, s.HostAddr)
+			}
+		}
+		return out
+	}
+	host, _, _ := net.SplitHostPort(d.cfg.InternalAddress)
+	writeRawJSON(w, map[string]any{
+		"local-ip":        host,
+		"leader-ip":       holder,
+		"current-state":   d.State(),
+		"netplugin-nodes": nodes(ServiceNetplugin),
+		"netmaster-nodes": nodes(ServiceNetmaster),
+	})
+}
+
+// writeRawJSON writes JSON without a content type, as the original's GET
+// routes did.
+func writeRawJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Write(b)
+}
