@@ -9,11 +9,12 @@
 //     "contiv.io".
 //   - A session with TTL T is invalidated by the servers only after up to
 //     2×T without a renewal, and T must lie within the agent's
-//     session_ttl_min (default 10s) and 24h. A lock or service that must
-//     outlive a dead holder by at most ttl therefore asks for a session TTL of
-//     ttl/2. An agent that refuses it (ttl/2 below its session_ttl_min) gets
-//     its minimum instead and a warning is logged; expiry then takes up to
-//     2×session_ttl_min. Test agents run with session_ttl_min = "1s".
+//     session_ttl_min (default 10s) and 24h; a TTL outside is refused with an
+//     HTTP 500. A lock or service that must outlive a dead holder by at most
+//     ttl therefore asks for a session TTL of ttl/2, raised to the agent's
+//     session_ttl_min (read from /v1/agent/self; 10s assumed if unreadable)
+//     with a warning; expiry then takes up to 2×session_ttl_min. Test agents
+//     run with session_ttl_min = "1s".
 //   - Consul keeps no history a client can read: a watch sees the state after
 //     each change of the prefix, not every intermediate state. See Watch.
 package consul
@@ -42,7 +43,7 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultRetries        = 10
 	DefaultRetryBackoff   = 100 * time.Millisecond
-	DefaultMaxBackoff     = 2 * time.Second
+	DefaultMaxBackoff     = time.Second
 	DefaultWaitTime       = 30 * time.Second
 
 	// lockDelay is the lock-delay of every session this backend creates
@@ -93,12 +94,14 @@ type Client struct {
 	// it and is counted in wg.
 	base   context.Context
 	cancel context.CancelFunc
+	lifeMu sync.Mutex // orders goOwned's wg.Add before Close's wg.Wait
 	wg     sync.WaitGroup
 	closed atomic.Bool
 
-	// ttlMin is the agent's session_ttl_min once an agent refused a TTL
-	// (nanoseconds; 0 = not known).
-	ttlMin atomic.Int64
+	// ttlMin is the agent's session_ttl_min (nanoseconds; 0 = not read
+	// yet); ttlWarned is set once the raised TTL has been logged.
+	ttlMin    atomic.Int64
+	ttlWarned atomic.Bool
 
 	svcMu    sync.Mutex
 	services map[string]*serviceReg // by full consul key
@@ -258,7 +261,10 @@ func (c *Client) Endpoint() string { return c.endpoint }
 // for them. Sessions are not destroyed: registered services and held locks
 // expire by TTL, as if the process had died. A second Close is a no-op.
 func (c *Client) Close() error {
-	if c.closed.Swap(true) {
+	c.lifeMu.Lock()
+	already := c.closed.Swap(true)
+	c.lifeMu.Unlock()
+	if already {
 		return nil
 	}
 	c.cancel()
@@ -267,16 +273,9 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// full maps a relative key to its consul key.
+// full maps a relative key or prefix ("" = everything under the root) to
+// its consul key.
 func (c *Client) full(rel string) string {
-	if c.root == "" {
-		return rel
-	}
-	return c.root + "/" + rel
-}
-
-// prefixFull maps a relative prefix ("" = everything) to a consul prefix.
-func (c *Client) prefixFull(rel string) string {
 	if c.root == "" {
 		return rel
 	}
@@ -298,13 +297,20 @@ func (c *Client) checkOpen() error {
 	return nil
 }
 
-// go runs fn in a goroutine owned by the client (waited for by Close).
-func (c *Client) goOwned(fn func()) {
+// goOwned runs fn in a goroutine owned by the client (Close cancels c.base
+// and waits for it). It fails with ErrClosed once Close has begun.
+func (c *Client) goOwned(fn func()) error {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	if c.closed.Load() {
+		return objdb.ErrClosed
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		fn()
 	}()
+	return nil
 }
 
 // transient reports whether err is worth retrying: transport failures and

@@ -172,7 +172,7 @@ func (c *Client) List(ctx context.Context, prefix string) ([]objdb.KeyValue, err
 	}
 	var pairs api.KVPairs
 	err := c.retry(ctx, fmt.Sprintf("list %q", prefix), func(ctx context.Context) error {
-		p, _, err := c.api.KV().List(c.prefixFull(prefix), qopts(ctx))
+		p, _, err := c.api.KV().List(c.full(prefix), qopts(ctx))
 		pairs = p
 		return err
 	})

@@ -44,7 +44,7 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOp
 		return nil, fmt.Errorf("watch: %w", err)
 	}
 	wo := objdb.ApplyWatchOps(opts)
-	p := &poller{c: c, prefix: c.prefixFull(prefix)}
+	p := &poller{c: c, prefix: c.full(prefix)}
 	pairs, err := p.list(ctx, fmt.Sprintf("watch %q", prefix))
 	if err != nil {
 		return nil, err
@@ -66,18 +66,13 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOp
 		defer cancel()
 		stop := context.AfterFunc(c.base, cancel)
 		defer stop()
-		if !sendAll(wctx, ch, replay) {
-			return
-		}
-		for {
-			pairs, prev, err := p.next(wctx)
+		pump(wctx, ch, replay, func(ctx context.Context) ([]objdb.Event, error) {
+			pairs, prev, err := p.next(ctx)
 			if err != nil {
-				return
+				return nil, err
 			}
-			if !sendAll(wctx, ch, c.diff(wctx, cache, pairs, prev, p.idx)) {
-				return
-			}
-		}
+			return c.diff(ctx, cache, pairs, prev, p.idx), nil
+		})
 	})
 	if err != nil {
 		cancel()
@@ -86,15 +81,63 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOp
 	return ch, nil
 }
 
-func sendAll(ctx context.Context, ch chan<- objdb.Event, evs []objdb.Event) bool {
-	for _, ev := range evs {
+// maxQueued bounds the events a watch holds for a slow consumer; above
+// it, polling pauses and later changes are seen merged.
+const maxQueued = 4096
+
+// pump sends initial, then the events of successive poll rounds, to out
+// until ctx ends. Rounds run in their own goroutine and their events wait
+// in a queue, so a consumer that reads late does not stall polling (consul
+// shows only the state after each round: the sooner the next query, the
+// fewer changes one answer merges). round returns an error only when ctx
+// has ended. pump returns after its goroutine has stopped.
+func pump[E any](ctx context.Context, out chan<- E, initial []E, round func(context.Context) ([]E, error)) {
+	ctx, cancel := context.WithCancel(ctx)
+	results := make(chan []E)
+	done := make(chan struct{})
+	go func() { // owned by pump: it cancels ctx and waits for done
+		defer close(done)
+		for {
+			evs, err := round(ctx)
+			if err != nil {
+				return
+			}
+			if len(evs) == 0 {
+				continue
+			}
+			select {
+			case results <- evs:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	queue := initial
+	for {
+		var send chan<- E
+		var head E
+		if len(queue) > 0 {
+			send, head = out, queue[0]
+		}
+		recv := results
+		if len(queue) >= maxQueued {
+			recv = nil
+		}
 		select {
-		case ch <- ev:
+		case send <- head:
+			var zero E
+			queue[0] = zero
+			queue = queue[1:]
+		case evs := <-recv:
+			queue = append(queue, evs...)
 		case <-ctx.Done():
-			return false
+			return
 		}
 	}
-	return true
 }
 
 func sortEvents(evs []objdb.Event) {
@@ -146,9 +189,10 @@ func (c *Client) diff(ctx context.Context, cache map[string]*api.KVPair, pairs a
 // deleteIndex places the delete of full, seen between the answers at lo
 // and hi, in store order. A prefix list of exactly the deleted key is
 // answered with the index of its tombstone (consul keeps tombstones until
-// its tombstone GC); if that index is not within (lo, hi] — another key
-// with that prefix changed later, the key came back, or the lookup failed —
-// the delete is placed at hi.
+// its tombstone GC), or with a later index when a longer key with that
+// prefix ("k1" → "k10") changed after the delete: such a delete may be
+// placed a little late. If the index is not within (lo, hi] (the key came
+// back, or the lookup failed) the delete is placed at hi.
 func (c *Client) deleteIndex(ctx context.Context, full string, lo, hi uint64) uint64 {
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
