@@ -82,7 +82,7 @@ func marshalMsg(m body) ([]byte, error) {
 		return nil, err
 	}
 	ver := h.Version
-	if ver == 0 {
+	if _, raw := m.(*Unknown); ver == 0 && !raw { // Unknown keeps the version it came with
 		ver = Version
 	}
 	b[0], b[1] = ver, m.MsgType()

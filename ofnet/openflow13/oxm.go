@@ -65,6 +65,10 @@ const (
 	NXMFieldTunIPv4Dst uint8 = 32
 )
 
+// ONFExperimenterID is the experimenter id OVS uses for ONF-defined OXMs; in OF1.3
+// messages OVS itself encodes tcp_flags as experimenter OXM (class 0xffff, ONF, field 42).
+const ONFExperimenterID uint32 = 0x4f4e4600
+
 // OFPVIDPresent is OR-ed into VLAN_VID values of tagged packets.
 const OFPVIDPresent uint16 = 0x1000
 
@@ -93,15 +97,16 @@ type prereq struct {
 // FieldDef describes one OXM field. The order of fieldDefs is the canonical emission
 // order (prerequisites first), used by NewMatch.
 type FieldDef struct {
-	Name      string // OVS field name, used by set_field (e.g. "eth_dst", "ip_src")
-	MatchName string // ovs-ofctl match keyword (e.g. "dl_dst", "nw_src")
-	Class     uint16
-	Field     uint8
-	Len       int // value length in bytes (the mask, if any, has the same length)
-	Maskable  bool
-	Prereq    []prereq // alternatives are within one prereq; all prereqs must hold
-	format    valueFormat
-	rank      int
+	Name         string // OVS field name, used by set_field (e.g. "eth_dst", "ip_src")
+	MatchName    string // ovs-ofctl match keyword (e.g. "dl_dst", "nw_src")
+	Class        uint16
+	Field        uint8
+	Len          int // value length in bytes (the mask, if any, has the same length)
+	Maskable     bool
+	Prereq       []prereq // alternatives are within one prereq; all prereqs must hold
+	format       valueFormat
+	rank         int
+	Experimenter uint32 // for Class 0xffff only
 }
 
 var (
@@ -119,90 +124,103 @@ var (
 var fieldDefs = func() []FieldDef {
 	b := OXMClassOpenFlowBasic
 	defs := []FieldDef{
-		{"in_port", "in_port", b, OXMFieldInPort, 4, false, nil, fmtPort, 0},
-		{"in_phy_port", "in_phy_port", b, OXMFieldInPhyPort, 4, false, []prereq{{OXMFieldInPort, nil}}, fmtPort, 0},
-		{"eth_dst", "dl_dst", b, OXMFieldEthDst, 6, true, nil, fmtMAC, 0},
-		{"eth_src", "dl_src", b, OXMFieldEthSrc, 6, true, nil, fmtMAC, 0},
-		{"eth_type", "dl_type", b, OXMFieldEthType, 2, false, nil, fmtHex16, 0},
-		{"vlan_vid", "vlan_vid", b, OXMFieldVlanVID, 2, true, nil, fmtDec, 0},
-		{"vlan_pcp", "dl_vlan_pcp", b, OXMFieldVlanPCP, 1, false, []prereq{{OXMFieldVlanVID, nil}}, fmtDec, 0},
-		{"arp_op", "arp_op", b, OXMFieldARPOp, 2, false, arpOnly, fmtDec, 0},
-		{"arp_spa", "arp_spa", b, OXMFieldARPSpa, 4, true, arpOnly, fmtIPv4, 0},
-		{"arp_tpa", "arp_tpa", b, OXMFieldARPTpa, 4, true, arpOnly, fmtIPv4, 0},
-		{"arp_sha", "arp_sha", b, OXMFieldARPSha, 6, true, arpOnly, fmtMAC, 0},
-		{"arp_tha", "arp_tha", b, OXMFieldARPTha, 6, true, arpOnly, fmtMAC, 0},
-		{"ip_dst", "nw_dst", b, OXMFieldIPv4Dst, 4, true, ipv4Only, fmtIPv4, 0},
-		{"ip_src", "nw_src", b, OXMFieldIPv4Src, 4, true, ipv4Only, fmtIPv4, 0},
-		{"ipv6_dst", "ipv6_dst", b, OXMFieldIPv6Dst, 16, true, ipv6Only, fmtIPv6, 0},
-		{"ipv6_src", "ipv6_src", b, OXMFieldIPv6Src, 16, true, ipv6Only, fmtIPv6, 0},
-		{"ipv6_label", "ipv6_label", b, OXMFieldIPv6FLabel, 4, true, ipv6Only, fmtLabel, 0},
-		{"ip_proto", "nw_proto", b, OXMFieldIPProto, 1, false, ipAny, fmtDec, 0},
-		{"ip_dscp", "nw_tos", b, OXMFieldIPDSCP, 1, false, ipAny, fmtDec, 0},
-		{"ip_ecn", "nw_ecn", b, OXMFieldIPECN, 1, false, ipAny, fmtDec, 0},
-		{"mpls_label", "mpls_label", b, OXMFieldMPLSLabel, 4, false, mpls, fmtDec, 0},
-		{"mpls_tc", "mpls_tc", b, OXMFieldMPLSTC, 1, false, mpls, fmtDec, 0},
-		{"mpls_bos", "mpls_bos", b, OXMFieldMPLSBOS, 1, false, mpls, fmtDec, 0},
-		{"tcp_src", "tp_src", b, OXMFieldTCPSrc, 2, false, tcpOnly, fmtDec, 0},
-		{"tcp_dst", "tp_dst", b, OXMFieldTCPDst, 2, false, tcpOnly, fmtDec, 0},
-		{"udp_src", "tp_src", b, OXMFieldUDPSrc, 2, false, udpOnly, fmtDec, 0},
-		{"udp_dst", "tp_dst", b, OXMFieldUDPDst, 2, false, udpOnly, fmtDec, 0},
-		{"sctp_src", "tp_src", b, OXMFieldSCTPSrc, 2, false, sctpOnly, fmtDec, 0},
-		{"sctp_dst", "tp_dst", b, OXMFieldSCTPDst, 2, false, sctpOnly, fmtDec, 0},
-		{"icmp_type", "icmp_type", b, OXMFieldICMPv4Type, 1, false, []prereq{{OXMFieldIPProto, []uint64{1}}}, fmtDec, 0},
-		{"icmp_code", "icmp_code", b, OXMFieldICMPv4Code, 1, false, []prereq{{OXMFieldIPProto, []uint64{1}}}, fmtDec, 0},
-		{"icmpv6_type", "icmp_type", b, OXMFieldICMPv6Type, 1, false, []prereq{{OXMFieldIPProto, []uint64{58}}}, fmtDec, 0},
-		{"icmpv6_code", "icmp_code", b, OXMFieldICMPv6Code, 1, false, []prereq{{OXMFieldIPProto, []uint64{58}}}, fmtDec, 0},
-		{"nd_target", "nd_target", b, OXMFieldIPv6NDTarget, 16, false, []prereq{{OXMFieldICMPv6Type, []uint64{135, 136}}}, fmtIPv6, 0},
-		{"nd_sll", "nd_sll", b, OXMFieldIPv6NDSLL, 6, false, []prereq{{OXMFieldICMPv6Type, []uint64{135}}}, fmtMAC, 0},
-		{"nd_tll", "nd_tll", b, OXMFieldIPv6NDTLL, 6, false, []prereq{{OXMFieldICMPv6Type, []uint64{136}}}, fmtMAC, 0},
-		{"pbb_isid", "pbb_isid", b, OXMFieldPBBISID, 3, true, []prereq{{OXMFieldEthType, []uint64{0x88e7}}}, fmtDec, 0},
-		{"ipv6_exthdr", "ipv6_exthdr", b, OXMFieldIPv6Exthdr, 2, true, ipv6Only, fmtHex, 0},
-		{"tcp_flags", "tcp_flags", b, OXMFieldTCPFlags, 2, true, tcpOnly, fmtTCPFlags, 0},
-		{"metadata", "metadata", b, OXMFieldMetadata, 8, true, nil, fmtHex, 0},
-		{"tun_id", "tun_id", b, OXMFieldTunnelID, 8, true, nil, fmtHex, 0},
-		{"tun_src", "tun_src", OXMClassNXM1, NXMFieldTunIPv4Src, 4, true, nil, fmtIPv4, 0},
-		{"tun_dst", "tun_dst", OXMClassNXM1, NXMFieldTunIPv4Dst, 4, true, nil, fmtIPv4, 0},
+		{"in_port", "in_port", b, OXMFieldInPort, 4, false, nil, fmtPort, 0, 0},
+		{"in_phy_port", "in_phy_port", b, OXMFieldInPhyPort, 4, false, []prereq{{OXMFieldInPort, nil}}, fmtPort, 0, 0},
+		{"eth_dst", "dl_dst", b, OXMFieldEthDst, 6, true, nil, fmtMAC, 0, 0},
+		{"eth_src", "dl_src", b, OXMFieldEthSrc, 6, true, nil, fmtMAC, 0, 0},
+		{"eth_type", "dl_type", b, OXMFieldEthType, 2, false, nil, fmtHex16, 0, 0},
+		{"vlan_vid", "vlan_vid", b, OXMFieldVlanVID, 2, true, nil, fmtDec, 0, 0},
+		{"vlan_pcp", "dl_vlan_pcp", b, OXMFieldVlanPCP, 1, false, []prereq{{OXMFieldVlanVID, nil}}, fmtDec, 0, 0},
+		{"arp_op", "arp_op", b, OXMFieldARPOp, 2, false, arpOnly, fmtDec, 0, 0},
+		{"arp_spa", "arp_spa", b, OXMFieldARPSpa, 4, true, arpOnly, fmtIPv4, 0, 0},
+		{"arp_tpa", "arp_tpa", b, OXMFieldARPTpa, 4, true, arpOnly, fmtIPv4, 0, 0},
+		{"arp_sha", "arp_sha", b, OXMFieldARPSha, 6, true, arpOnly, fmtMAC, 0, 0},
+		{"arp_tha", "arp_tha", b, OXMFieldARPTha, 6, true, arpOnly, fmtMAC, 0, 0},
+		{"ip_dst", "nw_dst", b, OXMFieldIPv4Dst, 4, true, ipv4Only, fmtIPv4, 0, 0},
+		{"ip_src", "nw_src", b, OXMFieldIPv4Src, 4, true, ipv4Only, fmtIPv4, 0, 0},
+		{"ipv6_dst", "ipv6_dst", b, OXMFieldIPv6Dst, 16, true, ipv6Only, fmtIPv6, 0, 0},
+		{"ipv6_src", "ipv6_src", b, OXMFieldIPv6Src, 16, true, ipv6Only, fmtIPv6, 0, 0},
+		{"ipv6_label", "ipv6_label", b, OXMFieldIPv6FLabel, 4, true, ipv6Only, fmtLabel, 0, 0},
+		{"ip_proto", "nw_proto", b, OXMFieldIPProto, 1, false, ipAny, fmtDec, 0, 0},
+		{"ip_dscp", "nw_tos", b, OXMFieldIPDSCP, 1, false, ipAny, fmtDec, 0, 0},
+		{"ip_ecn", "nw_ecn", b, OXMFieldIPECN, 1, false, ipAny, fmtDec, 0, 0},
+		{"mpls_label", "mpls_label", b, OXMFieldMPLSLabel, 4, false, mpls, fmtDec, 0, 0},
+		{"mpls_tc", "mpls_tc", b, OXMFieldMPLSTC, 1, false, mpls, fmtDec, 0, 0},
+		{"mpls_bos", "mpls_bos", b, OXMFieldMPLSBOS, 1, false, mpls, fmtDec, 0, 0},
+		{"tcp_src", "tp_src", b, OXMFieldTCPSrc, 2, false, tcpOnly, fmtDec, 0, 0},
+		{"tcp_dst", "tp_dst", b, OXMFieldTCPDst, 2, false, tcpOnly, fmtDec, 0, 0},
+		{"udp_src", "tp_src", b, OXMFieldUDPSrc, 2, false, udpOnly, fmtDec, 0, 0},
+		{"udp_dst", "tp_dst", b, OXMFieldUDPDst, 2, false, udpOnly, fmtDec, 0, 0},
+		{"sctp_src", "tp_src", b, OXMFieldSCTPSrc, 2, false, sctpOnly, fmtDec, 0, 0},
+		{"sctp_dst", "tp_dst", b, OXMFieldSCTPDst, 2, false, sctpOnly, fmtDec, 0, 0},
+		{"icmp_type", "icmp_type", b, OXMFieldICMPv4Type, 1, false, []prereq{{OXMFieldIPProto, []uint64{1}}}, fmtDec, 0, 0},
+		{"icmp_code", "icmp_code", b, OXMFieldICMPv4Code, 1, false, []prereq{{OXMFieldIPProto, []uint64{1}}}, fmtDec, 0, 0},
+		{"icmpv6_type", "icmp_type", b, OXMFieldICMPv6Type, 1, false, []prereq{{OXMFieldIPProto, []uint64{58}}}, fmtDec, 0, 0},
+		{"icmpv6_code", "icmp_code", b, OXMFieldICMPv6Code, 1, false, []prereq{{OXMFieldIPProto, []uint64{58}}}, fmtDec, 0, 0},
+		{"nd_target", "nd_target", b, OXMFieldIPv6NDTarget, 16, false, []prereq{{OXMFieldICMPv6Type, []uint64{135, 136}}}, fmtIPv6, 0, 0},
+		{"nd_sll", "nd_sll", b, OXMFieldIPv6NDSLL, 6, false, []prereq{{OXMFieldICMPv6Type, []uint64{135}}}, fmtMAC, 0, 0},
+		{"nd_tll", "nd_tll", b, OXMFieldIPv6NDTLL, 6, false, []prereq{{OXMFieldICMPv6Type, []uint64{136}}}, fmtMAC, 0, 0},
+		{"pbb_isid", "pbb_isid", b, OXMFieldPBBISID, 3, true, []prereq{{OXMFieldEthType, []uint64{0x88e7}}}, fmtDec, 0, 0},
+		{"ipv6_exthdr", "ipv6_exthdr", b, OXMFieldIPv6Exthdr, 2, true, ipv6Only, fmtHex, 0, 0},
+		{"tcp_flags", "tcp_flags", b, OXMFieldTCPFlags, 2, true, tcpOnly, fmtTCPFlags, 0, 0},
+		{"metadata", "metadata", b, OXMFieldMetadata, 8, true, nil, fmtHex, 0, 0},
+		{"tun_id", "tun_id", b, OXMFieldTunnelID, 8, true, nil, fmtHex, 0, 0},
+		{"tun_src", "tun_src", OXMClassNXM1, NXMFieldTunIPv4Src, 4, true, nil, fmtIPv4, 0, 0},
+		{"tun_dst", "tun_dst", OXMClassNXM1, NXMFieldTunIPv4Dst, 4, true, nil, fmtIPv4, 0, 0},
 	}
 	for i := 0; i < 16; i++ {
 		n := fmt.Sprintf("reg%d", i)
-		defs = append(defs, FieldDef{n, n, OXMClassNXM1, NXMFieldReg0 + uint8(i), 4, true, nil, fmtHex, 0})
+		defs = append(defs, FieldDef{n, n, OXMClassNXM1, NXMFieldReg0 + uint8(i), 4, true, nil, fmtHex, 0, 0})
 	}
+	// How OVS encodes tcp_flags in OF1.3 (decode only; we emit the basic-class form).
+	defs = append(defs, FieldDef{"tcp_flags", "tcp_flags", OXMClassExperimenter, OXMFieldTCPFlags, 2, true, tcpOnly, fmtTCPFlags, 0, ONFExperimenterID})
 	for i := range defs {
 		defs[i].rank = i
 	}
 	return defs
 }()
 
-var fieldIndex = func() map[uint32]*FieldDef {
-	m := make(map[uint32]*FieldDef, len(fieldDefs))
+func fieldKey(class uint16, exp uint32, field uint8) uint64 {
+	if class != OXMClassExperimenter {
+		exp = 0
+	}
+	return uint64(class)<<40 | uint64(exp)<<8 | uint64(field)
+}
+
+var fieldIndex = func() map[uint64]*FieldDef {
+	m := make(map[uint64]*FieldDef, len(fieldDefs))
 	for i := range fieldDefs {
 		d := &fieldDefs[i]
-		m[uint32(d.Class)<<8|uint32(d.Field)] = d
+		m[fieldKey(d.Class, d.Experimenter, d.Field)] = d
 	}
 	return m
 }()
 
-// LookupField returns the definition of a known field, or nil.
+// LookupField returns the definition of a known non-experimenter field, or nil.
 func LookupField(class uint16, field uint8) *FieldDef {
-	return fieldIndex[uint32(class)<<8|uint32(field)]
+	return fieldIndex[fieldKey(class, 0, field)]
 }
 
 // FieldDefs returns a copy of the field table, in emission order.
 func FieldDefs() []FieldDef { return append([]FieldDef(nil), fieldDefs...) }
 
-// OXM is one match field TLV. Value and Mask are kept verbatim: encoding writes
-// class, field<<1|hasmask, len(Value)+len(Mask), Value, Mask. For experimenter-class
-// fields (0xffff) Value starts with the 4-byte experimenter id and Mask is unused.
+// OXM is one match field TLV: class(2) field<<1|hasmask(1) length(1) payload. The
+// payload is Value then Mask, kept verbatim (a known field with an odd masked payload
+// stays whole in Value). For class 0xffff the payload starts with the 4-byte
+// Experimenter id, which the length counts.
 type OXM struct {
-	Class   uint16
-	Field   uint8
-	HasMask bool
-	Value   []byte
-	Mask    []byte
+	Class        uint16
+	Field        uint8
+	HasMask      bool
+	Experimenter uint32 // only for Class == OXMClassExperimenter
+	Value        []byte
+	Mask         []byte
 }
 
 // Def returns the field's definition, or nil for an unknown field.
-func (o OXM) Def() *FieldDef { return LookupField(o.Class, o.Field) }
+func (o OXM) Def() *FieldDef { return fieldIndex[fieldKey(o.Class, o.Experimenter, o.Field)] }
+
+func (o OXM) key() uint64 { return fieldKey(o.Class, o.Experimenter, o.Field) }
 
 // Uint returns the value as a big-endian unsigned integer (values up to 8 bytes).
 func (o OXM) Uint() uint64 { return beUint(o.Value) }
@@ -240,6 +258,9 @@ func uintBytes(v uint64, n int) []byte {
 
 func (o OXM) appendTo(b []byte) ([]byte, error) {
 	n := len(o.Value) + len(o.Mask)
+	if o.Class == OXMClassExperimenter {
+		n += 4
+	}
 	if n > 255 {
 		return b, fmt.Errorf("openflow13: OXM %d/%d payload %d bytes exceeds 255", o.Class, o.Field, n)
 	}
@@ -252,6 +273,9 @@ func (o OXM) appendTo(b []byte) ([]byte, error) {
 	}
 	b = be.AppendUint16(b, o.Class)
 	b = append(b, fh, byte(n))
+	if o.Class == OXMClassExperimenter {
+		b = be.AppendUint32(b, o.Experimenter)
+	}
 	b = append(b, o.Value...)
 	return append(b, o.Mask...), nil
 }
@@ -262,9 +286,20 @@ func decodeOXM(r *reader) OXM {
 	class := r.u16("oxm class")
 	fh := r.u8("oxm field")
 	n := int(r.u8("oxm length"))
+	o := OXM{Class: class, Field: fh >> 1, HasMask: fh&1 == 1}
+	if class == OXMClassExperimenter {
+		if r.err == nil && n < 4 {
+			r.setErr(fmt.Errorf("%w: experimenter OXM length %d", ErrBadLength, n))
+		}
+		o.Experimenter = r.u32("oxm experimenter")
+		n -= 4
+	}
 	payload := r.copyBytes(n, "oxm payload")
-	o := OXM{Class: class, Field: fh >> 1, HasMask: fh&1 == 1, Value: payload}
-	if o.HasMask && class != OXMClassExperimenter && n%2 == 0 && n > 0 {
+	if r.err != nil {
+		return o
+	}
+	o.Value = payload
+	if o.HasMask && n%2 == 0 && n > 0 {
 		o.Value, o.Mask = payload[:n/2:n/2], payload[n/2:]
 	}
 	return o
@@ -449,8 +484,8 @@ func OXMTunIPv4Dst(ip net.IP) OXM {
 	return OXM{Class: OXMClassNXM1, Field: NXMFieldTunIPv4Dst, Value: ip4Bytes(ip)}
 }
 
-// OXMReg matches NXM register n (0..15) under a mask (mask 0xffffffff = exact is still
-// encoded masked only if mask != 0xffffffff).
+// OXMReg matches/sets NXM_NX register n (0..15); a mask of 0xffffffff encodes an exact
+// (unmasked) field.
 func OXMReg(n int, v, mask uint32) OXM {
 	o := OXM{Class: OXMClassNXM1, Field: NXMFieldReg0 + uint8(n&15), Value: u32b(v)}
 	if mask != 0xffffffff {
@@ -509,15 +544,18 @@ func (m Match) InPort() (uint32, bool) {
 // CheckPrereqs verifies, in TLV order as OVS does, that every known field's prerequisites
 // appear earlier in the match, and that no field is repeated.
 func (m Match) CheckPrereqs() error {
-	seen := map[uint32]OXM{}
+	seen := map[uint64]OXM{}
 	for _, f := range m.Fields {
-		key := uint32(f.Class)<<8 | uint32(f.Field)
+		key := f.key()
+		if d := f.Def(); d != nil && d.Class == OXMClassExperimenter {
+			key = fieldKey(OXMClassOpenFlowBasic, 0, d.Field) // ONF tcp_flags == basic 42
+		}
 		if _, dup := seen[key]; dup {
 			return fmt.Errorf("openflow13: duplicate match field %s", fieldName(f))
 		}
 		if d := f.Def(); d != nil {
 			for _, p := range d.Prereq {
-				pf, ok := seen[uint32(OXMClassOpenFlowBasic)<<8|uint32(p.Field)]
+				pf, ok := seen[fieldKey(OXMClassOpenFlowBasic, 0, p.Field)]
 				if !ok {
 					return fmt.Errorf("openflow13: match field %s lacks prerequisite %s", d.Name, LookupField(OXMClassOpenFlowBasic, p.Field).Name)
 				}
@@ -549,6 +587,9 @@ func (m Match) wireLen() int {
 	n := 4
 	for _, f := range m.Fields {
 		n += 4 + len(f.Value) + len(f.Mask)
+		if f.Class == OXMClassExperimenter {
+			n += 4
+		}
 	}
 	return n
 }
