@@ -19,6 +19,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -54,7 +56,8 @@ type Config struct {
 	RequestTimeout time.Duration
 	// RetryBudget bounds how long a request keeps retrying transient
 	// errors (store unreachable, no leader, attempt timed out) before it
-	// fails with objdb.ErrUnavailable (DefaultRetryBudget when zero).
+	// fails with objdb.ErrUnavailable (DefaultRetryBudget when zero). A
+	// request makes at least two attempts.
 	RetryBudget time.Duration
 	// Logger receives the backend's own logs; etcd's client library logs
 	// only its errors there. Nil means the logrus standard logger.
@@ -161,7 +164,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 3 * time.Second,
 		Context:              c.ctx,
-		Logger:               NewZapLogger(log.WithField("component", "etcd-client"), zapcore.ErrorLevel),
+		// Redial a store that came back within seconds: gRPC's default
+		// reconnect backoff grows to two minutes.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           grpcbackoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: c.dialTO,
+		})},
+		Logger: NewZapLogger(log.WithField("component", "etcd-client"), zapcore.ErrorLevel),
 	})
 	if err != nil {
 		c.cancel()
@@ -338,7 +347,9 @@ func (c *Client) retry(ctx context.Context, op, key string, attemptTO time.Durat
 			return fmt.Errorf("%s %q: %w", op, key, err)
 		}
 		d := bo.delay()
-		if time.Since(start)+d > c.budget {
+		// Give up when the budget is spent, but never after a single
+		// attempt: one slow attempt on a busy machine is not an outage.
+		if attempt >= 2 && time.Since(start)+d > c.budget {
 			return fmt.Errorf("%s %q: %w after %d attempts in %s: %w",
 				op, key, objdb.ErrUnavailable, attempt, time.Since(start).Round(time.Millisecond), err)
 		}

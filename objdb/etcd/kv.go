@@ -33,7 +33,10 @@ func (c *Client) Get(ctx context.Context, key string) (objdb.KeyValue, error) {
 // Put writes key and returns its new Version (mod revision). WithPrevVersion
 // and WithCreateOnly turn it into one transaction whose Else branch reads
 // the key, so a conflict reports the current version without another round
-// trip.
+// trip. A conditional attempt that timed out may still have been applied;
+// its retry then fails the compare and reports ErrConflict, so objdb.Update
+// re-reads and recomputes. An allocator built on Update can thus leak the
+// one allocation of such an attempt, but never hands one out twice.
 func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objdb.OpOption) (int64, error) {
 	if err := objdb.CheckKey(key); err != nil {
 		return 0, fmt.Errorf("put: %w", err)

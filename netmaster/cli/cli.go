@@ -1,0 +1,130 @@
+// Package cli is netmaster's command line (spec daemons.md §1.1, §1.2):
+// every flag, alias and CONTIV_NETMASTER_* variable of the original, plus
+// the embedded-etcd and leader-TTL settings. cmd/netmaster only calls App.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli"
+
+	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/logsetup"
+	"github.com/contiv/netplugin/utils/netutils"
+)
+
+// Build-time values, set with -ldflags "-X ...".
+var (
+	Version   = "devbuild"
+	GitCommit = "unknown"
+	BuildTime = "unknown"
+)
+
+// NewLeader builds the leader's work from the parsed configuration.
+type NewLeader func(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error)
+
+// App returns the netmaster CLI application.
+func App(newLeader NewLeader) *cli.App {
+	app := cli.NewApp()
+	app.Name = "netmaster"
+	app.Usage = "Contiv netmaster: the network control plane"
+	app.Version = Version
+	cli.VersionPrinter = func(c *cli.Context) {
+		fmt.Fprintf(c.App.Writer, "Version: %s\nGitCommit: %s\nBuildTime: %s\n", Version, GitCommit, BuildTime)
+	}
+	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
+	app.Flags = append(daemonflags.Flags("NETMASTER"),
+		cli.StringFlag{Name: "infra, infra-type", EnvVar: env("INFRA"), Value: "default", Usage: "infrastructure type: default or aci"},
+		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name (docker and swarm-mode)"},
+		cli.StringFlag{Name: "external-address, listen-url", EnvVar: env("EXTERNAL_ADDRESS"), Value: "0.0.0.0:9999", Usage: "ip:port the REST API listens on"},
+		cli.StringFlag{Name: "internal-address, control-url", EnvVar: env("INTERNAL_ADDRESS"), Usage: "ip:port identifying this netmaster (default <host ip>:<external port>)"},
+		cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
+		cli.StringFlag{Name: "embedded-etcd-peer-url", EnvVar: env("EMBEDDED_ETCD_PEER_URL"), Value: "http://127.0.0.1:2380", Usage: "raft peer URL of the embedded etcd"},
+		cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: daemon.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
+	)
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return cli.NewExitError(fmt.Sprintf("unexpected arguments: %s", strings.Join(c.Args(), " ")), daemonflags.ExitInvalid)
+		}
+		cfg, err := ConfigFromContext(c)
+		if err != nil {
+			return cli.NewExitError("netmaster: "+err.Error(), daemonflags.ExitInvalid)
+		}
+		log := logrus.StandardLogger()
+		if err := logsetup.Configure(log, logsetup.Options{Level: cfg.Common.LogLevel, JSON: cfg.Common.JSONLog,
+			Syslog: cfg.Common.Syslog, SyslogURL: cfg.Common.SyslogURL, Tag: "netmaster"}); err != nil {
+			return cli.NewExitError("netmaster: "+err.Error(), daemonflags.ExitInvalid)
+		}
+		entry := logrus.NewEntry(log)
+		leader, err := newLeader(cfg, entry)
+		if err != nil {
+			return cli.NewExitError("netmaster: "+err.Error(), 1)
+		}
+		d, err := daemon.New(cfg, leader, entry)
+		if err != nil {
+			return cli.NewExitError("netmaster: "+err.Error(), 1)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := d.Run(ctx); err != nil {
+			return cli.NewExitError("netmaster: "+err.Error(), 1)
+		}
+		return nil
+	}
+	return app
+}
+
+// ConfigFromContext reads and validates every netmaster flag.
+func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
+	common, err := daemonflags.FromContext(c)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	cfg := daemon.Config{
+		Common:              common,
+		Infra:               strings.ToLower(strings.TrimSpace(c.String("infra"))),
+		PluginName:          c.String("name"),
+		ExternalAddress:     c.String("external-address"),
+		InternalAddress:     c.String("internal-address"),
+		EmbeddedEtcdDir:     c.String("embedded-etcd-dir"),
+		EmbeddedEtcdPeerURL: c.String("embedded-etcd-peer-url"),
+		LeaderTTL:           c.Duration("leader-ttl"),
+		Version:             daemon.VersionInfo{Version: Version, GitCommit: GitCommit, BuildTime: BuildTime},
+	}
+	switch cfg.Infra {
+	case "default", "aci":
+	default:
+		return cfg, fmt.Errorf("invalid --infra %q: must be default or aci", cfg.Infra)
+	}
+	if cfg.LeaderTTL < time.Second {
+		return cfg, fmt.Errorf("invalid --leader-ttl %v: must be at least 1s", cfg.LeaderTTL)
+	}
+	_, extPort, err := netutils.ParseHostPort("external-address", cfg.ExternalAddress)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.InternalAddress == "" {
+		ip, err := netutils.DefaultAddr()
+		if err != nil {
+			return cfg, fmt.Errorf("--internal-address not given and no default host address: %w", err)
+		}
+		cfg.InternalAddress = net.JoinHostPort(ip, strconv.Itoa(extPort))
+	}
+	if _, _, err := netutils.ParseHostPort("internal-address", cfg.InternalAddress); err != nil {
+		return cfg, err
+	}
+	if cfg.Common.Mode != daemonflags.ModeDocker && cfg.Common.Mode != daemonflags.ModeSwarm && c.IsSet("name") {
+		logrus.Infof("--name %q ignored in %s mode", cfg.PluginName, cfg.Common.Mode)
+	}
+	return cfg, nil
+}

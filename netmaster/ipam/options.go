@@ -1,0 +1,68 @@
+package ipam
+
+import "time"
+
+// Defaults of the options.
+const (
+	// DefaultKeyPrefix is where pools live, relative to the store root:
+	// "<prefix><poolID>/v4/..." and "<prefix><poolID>/v6/...".
+	DefaultKeyPrefix = "state/ipam/"
+	// DefaultCommitTimeout bounds one store round of a batch of requests.
+	DefaultCommitTimeout = 30 * time.Second
+	// maxConflicts bounds how often one request is retried after losing a
+	// compare-and-swap race before it fails.
+	maxConflicts = 1000
+)
+
+type options struct {
+	prefix        string
+	commitTimeout time.Duration
+}
+
+// Option configures an allocator.
+type Option func(*options)
+
+// WithKeyPrefix stores pools under prefix (relative to the store root;
+// DefaultKeyPrefix when not given). It must end in "/".
+func WithKeyPrefix(prefix string) Option { return func(o *options) { o.prefix = prefix } }
+
+// WithCommitTimeout bounds each store round of the IPv4 batch committer
+// (DefaultCommitTimeout when not given).
+func WithCommitTimeout(d time.Duration) Option { return func(o *options) { o.commitTimeout = d } }
+
+func applyOptions(opts []Option) options {
+	o := options{prefix: DefaultKeyPrefix, commitTimeout: DefaultCommitTimeout}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.prefix == "" {
+		o.prefix = DefaultKeyPrefix
+	}
+	if o.prefix[len(o.prefix)-1] != '/' {
+		o.prefix += "/"
+	}
+	if o.commitTimeout <= 0 {
+		o.commitTimeout = DefaultCommitTimeout
+	}
+	return o
+}
+
+type poolOptions struct {
+	gateway string
+}
+
+// PoolOption configures a pool at creation.
+type PoolOption func(*poolOptions)
+
+// WithGateway reserves the gateway address in the new pool, so it is never
+// handed out. It must be inside the subnet; a gateway outside the pool's
+// range is accepted and simply never allocatable.
+func WithGateway(ip string) PoolOption { return func(o *poolOptions) { o.gateway = ip } }
+
+func applyPoolOptions(opts []PoolOption) poolOptions {
+	var o poolOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}

@@ -1,0 +1,779 @@
+package ipam
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/contiv/netplugin/objdb"
+)
+
+// V4 allocates IPv4 addresses from pools kept in the store (DESIGN.md
+// decisions 2 and 3).
+//
+// Allocation order: the lowest free address of the pool, as the original.
+//
+// Concurrency: requests for one pool made concurrently in this process are
+// batched: one committer goroutine per busy pool applies every queued
+// request to its cached copy of the touched chunk and writes that chunk
+// once, by compare-and-swap on its version. A batch therefore costs one
+// store write whatever its size and the subnet's size. Another process
+// (a second netmaster) writing the same chunk makes the CAS fail; the
+// committer re-reads the chunk and applies the requests again, so an
+// address is never handed out twice.
+//
+// The per-pool "full" summary lets the search skip full chunks. It is only
+// a hint: a chunk wrongly marked not full costs one read and is fixed; a
+// chunk wrongly marked full (possible only when two processes race on it)
+// is found again by the full re-scan that runs before exhaustion is
+// reported, so exhaustion is never reported while an address is free.
+//
+// A V4 caches pool state (header, chunks, summary). Correctness never
+// rests on the cache: every write is a CAS on the version read, and a
+// decision that writes nothing ("address in use", "release of a free
+// address", "exhausted") is confirmed on a fresh read first. Only the
+// lowest-free order across processes is best effort. Create one V4 per
+// netmaster leadership term and Close it when the term ends.
+type V4 struct {
+	kv   objdb.KV
+	opts options
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // committer goroutines
+
+	mu     sync.Mutex
+	closed bool
+	pools  map[string]*pool4
+}
+
+// NewV4 returns an IPv4 allocator over kv.
+func NewV4(kv objdb.KV, opts ...Option) *V4 {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{}}
+}
+
+// Close fails requests still queued and waits for the committers to stop.
+func (a *V4) Close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.cancel()
+	a.wg.Wait()
+}
+
+func (a *V4) keys(id string) keys4 { return keys4{p: a.opts.prefix + id + "/v4/"} }
+
+// PoolInfo describes a pool.
+type PoolInfo struct {
+	ID      string
+	Subnet  Subnet     // the network's subnet (a sub-pool's parent's)
+	First   netip.Addr // the pool's range
+	Last    netip.Addr
+	Gateway string // "" when none
+	Parent  string // sub-pool: the pool it is carved from
+	Pool    string // sub-pool: its "a-b" string
+}
+
+func (l *layout) info() PoolInfo {
+	return PoolInfo{ID: l.id, Subnet: l.subnet, First: l.first, Last: l.last,
+		Gateway: l.hdr.Gateway, Parent: l.hdr.Parent, Pool: l.hdr.Pool}
+}
+
+// CreatePool creates the IPv4 pool id for subnet ("a.b.c.d/len" or
+// "a.b.c.d-e.f.g.h/len", see ParseSubnet). With WithGateway the gateway is
+// reserved. Creating a pool that exists with the same definition succeeds
+// (and reserves the gateway if that had not happened); with another
+// definition it fails with ErrPoolExists.
+func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOption) (PoolInfo, error) {
+	if err := checkPoolID(id); err != nil {
+		return PoolInfo{}, err
+	}
+	sn, err := ParseSubnet(subnet)
+	if err != nil {
+		return PoolInfo{}, fmt.Errorf("create pool %q: %w", id, err)
+	}
+	po := applyPoolOptions(opts)
+	var gw netip.Addr
+	if po.gateway != "" {
+		if gw, err = sn.CheckHost(po.gateway); err != nil {
+			return PoolInfo{}, fmt.Errorf("create pool %q: gateway: %w", id, err)
+		}
+	}
+	h := header4{Subnet: sn.String(), First: sn.First.String(), Last: sn.Last.String()}
+	if gw.IsValid() {
+		h.Gateway = gw.String()
+	}
+	l, err := a.putHeader(ctx, id, h)
+	if err != nil {
+		return PoolInfo{}, fmt.Errorf("create pool %q: %w", id, err)
+	}
+	if gw.IsValid() {
+		if _, err := a.AllocateSpecific(ctx, id, gw); err != nil &&
+			!errors.Is(err, ErrInUse) && !errors.Is(err, ErrNotAllocatable) {
+			return PoolInfo{}, fmt.Errorf("create pool %q: reserve gateway: %w", id, err)
+		}
+	}
+	return l.info(), nil
+}
+
+// putHeader writes a new header, or accepts an identical existing one.
+func (a *V4) putHeader(ctx context.Context, id string, h header4) (*layout, error) {
+	val, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := a.kv.Put(ctx, a.keys(id).header(), val, objdb.WithCreateOnly())
+	if err == nil {
+		return newLayout(id, h, ver)
+	}
+	if !errors.Is(err, objdb.ErrConflict) {
+		return nil, err
+	}
+	l, err := a.readLayout(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if l.hdr != h {
+		return nil, userErr(ErrPoolExists, "pool %s exists with subnet %s range %s-%s", id, l.hdr.Subnet, l.hdr.First, l.hdr.Last)
+	}
+	return l, nil
+}
+
+func (a *V4) readLayout(ctx context.Context, id string) (*layout, error) {
+	kv, err := a.kv.Get(ctx, a.keys(id).header())
+	if errors.Is(err, objdb.ErrNotFound) {
+		return nil, userErr(ErrPoolNotFound, "ip pool %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var h header4
+	if err := json.Unmarshal(kv.Value, &h); err != nil {
+		return nil, fmt.Errorf("pool %q: decode header: %w", id, err)
+	}
+	return newLayout(id, h, kv.Version)
+}
+
+// Pool describes the pool id.
+func (a *V4) Pool(ctx context.Context, id string) (PoolInfo, error) {
+	if err := checkPoolID(id); err != nil {
+		return PoolInfo{}, err
+	}
+	l, err := a.readLayout(ctx, id)
+	if err != nil {
+		return PoolInfo{}, fmt.Errorf("read pool %q: %w", id, err)
+	}
+	return l.info(), nil
+}
+
+// Allocate hands out the lowest free address of the pool. It fails with
+// ErrExhausted ("auto allocation failed - address exhaustion in subnet
+// <base>/<len>" or "… in pool <a-b>") when none is left.
+func (a *V4) Allocate(ctx context.Context, id string) (netip.Addr, error) {
+	res, err := a.submit(ctx, id, &request{kind: reqAuto})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("allocate address in pool %q: %w", id, err)
+	}
+	return res.addr, nil
+}
+
+// AllocateSpecific takes ip (a preferred address). It fails with ErrInUse
+// ("ip address <ip> is not available") when it is already taken,
+// ErrNotAllocatable when the pool never hands it out (network, broadcast,
+// outside the range) and ErrOutOfSubnet outside the subnet; nothing changes
+// then. A caller that lets an endpoint re-request the address it was given
+// checks its own records when it gets ErrInUse.
+func (a *V4) AllocateSpecific(ctx context.Context, id string, ip netip.Addr) (netip.Addr, error) {
+	if !ip.Is4() {
+		return netip.Addr{}, fmt.Errorf("allocate address %s in pool %q: %w", ip, id, userErr(ErrInvalid, "unable to convert hostIP %s to uint32", ip))
+	}
+	res, err := a.submit(ctx, id, &request{kind: reqSpecific, ip: ip})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("allocate address %s in pool %q: %w", ip, id, err)
+	}
+	return res.addr, nil
+}
+
+// Release frees ip. Releasing a free address, or one the pool never hands
+// out, is a no-op; released reports whether the address was taken.
+func (a *V4) Release(ctx context.Context, id string, ip netip.Addr) (released bool, err error) {
+	if !ip.Is4() {
+		return false, fmt.Errorf("release address %s in pool %q: %w", ip, id, userErr(ErrInvalid, "unable to convert hostIP %s to uint32", ip))
+	}
+	res, err := a.submit(ctx, id, &request{kind: reqRelease, ip: ip})
+	if err != nil {
+		return false, fmt.Errorf("release address %s in pool %q: %w", ip, id, err)
+	}
+	return res.changed, nil
+}
+
+type reqKind int
+
+const (
+	reqAuto reqKind = iota
+	reqSpecific
+	reqRelease
+)
+
+const (
+	statePending int32 = iota
+	stateDone
+	stateAbandoned
+)
+
+type request struct {
+	kind      reqKind
+	ip        netip.Addr // reqSpecific, reqRelease
+	conflicts int
+	waitSync  bool // an auto request that found nothing before a full re-scan
+	state     atomic.Int32
+	done      chan result
+}
+
+type result struct {
+	addr    netip.Addr
+	changed bool
+	err     error
+}
+
+func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) {
+	if err := checkPoolID(id); err != nil {
+		return result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	r.done = make(chan result, 1)
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return result{}, ErrClosed
+	}
+	p := a.pools[id]
+	if p == nil {
+		p = &pool4{id: id, keys: a.keys(id)}
+		a.pools[id] = p
+	}
+	if p.enqueue(r) {
+		a.wg.Add(1)
+		go p.run(a)
+	}
+	a.mu.Unlock()
+
+	select {
+	case res := <-r.done:
+		return res, res.err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(statePending, stateAbandoned) {
+			// The committer undoes an allocation it completes for an
+			// abandoned request.
+			return result{}, ctx.Err()
+		}
+		res := <-r.done
+		return res, res.err
+	}
+}
+
+// forget drops the cached state of pool id in this process (after it was
+// deleted or its range changed by a direct store operation).
+func (a *V4) forget(id string) {
+	a.mu.Lock()
+	if p := a.pools[id]; p != nil {
+		p.invalid.Store(true)
+		delete(a.pools, id)
+	}
+	a.mu.Unlock()
+}
+
+func (a *V4) invalidate(id string) {
+	a.mu.Lock()
+	if p := a.pools[id]; p != nil {
+		p.invalid.Store(true)
+	}
+	a.mu.Unlock()
+}
+
+// pool4 is one pool's request queue and, owned by its committer
+// goroutine, its cached store state.
+type pool4 struct {
+	id   string
+	keys keys4
+
+	mu      sync.Mutex
+	queue   []*request
+	running bool
+
+	invalid atomic.Bool // drop the cache before the next round
+
+	// owned by the committer
+	lay      *layout
+	chunks   map[int]*cachedChunk
+	full     []uint64 // nil: not loaded
+	fullVer  int64
+	needSync bool
+}
+
+type cachedChunk struct {
+	bits    [chunkWords]uint64
+	version int64 // 0: absent from the store
+}
+
+// enqueue adds r and reports whether the caller must start a committer.
+func (p *pool4) enqueue(r *request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = append(p.queue, r)
+	if p.running {
+		return false
+	}
+	p.running = true
+	return true
+}
+
+func (p *pool4) run(a *V4) {
+	defer a.wg.Done()
+	for {
+		p.mu.Lock()
+		batch := p.queue
+		p.queue = nil
+		if len(batch) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		if retry := p.round(a, batch); len(retry) > 0 {
+			p.mu.Lock()
+			p.queue = append(retry, p.queue...)
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *pool4) reset() {
+	p.lay, p.chunks, p.full, p.fullVer = nil, nil, nil, 0
+}
+
+// complete delivers res to r's caller; if the caller gave up, an address
+// taken for it is given back.
+func (p *pool4) complete(r *request, res result) {
+	if r.state.CompareAndSwap(statePending, stateDone) {
+		r.done <- res
+		return
+	}
+	if res.err == nil && res.changed && r.kind != reqRelease {
+		p.mu.Lock()
+		p.queue = append(p.queue, &request{kind: reqRelease, ip: res.addr, done: make(chan result, 1)})
+		p.mu.Unlock()
+	}
+}
+
+// notDone drops the requests already answered (to run a batch again).
+func notDone(rs []*request) []*request {
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.state.Load() != stateDone {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type pending struct {
+	r   *request
+	res result
+}
+
+// round applies one batch. It returns the requests to run again (lost a
+// CAS race, or waiting for a re-scan).
+func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
+	ctx, cancel := context.WithTimeout(a.ctx, a.opts.commitTimeout)
+	defer cancel()
+
+	live := batch[:0]
+	for _, r := range batch {
+		if r.state.Load() != stateAbandoned || r.kind == reqRelease {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	failAll := func(err error) []*request {
+		for _, r := range live {
+			p.complete(r, result{err: err})
+		}
+		return nil
+	}
+	if p.invalid.Swap(false) {
+		p.reset()
+	}
+	if p.lay == nil {
+		l, err := a.readLayout(ctx, p.id)
+		if err != nil {
+			return failAll(err)
+		}
+		p.lay, p.chunks = l, map[int]*cachedChunk{}
+	}
+	synced := false
+	if p.needSync {
+		if err := p.resync(ctx, a); err != nil {
+			if errors.Is(err, errStale) {
+				p.reset()
+				return notDone(live)
+			}
+			return failAll(err)
+		}
+		p.needSync, synced = false, true
+	}
+	l := p.lay
+
+	// Compute: apply the batch, in arrival order, to working copies.
+	work := map[int]*[chunkWords]uint64{}
+	// fresh: chunks read from the store in this round. A decision that
+	// writes nothing (address already taken, release of a free address)
+	// is only trusted on a fresh chunk, or on one whose write succeeded;
+	// otherwise the chunk is re-read and the request runs again.
+	fresh := map[int]bool{}
+	dirty := map[int]bool{}
+	getWork := func(c int) (*[chunkWords]uint64, error) {
+		if w := work[c]; w != nil {
+			return w, nil
+		}
+		if _, cached := p.chunks[c]; !cached || synced {
+			fresh[c] = true
+		}
+		ch, err := p.chunk(ctx, a, c)
+		if err != nil {
+			return nil, err
+		}
+		w := ch.bits
+		work[c] = &w
+		return &w, nil
+	}
+	perChunk := map[int][]pending{}
+	var seenFull []int
+	for _, r := range live {
+		switch r.kind {
+		case reqAuto:
+			host, found, full, err := p.search(ctx, a, work, getWork)
+			seenFull = append(seenFull, full...)
+			if err != nil {
+				if errors.Is(err, errStale) {
+					p.reset()
+					return notDone(live)
+				}
+				return failAll(err)
+			}
+			if !found {
+				if synced || r.waitSync {
+					p.complete(r, result{err: userErr(ErrExhausted, "auto allocation failed - address exhaustion in %s", l.desc)})
+				} else {
+					r.waitSync = true
+					p.needSync = true
+					retry = append(retry, r)
+				}
+				continue
+			}
+			c := int(host / chunkBits)
+			work[c][(host%chunkBits)/64] |= 1 << uint(host%64)
+			dirty[c] = true
+			perChunk[c] = append(perChunk[c], pending{r, result{addr: l.addr(host), changed: true}})
+		case reqSpecific, reqRelease:
+			host, err := l.host(r.ip)
+			if err != nil {
+				p.complete(r, result{err: err})
+				continue
+			}
+			if !l.allocatable(host) {
+				if r.kind == reqRelease {
+					p.complete(r, result{addr: r.ip})
+				} else {
+					p.complete(r, result{err: userErr(ErrNotAllocatable, "ip address %s is not available: outside the allocatable range %s-%s of %s",
+						r.ip, l.addr(l.lo), l.addr(l.hi), l.desc)})
+				}
+				continue
+			}
+			c := int(host / chunkBits)
+			w, err := getWork(c)
+			if err != nil {
+				if errors.Is(err, errStale) {
+					p.reset()
+					return notDone(live)
+				}
+				return failAll(err)
+			}
+			word, bit := (host%chunkBits)/64, uint64(1)<<uint(host%64)
+			taken := w[word]&bit != 0
+			switch {
+			case r.kind == reqSpecific && taken:
+				perChunk[c] = append(perChunk[c], pending{r, result{err: userErr(ErrInUse, "ip address %s is not available", r.ip)}})
+			case r.kind == reqSpecific:
+				w[word] |= bit
+				dirty[c] = true
+				perChunk[c] = append(perChunk[c], pending{r, result{addr: r.ip, changed: true}})
+			case !taken:
+				perChunk[c] = append(perChunk[c], pending{r, result{addr: r.ip}})
+			default:
+				w[word] &^= bit
+				dirty[c] = true
+				perChunk[c] = append(perChunk[c], pending{r, result{addr: r.ip, changed: true}})
+			}
+		}
+	}
+
+	// Commit: one CAS write per changed chunk.
+	cs := make([]int, 0, len(perChunk))
+	for c := range perChunk {
+		cs = append(cs, c)
+	}
+	sort.Ints(cs)
+	multi := l.cLo < l.cHi
+	var nowFull []int
+	for _, c := range cs {
+		if !dirty[c] {
+			if fresh[c] {
+				for _, pd := range perChunk[c] {
+					p.complete(pd.r, pd.res)
+				}
+				continue
+			}
+			delete(p.chunks, c) // re-read before trusting it
+			for _, pd := range perChunk[c] {
+				retry = append(retry, pd.r)
+			}
+			continue
+		}
+		w := work[c]
+		old := p.chunks[c]
+		wasFull := multi && p.isFull(c)
+		_, hasFree := l.freeIn(c, w)
+		if wasFull && hasFree {
+			// Clear the hint before freeing, so a crash in between
+			// leaves a "not full" mark on a full chunk (harmless).
+			p.setFull(ctx, a, []int{c}, false)
+		}
+		ver, err := a.kv.Put(ctx, p.keys.chunk(c), l.encodeChunk(c, w), casOpt(old.version))
+		switch {
+		case err == nil:
+			p.chunks[c] = &cachedChunk{bits: *w, version: ver}
+			for _, pd := range perChunk[c] {
+				p.complete(pd.r, pd.res)
+			}
+			if multi && !hasFree && !p.isFull(c) {
+				nowFull = append(nowFull, c)
+			}
+		case errors.Is(err, objdb.ErrConflict) && ctx.Err() == nil:
+			delete(p.chunks, c)
+			for _, pd := range perChunk[c] {
+				if pd.r.conflicts++; pd.r.conflicts > maxConflicts {
+					p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", maxConflicts, err)})
+					continue
+				}
+				retry = append(retry, pd.r)
+			}
+		default:
+			// The write may or may not have happened: forget the chunk.
+			delete(p.chunks, c)
+			for _, pd := range perChunk[c] {
+				p.complete(pd.r, result{err: err})
+			}
+		}
+	}
+	if multi {
+		for _, c := range seenFull {
+			ch := p.chunks[c]
+			if ch == nil || p.isFull(c) {
+				continue
+			}
+			if _, free := l.freeIn(c, &ch.bits); !free {
+				nowFull = append(nowFull, c)
+			}
+		}
+		if len(nowFull) > 0 {
+			p.setFull(ctx, a, nowFull, true)
+		}
+	}
+	return retry
+}
+
+// search finds the lowest free host, loading chunks as needed. full lists
+// chunks it found full although the summary did not say so.
+func (p *pool4) search(ctx context.Context, a *V4, work map[int]*[chunkWords]uint64,
+	getWork func(int) (*[chunkWords]uint64, error)) (host int64, found bool, full []int, err error) {
+	l := p.lay
+	multi := l.cLo < l.cHi
+	if multi && p.full == nil {
+		if err := p.loadFull(ctx, a); err != nil {
+			return 0, false, nil, err
+		}
+	}
+	for c := l.cLo; c <= l.cHi; c++ {
+		if multi && work[c] == nil && p.isFull(c) {
+			continue
+		}
+		w, err := getWork(c)
+		if err != nil {
+			return 0, false, full, err
+		}
+		if h, ok := l.freeIn(c, w); ok {
+			return h, true, full, nil
+		}
+		if multi && !p.isFull(c) {
+			full = append(full, c)
+		}
+	}
+	return 0, false, full, nil
+}
+
+// chunk returns the cached chunk c, reading it if needed.
+func (p *pool4) chunk(ctx context.Context, a *V4, c int) (*cachedChunk, error) {
+	if ch := p.chunks[c]; ch != nil {
+		return ch, nil
+	}
+	kv, err := a.kv.Get(ctx, p.keys.chunk(c))
+	var ch *cachedChunk
+	switch {
+	case errors.Is(err, objdb.ErrNotFound):
+		// A missing chunk is all free, but only if the pool is still
+		// the one we know: a deleted and re-created pool has new rules.
+		l, err := a.readLayout(ctx, p.id)
+		if err != nil {
+			return nil, err
+		}
+		if l.gen != p.lay.gen {
+			return nil, errStale
+		}
+		ch = &cachedChunk{}
+	case err != nil:
+		return nil, err
+	default:
+		b, err := decodeChunk(p.lay, c, kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		ch = &cachedChunk{bits: *b, version: kv.Version}
+	}
+	p.chunks[c] = ch
+	return ch, nil
+}
+
+func (p *pool4) isFull(c int) bool {
+	return p.full != nil && c/64 < len(p.full) && p.full[c/64]&(1<<uint(c%64)) != 0
+}
+
+func (p *pool4) loadFull(ctx context.Context, a *V4) error {
+	n := p.lay.nChunks()
+	kv, err := a.kv.Get(ctx, p.keys.full())
+	if errors.Is(err, objdb.ErrNotFound) {
+		p.full, p.fullVer = make([]uint64, (n+63)/64), 0
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var f full4
+	if err := json.Unmarshal(kv.Value, &f); err != nil {
+		return fmt.Errorf("pool %q: decode full summary: %w", p.id, err)
+	}
+	b, err := decodeBitmap(f.Full, n)
+	if err != nil {
+		return fmt.Errorf("pool %q: decode full summary: %w", p.id, err)
+	}
+	p.full, p.fullVer = b, kv.Version
+	return nil
+}
+
+// setFull updates the summary hint of chunks cs by compare-and-swap. It is
+// best effort: on a store error the cached summary is dropped and the
+// chunks themselves stay the truth.
+func (p *pool4) setFull(ctx context.Context, a *V4, cs []int, full bool) {
+	for try := 0; try < 10; try++ {
+		if p.full == nil {
+			if err := p.loadFull(ctx, a); err != nil {
+				return
+			}
+		}
+		next := append([]uint64(nil), p.full...)
+		for _, c := range cs {
+			if full {
+				next[c/64] |= 1 << uint(c%64)
+			} else {
+				next[c/64] &^= 1 << uint(c%64)
+			}
+		}
+		if slices.Equal(next, p.full) {
+			return
+		}
+		val, _ := json.Marshal(full4{Full: encodeBitmap(next, p.lay.nChunks())})
+		ver, err := a.kv.Put(ctx, p.keys.full(), val, casOpt(p.fullVer))
+		if err == nil {
+			p.full, p.fullVer = next, ver
+			return
+		}
+		p.full = nil
+		if !errors.Is(err, objdb.ErrConflict) {
+			return
+		}
+	}
+}
+
+// resync re-reads every chunk of the pool and rewrites the summary from
+// them. It runs before exhaustion is reported.
+func (p *pool4) resync(ctx context.Context, a *V4) error {
+	l := p.lay
+	kvs, err := a.kv.List(ctx, p.keys.chunkPrefix())
+	if err != nil {
+		return err
+	}
+	chunks := map[int]*cachedChunk{}
+	for _, kv := range kvs {
+		c := chunkNum(kv.Key, p.keys.chunkPrefix())
+		if c < 0 {
+			continue
+		}
+		b, err := decodeChunk(l, c, kv.Value)
+		if err != nil {
+			return err
+		}
+		chunks[c] = &cachedChunk{bits: *b, version: kv.Version}
+	}
+	cur, err := a.readLayout(ctx, p.id)
+	if err != nil {
+		return err
+	}
+	if cur.gen != l.gen {
+		return errStale
+	}
+	p.chunks = chunks
+	if l.cLo >= l.cHi {
+		return nil
+	}
+	if err := p.loadFull(ctx, a); err != nil {
+		return err
+	}
+	var full, notFull []int
+	for c := l.cLo; c <= l.cHi; c++ {
+		ch := chunks[c]
+		isFull := ch != nil
+		if ch != nil {
+			_, free := l.freeIn(c, &ch.bits)
+			isFull = !free
+		}
+		if isFull {
+			full = append(full, c)
+		} else {
+			notFull = append(notFull, c)
+		}
+	}
+	p.setFull(ctx, a, notFull, false)
+	p.setFull(ctx, a, full, true)
+	return nil
+}
