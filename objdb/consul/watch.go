@@ -237,14 +237,20 @@ func (p *poller) list(ctx context.Context, what string) (api.KVPairs, error) {
 // for as long as ctx lasts; only ctx's end is returned.
 func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 	failures := 0
+	verify := false
 	for {
 		rctx, cancel := context.WithTimeout(ctx, p.c.blockingTimeout())
 		q := &api.QueryOptions{WaitIndex: p.idx, WaitTime: p.c.cfg.WaitTime}
-		if failures > 0 {
+		if failures > 0 || verify {
 			// After a failure, read at once: if the agent restarted
 			// with a lower index, a blocking query would wait its full
-			// time before telling.
+			// time before telling. And read consistently: a restarted
+			// server answers default-mode reads while it still replays
+			// its log, with a partial state and a lower index, which
+			// would look like every later key was deleted. Consistent
+			// reads wait for the leader's barrier (state fully applied).
 			q.WaitIndex = 0
+			q.RequireConsistent = true
 		}
 		kvs, meta, err := p.c.api.KV().List(p.prefix, q.WithContext(rctx))
 		cancel()
@@ -274,8 +280,13 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 			continue // the wait timed out with no change
 		}
 		if idx < prev {
-			p.c.log.WithField("prefix", p.prefix).Warnf("consul index went back from %d to %d (agent restarted?): re-listing", prev, idx)
+			if !q.RequireConsistent {
+				verify = true // confirm with a consistent read first
+				continue
+			}
+			p.c.log.WithField("prefix", p.prefix).Warnf("consul index went back from %d to %d (store reset?): re-listing", prev, idx)
 		}
+		verify = false
 		if idx == 0 {
 			idx = 1 // never block on 0 ("no wait") in a loop
 		}

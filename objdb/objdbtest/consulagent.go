@@ -90,86 +90,136 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// StartConsulAgent runs a dev-mode consul agent on free loopback ports
-// (DNS and gRPC off, session_ttl_min = "1s" so 2 s TTLs work) with its
-// data under t.TempDir, waits until it has a leader, and stops it on
-// t.Cleanup (also when the start fails). A missing binary skips the test,
-// or fails it under CI=true (RequireComponent). Restart is nil: a dev agent
-// keeps its data in memory.
+// StartConsulAgent runs a single-server consul agent (its own raft with
+// bootstrap-expect 1, data under t.TempDir) on free loopback ports, DNS
+// and gRPC off, session_ttl_min = "1s" so 2 s TTLs work, waits until it has
+// a leader, and stops it on t.Cleanup (also when the start fails). Unlike
+// a -dev agent it keeps its data on disk, so Restart stops and starts it
+// again with the same data and ports. A missing binary skips the test, or
+// fails it under CI=true (RequireComponent).
 func StartConsulAgent(t testing.TB) Server {
 	t.Helper()
 	bin, err := FindConsul()
 	RequireComponent(t, "consul agent", err)
-
-	var ports []int
-	var cmd *exec.Cmd
-	out := &lockedBuffer{}
 	dir := t.TempDir()
 	// A port taken between freePorts and the agent's bind makes the agent
 	// exit at once; try a few times with new ports.
 	for attempt := 0; ; attempt++ {
-		ports, err = freePorts(4)
+		ports, err := freePorts(4)
 		if err != nil {
 			t.Fatalf("consul agent: reserve ports: %v", err)
 		}
-		cmd = exec.Command(bin, "agent", "-dev",
-			"-client", "127.0.0.1", "-bind", "127.0.0.1",
-			"-http-port", strconv.Itoa(ports[0]),
-			"-serf-lan-port", strconv.Itoa(ports[1]),
-			"-serf-wan-port", strconv.Itoa(ports[2]),
-			"-server-port", strconv.Itoa(ports[3]),
-			"-dns-port", "-1", "-grpc-port", "-1",
-			"-hcl", `session_ttl_min = "1s"`,
-			"-node", fmt.Sprintf("objdbtest-%d-%d", os.Getpid(), ports[0]),
-			"-data-dir", dir,
-			"-log-level", "warn",
-		)
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start consul agent %s: %v", bin, err)
-		}
-		exited := make(chan struct{})
-		var waitErr error
-		go func() { waitErr = cmd.Wait(); close(exited) }()
-		stop := func() {
-			select {
-			case <-exited:
-				return
-			default:
-			}
-			cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				<-exited
-			}
-		}
-		t.Cleanup(stop)
-
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-		err = waitConsulLeader(addr, exited, &waitErr, consulStartTimeout)
+		a := &consulAgent{bin: bin, dir: dir, ports: ports, out: &lockedBuffer{}}
+		err = a.start()
 		if err == nil {
-			t.Logf("consul agent %s up on %s (pid %d)", bin, addr, cmd.Process.Pid)
+			t.Cleanup(a.stop)
+			t.Logf("consul agent %s up on %s", bin, a.addr())
 			return Server{
-				Endpoint:         addr,
-				Addr:             addr,
-				NewProxyEndpoint: func(a string) string { return a },
-				Restart:          nil,
+				Endpoint:         a.addr(),
+				Addr:             a.addr(),
+				NewProxyEndpoint: func(addr string) string { return addr },
+				Restart: func(t testing.TB) {
+					t.Helper()
+					a.stop()
+					if err := a.start(); err != nil {
+						t.Fatalf("restart consul agent: %v\nagent output:\n%s", err, a.out.String())
+					}
+				},
 			}
 		}
-		stop()
 		if attempt >= 2 {
-			t.Fatalf("consul agent did not start: %v\nagent output:\n%s", err, out.String())
+			t.Fatalf("consul agent did not start: %v\nagent output:\n%s", err, a.out.String())
 		}
 		t.Logf("consul agent start attempt %d failed (%v); retrying with new ports", attempt+1, err)
 	}
 }
 
+// consulAgent is one agent process, restartable on the same ports and data.
+type consulAgent struct {
+	bin, dir string
+	ports    []int // http, serf-lan, serf-wan, server
+	out      *lockedBuffer
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+}
+
+func (a *consulAgent) addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.ports[0]))
+}
+
+// start runs the agent and waits for its leader; on failure the process is
+// stopped.
+func (a *consulAgent) start() error {
+	cmd := exec.Command(a.bin, "agent", "-server", "-bootstrap-expect", "1",
+		"-client", "127.0.0.1", "-bind", "127.0.0.1",
+		"-http-port", strconv.Itoa(a.ports[0]),
+		"-serf-lan-port", strconv.Itoa(a.ports[1]),
+		"-serf-wan-port", strconv.Itoa(a.ports[2]),
+		"-server-port", strconv.Itoa(a.ports[3]),
+		"-dns-port", "-1", "-grpc-port", "-1",
+		"-hcl", `session_ttl_min = "1s"`,
+		"-hcl", `performance { raft_multiplier = 1 }`,
+		"-node", fmt.Sprintf("objdbtest-%d-%d", os.Getpid(), a.ports[0]),
+		"-data-dir", a.dir,
+		"-log-level", "warn",
+	)
+	cmd.Stdout, cmd.Stderr = a.out, a.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", a.bin, err)
+	}
+	exited := make(chan struct{})
+	a.mu.Lock()
+	a.cmd, a.exited = cmd, exited
+	a.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		a.mu.Lock()
+		a.waitErr = err
+		a.mu.Unlock()
+		close(exited)
+	}()
+	if err := waitConsulLeader(a.addr(), exited, a.exitErr, consulStartTimeout); err != nil {
+		a.stop()
+		return err
+	}
+	return nil
+}
+
+func (a *consulAgent) exitErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.waitErr
+}
+
+// stop ends the process (SIGTERM, then SIGKILL after 10 s) and waits.
+func (a *consulAgent) stop() {
+	a.mu.Lock()
+	cmd, exited := a.cmd, a.exited
+	a.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+}
+
 // waitConsulLeader polls GET /v1/status/leader until it names a leader,
 // the agent exits, or the timeout passes.
-func waitConsulLeader(addr string, exited <-chan struct{}, waitErr *error, timeout time.Duration) error {
+func waitConsulLeader(addr string, exited <-chan struct{}, exitErr func() error, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
@@ -191,7 +241,7 @@ func waitConsulLeader(addr string, exited <-chan struct{}, waitErr *error, timeo
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("agent exited: %v", *waitErr)
+			return fmt.Errorf("agent exited: %v", exitErr())
 		case <-ctx.Done():
 			return fmt.Errorf("no leader within %v: %v", timeout, last)
 		case <-time.After(100 * time.Millisecond):
