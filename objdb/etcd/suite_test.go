@@ -60,10 +60,16 @@ func TestSuite(t *testing.T) {
 	})
 }
 
+// The benchmarks compare the embedded etcd with an external etcd process
+// (the consul package has the same two benchmarks):
+//
+//	go test -run '^$' -bench 'CAS|WatchLatency' -benchtime 2000x ./objdb/etcd ./objdb/consul
 func BenchmarkCAS(b *testing.B) {
-	objdbtest.BenchCAS(b, backend(), objdbtest.StartEmbeddedEtcd(b))
+	b.Run("embedded", func(b *testing.B) { objdbtest.BenchCAS(b, backend(), objdbtest.StartEmbeddedEtcd(b)) })
+	b.Run("process", func(b *testing.B) { objdbtest.BenchCAS(b, backend(), objdbtest.StartEtcdProcess(b)) })
 }
 
 func BenchmarkWatchLatency(b *testing.B) {
-	objdbtest.BenchWatchLatency(b, backend(), objdbtest.StartEmbeddedEtcd(b))
+	b.Run("embedded", func(b *testing.B) { objdbtest.BenchWatchLatency(b, backend(), objdbtest.StartEmbeddedEtcd(b)) })
+	b.Run("process", func(b *testing.B) { objdbtest.BenchWatchLatency(b, backend(), objdbtest.StartEtcdProcess(b)) })
 }
