@@ -1,0 +1,423 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/state"
+)
+
+// epgCtl is the endpoint group controller (spec rest-api.md §2.5,
+// daemons.md §4.9). Policies are linked but their rules are not installed
+// (no policy controller yet); netprofile and ext-contracts references are
+// checked and linked. A refused create leaves nothing behind.
+type epgCtl struct{ m *master }
+
+func isACI(tx *contivmodel.Tx) bool {
+	g, err := contivmodel.Get[contivmodel.Global](tx, GlobalName)
+	return err == nil && g.NetworkInfraType == "aci"
+}
+
+// Create runs the group create pipeline in the spec's order.
+func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup) error {
+	m := c.m
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, g.TenantName); err != nil {
+		return err
+	} else if !ok || g.TenantName == "" {
+		return contivmodel.Errorf("Tenant not found")
+	}
+	netKey := modelKey(g.TenantName, g.NetworkName)
+	nw, err := contivmodel.Get[contivmodel.Network](tx, netKey)
+	if errors.Is(err, contivmodel.ErrNotFound) || g.NetworkName == "" {
+		return contivmodel.Errorf("Network %s not found", g.NetworkName)
+	} else if err != nil {
+		return err
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Network](tx, g.Key); err != nil {
+		return err
+	} else if ok {
+		return contivmodel.Errorf("Network %s conflicts with the endpointGroup name", g.GroupName)
+	}
+	netID := netStateID(g.TenantName, g.NetworkName)
+	epgID := epgStateID(g.TenantName, g.GroupName)
+	ns, err := m.st.Networks.Read(ctx, netID)
+	if err != nil {
+		return storeErr("read network state "+netID, err)
+	}
+	if g.IpPool != "" {
+		sn, err := ipam.ParseSubnet(nw.Subnet)
+		if err != nil {
+			return userErr(err)
+		}
+		if _, _, err := ipam.ParsePool(sn, g.IpPool); err != nil {
+			return userErr(err)
+		}
+	}
+	aci := isACI(tx)
+	if aci && ns.PktTagType != "vlan" {
+		return contivmodel.Errorf("network type must be VLAN for ACI mode")
+	}
+
+	m.topo.Lock()
+	defer m.topo.Unlock()
+	undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID))
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	if g.IpPool != "" {
+		tx.OnAbort(func() {
+			ctx, cancel := undoCtx()
+			defer cancel()
+			if err := m.v4.DeletePool(ctx, epgID); err != nil {
+				m.log.WithError(err).Error("roll back group ip pool")
+			}
+		})
+		if _, err := m.v4.CreateSubPool(ctx, netID, epgID, g.IpPool); err != nil {
+			return userErr(err)
+		}
+	}
+	id, err := m.allocEPGID(ctx, epgID)
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(func() {
+		ctx, cancel := undoCtx()
+		defer cancel()
+		if err := m.freeEPGID(ctx, id); err != nil {
+			m.log.WithError(err).Error("roll back group id")
+		}
+	})
+	gs := state.EndpointGroup{
+		Common: state.Common{ID: epgID}, GroupName: g.GroupName, TenantName: g.TenantName,
+		NetworkName: g.NetworkName, EndpointGroupID: id, PktTagType: ns.PktTagType,
+		PktTag: ns.PktTag, ExtPktTag: ns.ExtPktTag, IPPool: g.IpPool, GroupTag: g.CfgdTag,
+	}
+	if gs.GroupTag == "" {
+		gs.GroupTag = g.GroupName + "." + g.TenantName
+	}
+	if aci {
+		vlan, err := m.res.AllocateVLAN(ctx, 0)
+		if err != nil {
+			return userErr(err)
+		}
+		tx.OnAbort(func() {
+			ctx, cancel := undoCtx()
+			defer cancel()
+			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
+				m.log.WithError(err).Error("roll back group vlan")
+			}
+		})
+		gs.PktTag = int(vlan)
+	}
+	for _, p := range g.Policies {
+		if err := linkPolicy(tx, g, p); err != nil {
+			return err
+		}
+	}
+	if g.NetProfile != "" {
+		if err := attachNetprofile(tx, g, &gs, g.NetProfile); err != nil {
+			return err
+		}
+	}
+	if err := linkContracts(tx, g, g.ExtContractsGrps); err != nil {
+		return err
+	}
+	m.epgCache.Delete(epgID)
+	tx.OnAbort(func() { m.epgCache.Delete(epgID) })
+	if _, err := m.st.EndpointGroups.Write(ctx, gs); err != nil {
+		return fmt.Errorf("write group state %q: %w", epgID, err)
+	}
+	g.Links.Network = contivmodel.NewLink(contivmodel.TypeNetwork, netKey)
+	g.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, g.TenantName)
+	self := contivmodel.NewLink(contivmodel.TypeEndpointGroup, g.Key)
+	if err := contivmodel.Modify(tx, netKey, func(n *contivmodel.Network) error {
+		n.LinkSets.EndpointGroups.Add(self)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return contivmodel.Modify(tx, g.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.EndpointGroups.Add(self)
+		return nil
+	})
+}
+
+func linkPolicy(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, name string) error {
+	key := modelKey(g.TenantName, name)
+	if ok, err := contivmodel.Exists[contivmodel.Policy](tx, key); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Policy not found")
+	}
+	g.LinkSets.Policies.Add(contivmodel.NewLink(contivmodel.TypePolicy, key))
+	return contivmodel.Modify(tx, key, func(p *contivmodel.Policy) error {
+		p.LinkSets.EndpointGroups.Add(contivmodel.NewLink(contivmodel.TypeEndpointGroup, g.Key))
+		return nil
+	})
+}
+
+func unlinkPolicy(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, name string) error {
+	key := modelKey(g.TenantName, name)
+	g.LinkSets.Policies.Remove(key)
+	err := contivmodel.Modify(tx, key, func(p *contivmodel.Policy) error {
+		p.LinkSets.EndpointGroups.Remove(g.Key)
+		return nil
+	})
+	if errors.Is(err, contivmodel.ErrNotFound) {
+		return contivmodel.Errorf("Policy not found")
+	}
+	return err
+}
+
+// attachNetprofile links the profile and copies its QoS into the state.
+func attachNetprofile(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gs *state.EndpointGroup, name string) error {
+	key := modelKey(g.TenantName, name)
+	np, err := contivmodel.Get[contivmodel.Netprofile](tx, key)
+	if errors.Is(err, contivmodel.ErrNotFound) {
+		return contivmodel.Errorf("netprofile not found")
+	} else if err != nil {
+		return err
+	}
+	gs.DSCP, gs.Bandwidth, gs.Burst = np.DSCP, np.Bandwidth, np.Burst
+	g.Links.NetProfile = contivmodel.NewLink(contivmodel.TypeNetprofile, key)
+	return contivmodel.Modify(tx, key, func(p *contivmodel.Netprofile) error {
+		p.LinkSets.EndpointGroups.Add(contivmodel.NewLink(contivmodel.TypeEndpointGroup, g.Key))
+		return nil
+	})
+}
+
+func detachNetprofile(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, name string) error {
+	key := modelKey(g.TenantName, name)
+	g.Links.NetProfile = contivmodel.Link{}
+	err := contivmodel.Modify(tx, key, func(p *contivmodel.Netprofile) error {
+		p.LinkSets.EndpointGroups.Remove(g.Key)
+		return nil
+	})
+	if errors.Is(err, contivmodel.ErrNotFound) {
+		return contivmodel.Errorf("netprofile not found")
+	}
+	return err
+}
+
+func linkContracts(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, names []string) error {
+	for _, name := range names {
+		key := modelKey(g.TenantName, name)
+		err := contivmodel.Modify(tx, key, func(e *contivmodel.ExtContractsGroup) error {
+			e.LinkSets.EndpointGroups.Add(contivmodel.NewLink(contivmodel.TypeEndpointGroup, g.Key))
+			return nil
+		})
+		if errors.Is(err, contivmodel.ErrNotFound) {
+			return contivmodel.Errorf("External contracts group %s not found", name)
+		} else if err != nil {
+			return err
+		}
+		g.LinkSets.ExtContractsGrps.Add(contivmodel.NewLink(contivmodel.TypeExtContractsGroup, key))
+	}
+	return nil
+}
+
+func unlinkContracts(tx *contivmodel.Tx, g *contivmodel.EndpointGroup) error {
+	for _, key := range sortedKeys(g.LinkSets.ExtContractsGrps) {
+		g.LinkSets.ExtContractsGrps.Remove(key)
+		err := contivmodel.Modify(tx, key, func(e *contivmodel.ExtContractsGroup) error {
+			e.LinkSets.EndpointGroups.Remove(g.Key)
+			return nil
+		})
+		if err != nil && !errors.Is(err, contivmodel.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Update changes policies, netprofile and contracts; network and pool are
+// fixed.
+func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.EndpointGroup) error {
+	m := c.m
+	if req.NetworkName != stored.NetworkName {
+		return contivmodel.Errorf("Cannot change network association after epg is created.")
+	}
+	if req.IpPool != stored.IpPool {
+		return contivmodel.Errorf("Cannot change IP pool after epg is created.")
+	}
+	epgID := epgStateID(stored.TenantName, stored.GroupName)
+	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
+	if err != nil {
+		return storeErr("read group state "+epgID, err)
+	}
+	for _, p := range req.Policies {
+		if !slices.Contains(stored.Policies, p) {
+			if err := linkPolicy(tx, stored, p); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case stored.NetProfile != "" && req.NetProfile == "":
+		gs.DSCP, gs.Bandwidth, gs.Burst = 0, "", 0
+		if err := detachNetprofile(tx, stored, stored.NetProfile); err != nil {
+			return err
+		}
+	case req.NetProfile != "":
+		if stored.NetProfile != "" && stored.NetProfile != req.NetProfile {
+			if err := detachNetprofile(tx, stored, stored.NetProfile); err != nil {
+				return err
+			}
+		}
+		if err := attachNetprofile(tx, stored, &gs, req.NetProfile); err != nil {
+			return err
+		}
+	}
+	for _, p := range stored.Policies {
+		if !slices.Contains(req.Policies, p) {
+			if err := unlinkPolicy(tx, stored, p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := unlinkContracts(tx, stored); err != nil {
+		return err
+	}
+	if err := linkContracts(tx, stored, req.ExtContractsGrps); err != nil {
+		return err
+	}
+	undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID))
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	if _, err := casUpdate(ctx, m.st.EndpointGroups, epgID, func(cur *state.EndpointGroup) error {
+		cur.DSCP, cur.Bandwidth, cur.Burst = gs.DSCP, gs.Bandwidth, gs.Burst
+		return nil
+	}); err != nil {
+		return fmt.Errorf("write group state %q: %w", epgID, err)
+	}
+	stored.NetProfile, stored.Policies, stored.ExtContractsGrps = req.NetProfile, req.Policies, req.ExtContractsGrps
+	return nil
+}
+
+// Delete refuses in the spec's order, then frees the pool, id and state
+// and drops the links.
+func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup) error {
+	m := c.m
+	if g.Links.AppProfile.IsSet() {
+		return contivmodel.Errorf("Cannot delete %s, associated to appProfile %s", g.GroupName, g.Links.AppProfile.ObjKey)
+	}
+	epgID := epgStateID(g.TenantName, g.GroupName)
+	m.topo.Lock()
+	defer m.topo.Unlock()
+	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
+	if err != nil {
+		return storeErr("read group state "+epgID, err)
+	}
+	if gs.EpCount != 0 {
+		return contivmodel.Errorf("Error: EPG %s has active endpoints", g.GroupName)
+	}
+	for _, p := range g.Policies {
+		if err := unlinkPolicy(tx, g, p); err != nil && !errors.Is(err, contivmodel.ErrNotFound) {
+			var ce *contivmodel.Error
+			if !errors.As(err, &ce) || ce.Msg != "Policy not found" {
+				return err
+			}
+		}
+	}
+	if err := unlinkContracts(tx, g); err != nil {
+		return err
+	}
+	if g.NetProfile != "" {
+		if err := detachNetprofile(tx, g, g.NetProfile); err != nil {
+			var ce *contivmodel.Error
+			if !errors.As(err, &ce) || ce.Msg != "netprofile not found" {
+				return err
+			}
+		}
+	}
+	for _, mod := range []func() error{
+		func() error {
+			return contivmodel.Modify(tx, modelKey(g.TenantName, g.NetworkName), func(n *contivmodel.Network) error {
+				n.LinkSets.EndpointGroups.Remove(g.Key)
+				return nil
+			})
+		},
+		func() error {
+			return contivmodel.Modify(tx, g.TenantName, func(t *contivmodel.Tenant) error {
+				t.LinkSets.EndpointGroups.Remove(g.Key)
+				return nil
+			})
+		},
+	} {
+		if err := mod(); err != nil && !errors.Is(err, contivmodel.ErrNotFound) {
+			return err
+		}
+	}
+	undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID), epgIDKey(gs.EndpointGroupID))
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	m.epgCache.Delete(epgID)
+	tx.OnAbort(func() { m.epgCache.Delete(epgID) })
+	if err := m.st.EndpointGroups.Clear(ctx, epgID); err != nil {
+		return fmt.Errorf("delete group state %q: %w", epgID, err)
+	}
+	if err := m.freeEPGID(ctx, gs.EndpointGroupID); err != nil {
+		return err
+	}
+	if isACI(tx) && gs.PktTag > 0 {
+		if err := m.res.FreeVLAN(ctx, uint(gs.PktTag)); err != nil {
+			return fmt.Errorf("free group vlan: %w", err)
+		}
+	}
+	if gs.IPPool != "" {
+		if err := m.v4.DeletePool(ctx, epgID); err != nil {
+			return fmt.Errorf("delete ip pool of group %q: %w", epgID, err)
+		}
+	}
+	return nil
+}
+
+// Oper reports the group's tags, endpoints and pool usage.
+func (c epgCtl) Oper(ctx context.Context, _ *contivmodel.Tx, g *contivmodel.EndpointGroup) (any, error) {
+	eps, err := c.m.allEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.m.groupOper(ctx, g, eps, true)
+}
+
+func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, eps []state.Endpoint, full bool) (*contivmodel.EndpointGroupOper, error) {
+	epgID := epgStateID(g.TenantName, g.GroupName)
+	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
+	if err != nil {
+		return nil, storeErr("read group state "+epgID, err)
+	}
+	netID := netStateID(g.TenantName, g.NetworkName)
+	ns, err := m.st.Networks.Read(ctx, netID)
+	if err != nil {
+		return nil, storeErr("read network state "+netID, err)
+	}
+	op := &contivmodel.EndpointGroupOper{
+		PktTag:         gs.PktTag,
+		ExternalPktTag: ns.ExtPktTag,
+		NumEndpoints:   gs.EpCount,
+	}
+	for _, ep := range eps {
+		if ep.EndpointGroupKey == epgID {
+			op.Endpoints = append(op.Endpoints, endpointOper(ep))
+		}
+	}
+	if full {
+		op.GroupTag = gs.GroupTag
+		if gs.IPPool != "" {
+			if op.AllocatedIPAddresses, op.AvailableIPAddresses, err = m.poolLists(ctx, epgID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return op, nil
+}

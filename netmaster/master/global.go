@@ -1,0 +1,219 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/resources"
+	"github.com/contiv/netplugin/state"
+)
+
+// globalCtl is the global controller (spec rest-api.md §2.1, daemons.md
+// §4.5). Its state writes (GlobConfig, gstate Cfg/Oper, the tag pools) are
+// undone if the operation fails at any later step.
+type globalCtl struct{ m *master }
+
+// globalKeys are the store keys a global create, update or delete writes.
+func (m *master) globalKeys() []string {
+	return []string{
+		m.st.GlobConfig.Key(GlobalName), m.st.GlobalCfg.Key(GlobalName), m.st.GlobalOper.Key(GlobalName),
+		state.PrefixVlanCfg + GlobalName, state.PrefixVlanOper + GlobalName,
+		state.PrefixVxlanCfg + GlobalName, state.PrefixVxlanOper + GlobalName,
+	}
+}
+
+func (c globalCtl) guard(ctx context.Context, tx *contivmodel.Tx) error {
+	undo, err := c.m.snapshot(ctx, c.m.globalKeys()...)
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	return nil
+}
+
+func checkInfra(infra string) error {
+	switch infra {
+	case "", "default", "aci", "aci-opflex":
+		return nil
+	}
+	return contivmodel.Errorf("invalid fabric mode")
+}
+
+// Create installs the tag pools and writes the global state.
+func (c globalCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.Global) error {
+	if err := checkInfra(g.NetworkInfraType); err != nil {
+		return err
+	}
+	if _, err := resources.ParseTagRanges(g.Vlans, resources.VLAN); err != nil {
+		return userErr(err)
+	}
+	if _, err := resources.ParseTagRanges(g.Vxlans, resources.VXLAN); err != nil {
+		return userErr(err)
+	}
+	if err := c.guard(ctx, tx); err != nil {
+		return err
+	}
+	if err := c.m.res.DefineVLANs(ctx, g.Vlans); err != nil {
+		return userErr(err)
+	}
+	start, err := c.m.res.DefineVXLANs(ctx, g.Vxlans)
+	if err != nil {
+		return userErr(err)
+	}
+	return c.m.writeGlobalState(ctx, g, start)
+}
+
+func (m *master) writeGlobalState(ctx context.Context, g *contivmodel.Global, vxlanStart uint) error {
+	if _, err := m.st.GlobalCfg.Write(ctx, state.GlobalCfg{Auto: state.GlobalAutoTags{VLANs: g.Vlans, VXLANs: g.Vxlans}}); err != nil {
+		return fmt.Errorf("write global tag config: %w", err)
+	}
+	if _, err := m.st.GlobalOper.Write(ctx, state.GlobalOper{FreeVXLANsStart: vxlanStart}); err != nil {
+		return fmt.Errorf("write global oper state: %w", err)
+	}
+	gc := state.GlobConfig{NwInfra: g.NetworkInfraType, FwdMode: g.FwdMode, ArpMode: g.ArpMode, PvtSubnet: g.PvtSubnet}
+	if _, err := m.st.GlobConfig.Write(ctx, gc); err != nil {
+		return fmt.Errorf("write global forwarding config: %w", err)
+	}
+	return nil
+}
+
+// inUseParts renders "<V> vlans", "<X> vxlans" or both joined by " and ".
+func inUseParts(v, x int) string {
+	var parts []string
+	if v > 0 {
+		parts = append(parts, fmt.Sprintf("%d vlans", v))
+	}
+	if x > 0 {
+		parts = append(parts, fmt.Sprintf("%d vxlans", x))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Update applies a changed global object, refusing in the spec's order.
+func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.Global) error {
+	m := c.m
+	_, nv, err := m.res.VLANsInUse(ctx)
+	if err != nil && !errors.Is(err, resources.ErrNotDefined) {
+		return fmt.Errorf("read vlans in use: %w", err)
+	}
+	_, nx, err := m.res.VXLANsInUse(ctx)
+	if err != nil && !errors.Is(err, resources.ErrNotDefined) {
+		return fmt.Errorf("read vxlans in use: %w", err)
+	}
+	if req.FwdMode != stored.FwdMode {
+		if nv+nx > 0 {
+			return contivmodel.Errorf("Unable to update forwarding mode due to existing %s", inUseParts(nv, nx))
+		}
+		if stored.FwdMode == "routing" {
+			bgps, err := contivmodel.List[contivmodel.Bgp](tx)
+			if err != nil {
+				return err
+			}
+			if len(bgps) > 0 {
+				return contivmodel.Errorf("please delete existing Bgp configs")
+			}
+		}
+	}
+	if req.PvtSubnet != stored.PvtSubnet && nv+nx > 0 &&
+		!(stored.PvtSubnet == "" && req.PvtSubnet == DefaultPvtSubnet) {
+		return contivmodel.Errorf("Unable to update private subnet due to existing %s", inUseParts(nv, nx))
+	}
+	if err := checkInfra(req.NetworkInfraType); err != nil {
+		return err
+	}
+	if err := c.guard(ctx, tx); err != nil {
+		return err
+	}
+	if req.Vlans != stored.Vlans {
+		if err := m.res.DefineVLANs(ctx, req.Vlans); err != nil {
+			return userErr(err)
+		}
+	}
+	start, err := m.res.VXLANStart(ctx)
+	if err != nil && !errors.Is(err, resources.ErrNotDefined) {
+		return fmt.Errorf("read vxlan start: %w", err)
+	}
+	if req.Vxlans != stored.Vxlans {
+		if start, err = m.res.DefineVXLANs(ctx, req.Vxlans); err != nil {
+			return userErr(err)
+		}
+	}
+	if err := m.writeGlobalState(ctx, req, start); err != nil {
+		return err
+	}
+	stored.ArpMode, stored.FwdMode, stored.NetworkInfraType = req.ArpMode, req.FwdMode, req.NetworkInfraType
+	stored.PvtSubnet, stored.Vlans, stored.Vxlans = req.PvtSubnet, req.Vlans, req.Vxlans
+	return nil
+}
+
+// Delete removes the global state and the tag pools (never refused).
+func (c globalCtl) Delete(ctx context.Context, tx *contivmodel.Tx, _ *contivmodel.Global) error {
+	m := c.m
+	if err := c.guard(ctx, tx); err != nil {
+		return err
+	}
+	for _, clear := range []func() error{
+		func() error { return m.st.GlobConfig.Clear(ctx, GlobalName) },
+		func() error { return m.res.DeleteVLANs(ctx) },
+		func() error { return m.res.DeleteVXLANs(ctx) },
+		func() error { return m.st.GlobalCfg.Clear(ctx, GlobalName) },
+		func() error { return m.st.GlobalOper.Clear(ctx, GlobalName) },
+	} {
+		if err := clear(); err != nil {
+			return fmt.Errorf("delete global state: %w", err)
+		}
+	}
+	return nil
+}
+
+// Oper reports the tags in use.
+func (c globalCtl) Oper(ctx context.Context, _ *contivmodel.Tx, _ *contivmodel.Global) (any, error) {
+	m := c.m
+	gop, err := m.st.GlobalOper.Read(ctx, GlobalName)
+	if err != nil {
+		return nil, storeErr("read global oper state", err)
+	}
+	vl, nv, err := m.res.VLANsInUse(ctx)
+	if err != nil {
+		return nil, storeErr("read vlans in use", err)
+	}
+	xl, nx, err := m.res.VXLANsInUse(ctx)
+	if err != nil {
+		return nil, storeErr("read vxlans in use", err)
+	}
+	return &contivmodel.GlobalOper{
+		ClusterMode:     m.cfg.ClusterMode,
+		DefaultNetwork:  gop.DefaultNetwork,
+		FreeVXLANsStart: int(gop.FreeVXLANsStart),
+		NumNetworks:     nv + nx,
+		VlansInUse:      vl,
+		VxlansInUse:     xl,
+	}, nil
+}
+
+// globalReady checks the readiness for a network of encap (spec
+// rest-api.md §2.4 step 1) and returns the global object.
+func globalReady(tx *contivmodel.Tx, encap string) (*contivmodel.Global, error) {
+	notReady := func(why string) error {
+		return contivmodel.Errorf("Global configuration is not ready: %s", why)
+	}
+	g, err := contivmodel.Get[contivmodel.Global](tx, GlobalName)
+	if errors.Is(err, contivmodel.ErrNotFound) {
+		return nil, notReady("global configuration is not ready")
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case g.FwdMode == "":
+		return nil, notReady("global forwarding mode is not set")
+	case encap == "vlan" && g.Vlans == "":
+		return nil, notReady("global vlan range is not set")
+	case encap == "vxlan" && g.Vxlans == "":
+		return nil, notReady("global vxlan range is not set")
+	}
+	return g, nil
+}

@@ -1,0 +1,161 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/state"
+)
+
+// netprofileCtl is the netprofile controller (spec rest-api.md §2.6): QoS
+// settings copied into the state of the endpoint groups using them.
+type netprofileCtl struct{ m *master }
+
+// Create links a profile to its tenant.
+func (netprofileCtl) Create(_ context.Context, tx *contivmodel.Tx, np *contivmodel.Netprofile) error {
+	if np.TenantName == "" {
+		return contivmodel.Errorf("Invalid tenant name")
+	}
+	if np.Burst == 1 {
+		return contivmodel.Errorf("Invalid Burst size. burst size > 1500 bytes")
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, np.TenantName); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Tenant not found")
+	}
+	np.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, np.TenantName)
+	return contivmodel.Modify(tx, np.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.NetProfiles.Add(contivmodel.NewLink(contivmodel.TypeNetprofile, np.Key))
+		return nil
+	})
+}
+
+// Update replaces the QoS values (an omitted one becomes zero) and pushes
+// them to every group using the profile.
+func (c netprofileCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.Netprofile) error {
+	m := c.m
+	if req.Burst == 1 {
+		return contivmodel.Errorf("Invalid Burst size. burst size must be > 1500 bytes")
+	}
+	stored.Bandwidth, stored.DSCP, stored.Burst = req.Bandwidth, req.DSCP, req.Burst
+	for _, key := range sortedKeys(stored.LinkSets.EndpointGroups) {
+		g, err := contivmodel.Get[contivmodel.EndpointGroup](tx, key)
+		if errors.Is(err, contivmodel.ErrNotFound) {
+			return contivmodel.Errorf("EndpointGroups not found")
+		} else if err != nil {
+			return err
+		}
+		epgID := epgStateID(g.TenantName, g.GroupName)
+		undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID))
+		if err != nil {
+			return err
+		}
+		tx.OnAbort(undo)
+		if _, err := casUpdate(ctx, m.st.EndpointGroups, epgID, func(gs *state.EndpointGroup) error {
+			gs.DSCP, gs.Bandwidth, gs.Burst = req.DSCP, req.Bandwidth, req.Burst
+			return nil
+		}); err != nil {
+			m.log.WithError(err).WithField("group", epgID).Warn("push netprofile to group")
+		}
+	}
+	return nil
+}
+
+// Delete is refused while a group uses the profile.
+func (netprofileCtl) Delete(_ context.Context, tx *contivmodel.Tx, np *contivmodel.Netprofile) error {
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, np.TenantName); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Tenant %s not found", np.TenantName)
+	}
+	if len(np.LinkSets.EndpointGroups) > 0 {
+		return contivmodel.Errorf("NetProfile is being used")
+	}
+	return contivmodel.Modify(tx, np.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.NetProfiles.Remove(np.Key)
+		return nil
+	})
+}
+
+// Oper: netprofiles have no operational state.
+func (netprofileCtl) Oper(context.Context, *contivmodel.Tx, *contivmodel.Netprofile) (any, error) {
+	return nil, nil
+}
+
+// policyCtl is the policy controller (spec rest-api.md §2.7). Rules are
+// not implemented (no rule controller): a policy holds no rules and
+// attaching it to a group only links the two.
+type policyCtl struct{ m *master }
+
+// Create links a policy to its tenant.
+func (policyCtl) Create(_ context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) error {
+	if p.TenantName == "" {
+		return contivmodel.Errorf("Invalid tenant name")
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, p.TenantName); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Tenant not found")
+	}
+	p.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, p.TenantName)
+	return contivmodel.Modify(tx, p.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.Policies.Add(contivmodel.NewLink(contivmodel.TypePolicy, p.Key))
+		return nil
+	})
+}
+
+// Update is accepted and changes nothing.
+func (policyCtl) Update(context.Context, *contivmodel.Tx, *contivmodel.Policy, *contivmodel.Policy) error {
+	return nil
+}
+
+// Delete is refused while the policy is attached to a group.
+func (policyCtl) Delete(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) error {
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, p.TenantName); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Tenant %s not found", p.TenantName)
+	}
+	if len(p.LinkSets.EndpointGroups) > 0 {
+		return contivmodel.Errorf("Policy is being used")
+	}
+	for _, key := range sortedKeys(p.LinkSets.Rules) {
+		if err := contivmodel.Delete[contivmodel.Rule](tx, key); err != nil {
+			return fmt.Errorf("delete rule %q of policy %q: %w", key, p.Key, err)
+		}
+	}
+	return contivmodel.Modify(tx, p.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.Policies.Remove(p.Key)
+		return nil
+	})
+}
+
+// Oper lists the endpoints of the groups the policy is attached to.
+func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) (any, error) {
+	eps, err := c.m.allEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	op := &contivmodel.PolicyOper{}
+	for _, key := range sortedKeys(p.LinkSets.EndpointGroups) {
+		g, err := contivmodel.Get[contivmodel.EndpointGroup](tx, key)
+		if err != nil {
+			return nil, err
+		}
+		epgID := epgStateID(g.TenantName, g.GroupName)
+		gs, err := c.m.st.EndpointGroups.Read(ctx, epgID)
+		if err != nil {
+			return nil, storeErr("read group state "+epgID, err)
+		}
+		op.NumEndpoints += gs.EpCount
+		for _, ep := range eps {
+			if ep.EndpointGroupKey == epgID {
+				op.Endpoints = append(op.Endpoints, endpointOper(ep))
+			}
+		}
+	}
+	return op, nil
+}

@@ -1,0 +1,105 @@
+package master_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func npBody(tenant, name string, dscp, burst int, bw string) string {
+	return fmt.Sprintf(`{"tenantName":%q,"profileName":%q,"DSCP":%d,"burst":%d,"bandwidth":%q}`, tenant, name, dscp, burst, bw)
+}
+
+type qos struct {
+	DSCP      int    `json:"DSCP"`
+	Bandwidth string `json:"Bandwidth"`
+	Burst     int    `json:"Burst"`
+}
+
+func (e *env) groupQoS(tenant, group string) string {
+	e.t.Helper()
+	raw := e.dump()["state/endpointGroups/"+group+":"+tenant]
+	var q qos
+	if err := jsonUnmarshal(raw, &q); err != nil {
+		e.t.Fatalf("group state %q: %v", raw, err)
+	}
+	return fmt.Sprintf("%d/%s/%d", q.DSCP, q.Bandwidth, q.Burst)
+}
+
+func TestNetprofileAndPolicy(t *testing.T) {
+	e := newEnv(t)
+	np := "/api/v1/netprofiles/default:np1/"
+	// 31.
+	e.ok("POST", np, npBody("default", "np1", 5, 1500, "2gbps"))
+	e.ok("POST", np, npBody("default", "np1", 6, 1500, "5gbps"))
+	e.ok("POST", np, npBody("default", "np1", 0, 1500, ""))
+	for _, bw := range []string{"10 Gbps", "10 Gb", "10 gb", "5Gb", "6gb", "3gbps", "3Gbps", "4g", "4G"} {
+		e.ok("POST", np, npBody("default", "np1", 22, 450, bw))
+	}
+	// 32.
+	for _, bw := range []string{"invalid", "10 Gkms", "10 G12ms", "10 ms", "10 bms", "Gkms", "Gbps", "0 Gbps", " 10 Gbps"} {
+		e.fail("POST", np, npBody("default", "np1", 5, 1500, bw), "bandwidth string invalid format")
+	}
+	e.fail("POST", np, npBody("default", "np1", 72, 1500, ""), "DSCP Value Out of bound")
+	e.fail("POST", np, npBody("default", "np1", 1, 1, ""), "Invalid Burst size. burst size must be > 1500 bytes")
+	e.fail("POST", "/api/v1/netprofiles/default:np9/", npBody("default", "np9", 1, 1, ""), "Invalid Burst size. burst size > 1500 bytes")
+	e.fail("POST", "/api/v1/netprofiles/nosuch:np9/", npBody("nosuch", "np9", 1, 0, ""), "Tenant not found")
+	e.fail("DELETE", "/api/v1/netprofiles/default:nosuch/", "", "netprofile not found")
+
+	// 20.
+	e.createNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
+	e.createEPG("default", "g1", "net", `"netProfile":"np1"`)
+	if q := e.groupQoS("default", "g1"); q != "22/4G/450" {
+		t.Fatalf("group qos %s", q)
+	}
+	e.ok("POST", np, npBody("default", "np1", 7, 1650, "10mbps"))
+	if q := e.groupQoS("default", "g1"); q != "7/10mbps/1650" {
+		t.Fatalf("group qos after profile update %s", q)
+	}
+	e.ok("POST", "/api/v1/netprofiles/default:np2/", npBody("default", "np2", 3, 0, "1g"))
+	e.createEPG("default", "g1", "net", `"netProfile":"np2"`)
+	if q := e.groupQoS("default", "g1"); q != "3/1g/0" {
+		t.Fatalf("group qos after switch %s", q)
+	}
+	e.fail("DELETE", "/api/v1/netprofiles/default:np2/", "", "NetProfile is being used")
+	e.createEPG("default", "g1", "net", "")
+	if q := e.groupQoS("default", "g1"); q != "0//0" {
+		t.Fatalf("group qos after detach %s", q)
+	}
+	if b := e.ok("GET", "/api/v1/endpointGroups/default:g1/", ""); strings.Contains(b, "netProfile") || !strings.Contains(b, `"NetProfile":{}`) {
+		t.Fatalf("group after detach: %s", b)
+	}
+	e.ok("DELETE", "/api/v1/netprofiles/default:np2/", "")
+
+	// Policies (19, without rules).
+	e.ok("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
+	e.ok("POST", "/api/v1/policys/default:p2/", `{"tenantName":"default","policyName":"p2"}`)
+	e.fail("POST", "/api/v1/policys/nosuch:p1/", `{"tenantName":"nosuch","policyName":"p1"}`, "Tenant not found")
+	e.createEPG("default", "g1", "net", `"policies":["p1"]`)
+	if b := e.ok("GET", "/api/v1/policys/default:p1/", ""); !strings.Contains(b, `"EndpointGroups":{"default:g1"`) {
+		t.Fatalf("policy links: %s", b)
+	}
+	e.fail("DELETE", "/api/v1/policys/default:p1/", "", "Policy is being used")
+	e.createEPG("default", "g1", "net", `"policies":["p2"]`)
+	if b := e.ok("GET", "/api/v1/endpointGroups/default:g1/", ""); !strings.Contains(b, `"Policies":{"default:p2"`) || strings.Contains(b, "default:p1") {
+		t.Fatalf("group policies: %s", b)
+	}
+	e.ok("DELETE", "/api/v1/policys/default:p1/", "")
+	e.ok("DELETE", "/api/v1/endpointGroups/default:g1/", "")
+	if b := e.ok("GET", "/api/v1/policys/default:p2/", ""); strings.Contains(b, "EndpointGroups") {
+		t.Fatalf("policy still linked: %s", b)
+	}
+
+	// 10: a netprofile (or policy) alone blocks the tenant's deletion.
+	e.ok("POST", "/api/v1/tenants/t3/", `{"tenantName":"t3"}`)
+	e.ok("POST", "/api/v1/netprofiles/t3:np/", npBody("t3", "np", 0, 0, ""))
+	e.fail("DELETE", "/api/v1/tenants/t3/", "", "Cannot delete t3 has 1 netprofiles")
+	e.ok("POST", "/api/v1/policys/t3:p/", `{"tenantName":"t3","policyName":"p"}`)
+	e.fail("DELETE", "/api/v1/tenants/t3/", "", "cannot delete t3 has 1 policies")
+	e.ok("DELETE", "/api/v1/policys/t3:p/", "")
+	e.ok("DELETE", "/api/v1/netprofiles/t3:np/", "")
+	e.ok("DELETE", "/api/v1/tenants/t3/", "")
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

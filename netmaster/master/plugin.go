@@ -1,0 +1,614 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/daemonflags"
+)
+
+// Request and response bodies of the /plugin/* API (spec rest-api.md §3,
+// daemons.md §5.4): Go field names on the wire.
+
+// AddressAllocRequest is the /plugin/allocAddress request.
+type AddressAllocRequest struct {
+	NetworkID            string
+	AddressPool          string
+	PreferredIPv4Address string
+}
+
+// AddressAllocResponse is the /plugin/allocAddress answer.
+type AddressAllocResponse struct {
+	NetworkID   string
+	IPv4Address string
+}
+
+// AddressReleaseRequest is the /plugin/releaseAddress request.
+type AddressReleaseRequest struct {
+	NetworkID   string
+	IPv4Address string
+}
+
+// AddressReleaseResponse is the /plugin/releaseAddress answer (spec
+// daemons.md §5.4.2, §10 #5: an object the agent can decode).
+type AddressReleaseResponse struct {
+	Status string
+}
+
+// ConfigEP is the endpoint part of a create request.
+type ConfigEP struct {
+	Container   string
+	Host        string
+	IPAddress   string
+	IPv6Address string
+	ServiceName string
+}
+
+// CreateEndpointRequest is the /plugin/createEndpoint request.
+type CreateEndpointRequest struct {
+	TenantName   string
+	NetworkName  string
+	ServiceName  string
+	EndpointID   string
+	EPCommonName string
+	ConfigEP     ConfigEP
+}
+
+// EndpointResponse answers create and delete.
+type EndpointResponse struct {
+	EndpointConfig state.Endpoint
+}
+
+// DeleteEndpointRequest is the /plugin/deleteEndpoint request.
+type DeleteEndpointRequest struct {
+	TenantName  string
+	NetworkName string
+	ServiceName string
+	EndpointID  string
+	IPv4Address string
+}
+
+// UpdateEndpointRequest is the /plugin/updateEndpoint request.
+type UpdateEndpointRequest struct {
+	IPAddress    string
+	ContainerID  string
+	Labels       map[string]string
+	Tenant       string
+	Network      string
+	Event        string
+	EndpointID   string
+	EPCommonName string
+}
+
+// UpdateEndpointResponse is the /plugin/updateEndpoint answer.
+type UpdateEndpointResponse struct {
+	IPAddress string
+}
+
+func (m *master) addPluginRoutes(r *mux.Router) {
+	contivmodel.HandlePlugin(r, "/plugin/allocAddress", pluginHandler(m, m.allocAddress))
+	contivmodel.HandlePlugin(r, "/plugin/releaseAddress", pluginHandler(m, m.releaseAddress))
+	contivmodel.HandlePlugin(r, "/plugin/createEndpoint", pluginHandler(m, m.createEndpoint))
+	contivmodel.HandlePlugin(r, "/plugin/deleteEndpoint", pluginHandler(m, m.deleteEndpoint))
+	contivmodel.HandlePlugin(r, "/plugin/updateEndpoint", pluginHandler(m, m.updateEndpoint))
+}
+
+// pluginHandler decodes the request (case-insensitive member names), runs
+// fn and answers 200 JSON + "\n", or 500 text/plain with the message.
+func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *Req) (Resp, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, contivmodel.MaxBodyBytes))
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		var out bytes.Buffer
+		if err == nil {
+			var resp Resp
+			if resp, err = fn(r.Context(), &req); err == nil {
+				err = json.NewEncoder(&out).Encode(resp)
+			}
+		}
+		if err != nil {
+			m.log.WithError(err).WithField("path", r.URL.Path).Info("plugin request failed")
+			http.Error(w, pluginMessage(err), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(out.Bytes())
+	})
+}
+
+func pluginMessage(err error) string {
+	return contivmodel.Message(userErr(err))
+}
+
+// netRef is a resolved NetworkID.
+type netRef struct {
+	netID string // "<net>.<tenant>"
+	epgID string // "<group>:<tenant>" or ""
+}
+
+// parseNetworkID reads "<net>.<tenant>" or "<net>:<group>.<tenant>"; a
+// Docker pool suffix "|…" is dropped (daemons.md §5.4.2).
+func parseNetworkID(s string) netRef {
+	s, _, _ = strings.Cut(s, "|")
+	net, rest, hasGroup := strings.Cut(s, ":")
+	if !hasGroup {
+		return netRef{netID: s}
+	}
+	group, tenant, _ := strings.Cut(rest, ".")
+	return netRef{netID: net + "." + tenant, epgID: group + ":" + tenant}
+}
+
+// parseAddressPool reads "<subnet>/<len>[:<tenant>]".
+func parseAddressPool(s string) (netip.Prefix, string, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), "", true
+	}
+	i := strings.LastIndex(s, ":")
+	if i < 0 {
+		return netip.Prefix{}, "", false
+	}
+	p, err := netip.ParsePrefix(s[:i])
+	if err != nil {
+		return netip.Prefix{}, "", false
+	}
+	return p.Masked(), s[i+1:], true
+}
+
+func (m *master) findNetworkByPool(ctx context.Context, pfx netip.Prefix, tenant string) (string, error) {
+	nets, _, err := m.st.Networks.ReadAll(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read networks: %w", err)
+	}
+	found := ""
+	for _, n := range nets {
+		if tenant != "" && n.Tenant != tenant {
+			continue
+		}
+		if pfx.Addr().Is4() && n.SubnetIP == pfx.Addr().String() && int(n.SubnetLen) == pfx.Bits() {
+			found = n.ID
+		}
+		if pfx.Addr().Is6() && n.IPv6Subnet != "" && int(n.IPv6SubnetLen) == pfx.Bits() {
+			if a, err := netip.ParseAddr(n.IPv6Subnet); err == nil && a == pfx.Addr() {
+				found = n.ID
+			}
+		}
+	}
+	return found, nil
+}
+
+// poolOf returns the IPv4 pool addresses of (network, group) come from.
+func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
+	if ref.epgID == "" {
+		return ref.netID, nil
+	}
+	gs, err := m.epgState(ctx, ref.epgID)
+	if err != nil {
+		return "", storeErr("read group state "+ref.epgID, err)
+	}
+	if gs.IPPool != "" {
+		return ref.epgID, nil
+	}
+	return ref.netID, nil
+}
+
+func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (AddressAllocResponse, error) {
+	resp := AddressAllocResponse{NetworkID: req.NetworkID}
+	m.topo.RLock()
+	defer m.topo.RUnlock()
+	ref := parseNetworkID(req.NetworkID)
+	v6 := false
+	if req.NetworkID == "" {
+		pfx, tenant, ok := parseAddressPool(req.AddressPool)
+		if !ok {
+			return resp, contivmodel.Errorf("network not found")
+		}
+		v6 = pfx.Addr().Is6()
+		id, err := m.findNetworkByPool(ctx, pfx, tenant)
+		if err != nil {
+			return resp, err
+		}
+		if id == "" {
+			if m.cfg.ClusterMode == daemonflags.ModeSwarm {
+				resp.IPv4Address = fmt.Sprintf("%s/%d", pfx.Addr().Next(), pfx.Bits())
+				return resp, nil
+			}
+			return resp, contivmodel.Errorf("network not found")
+		}
+		ref.netID = id
+	}
+	ns, err := m.netState(ctx, ref.netID)
+	if err != nil {
+		return resp, storeErr("read network state "+ref.netID, err)
+	}
+	if v6 {
+		a, err := m.allocV6(ctx, ref.netID, req.PreferredIPv4Address)
+		if err != nil {
+			return resp, err
+		}
+		resp.IPv4Address = fmt.Sprintf("%s/%d", a, ns.IPv6SubnetLen)
+		return resp, nil
+	}
+	pool, err := m.poolOf(ctx, ref)
+	if err != nil {
+		return resp, err
+	}
+	a, err := m.allocV4(ctx, &ns, pool, req.PreferredIPv4Address)
+	if err != nil {
+		return resp, err
+	}
+	if _, err := m.kv.Put(ctx, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
+		m.releaseV4(ref.netID, pool, a)
+		return resp, fmt.Errorf("record address %s: %w", a, err)
+	}
+	if err := m.bumpNetwork(ctx, ref.netID, 0, 1); err != nil {
+		m.releaseV4(ref.netID, pool, a)
+		return resp, err
+	}
+	resp.IPv4Address = fmt.Sprintf("%s/%d", a, ns.SubnetLen)
+	return resp, nil
+}
+
+// allocV4 takes the preferred address (refused when in use) or the lowest
+// free one of pool.
+func (m *master) allocV4(ctx context.Context, ns *state.Network, pool, preferred string) (netip.Addr, error) {
+	if preferred == "" {
+		a, err := m.v4.Allocate(ctx, pool)
+		if err != nil {
+			return a, userErr(err)
+		}
+		return a, nil
+	}
+	sn, err := ipam.ParseSubnet(fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen))
+	if err != nil {
+		return netip.Addr{}, userErr(err)
+	}
+	ip, err := sn.CheckHost(preferred)
+	if err != nil {
+		return netip.Addr{}, userErr(err)
+	}
+	a, err := m.v4.AllocateSpecific(ctx, pool, ip)
+	if err != nil {
+		return a, userErr(err)
+	}
+	return a, nil
+}
+
+func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Addr, error) {
+	if preferred == "" {
+		a, err := m.v6.Allocate(ctx, netID)
+		return a, userErr(err)
+	}
+	ip, err := netip.ParseAddr(preferred)
+	if err != nil || !ip.Is6() {
+		return netip.Addr{}, contivmodel.Errorf("invalid ipv6 address %s", preferred)
+	}
+	a, err := m.v6.AllocateSpecific(ctx, netID, ip)
+	return a, userErr(err)
+}
+
+// releaseV4 gives an address back during a rollback.
+func (m *master) releaseV4(netID, pool string, a netip.Addr) {
+	ctx, cancel := undoCtx()
+	defer cancel()
+	if _, err := m.v4.Release(ctx, pool, a); err != nil {
+		m.log.WithError(err).WithField("network", netID).Error("roll back address")
+	}
+}
+
+func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest) (AddressReleaseResponse, error) {
+	m.topo.RLock()
+	defer m.topo.RUnlock()
+	ref := parseNetworkID(req.NetworkID)
+	ns, err := m.netState(ctx, ref.netID)
+	if err != nil {
+		return AddressReleaseResponse{}, storeErr("read network state "+ref.netID, err)
+	}
+	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
+	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
+		if _, err := m.v6.Release(ctx, ref.netID, a); err != nil {
+			return AddressReleaseResponse{}, userErr(err)
+		}
+		return AddressReleaseResponse{Status: "success"}, nil
+	}
+	pool, err := m.poolOf(ctx, ref)
+	if err != nil {
+		return AddressReleaseResponse{}, err
+	}
+	sn, err := ipam.ParseSubnet(fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen))
+	if err != nil {
+		return AddressReleaseResponse{}, userErr(err)
+	}
+	ip, err := sn.CheckHost(addrStr)
+	if err != nil {
+		return AddressReleaseResponse{}, userErr(err)
+	}
+	released, err := m.v4.Release(ctx, pool, ip)
+	if err != nil {
+		return AddressReleaseResponse{}, userErr(err)
+	}
+	if err := m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
+		return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", ip, err)
+	}
+	if released {
+		if err := m.bumpNetwork(ctx, ref.netID, 0, -1); err != nil {
+			return AddressReleaseResponse{}, err
+		}
+	}
+	return AddressReleaseResponse{Status: "success"}, nil
+}
+
+// macFor is "02:02:" + the IPv4 octets in hex.
+func macFor(a netip.Addr) string {
+	b := a.As4()
+	return fmt.Sprintf("02:02:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
+}
+
+// endpointHolding returns the id of an endpoint of netID holding ip, or "".
+func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Addr) (string, error) {
+	eps, err := m.allEndpoints(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, ep := range eps {
+		if ep.NetID == netID && (ep.IPAddress == ip.String() || ep.IPv6Address == ip.String()) {
+			return ep.ID, nil
+		}
+	}
+	return "", nil
+}
+
+func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest) (resp EndpointResponse, err error) {
+	m.topo.RLock()
+	defer m.topo.RUnlock()
+	netID := netStateID(req.TenantName, req.NetworkName)
+	ns, err := m.netState(ctx, netID)
+	if err != nil {
+		return resp, storeErr("read network state "+netID, err)
+	}
+	epID := netID + "-" + req.ConfigEP.Container
+	if req.ConfigEP.Container == "" {
+		epID = req.ConfigEP.Host + "-native-intf"
+	}
+	// An existing endpoint is returned unchanged (spec §3.3 step 2). The
+	// common case, a new endpoint, is not read first: the create-only
+	// write below detects an existing one, and the allocation made for
+	// it is then given back.
+	existing := func() (EndpointResponse, bool) {
+		ep, err := m.st.Endpoints.Read(ctx, epID)
+		return EndpointResponse{EndpointConfig: ep}, err == nil
+	}
+	group := req.ConfigEP.ServiceName
+	var gs state.EndpointGroup
+	pool := netID
+	if group != "" {
+		epgID := epgStateID(req.TenantName, group)
+		if gs, err = m.epgState(ctx, epgID); err != nil {
+			if r, ok := existing(); ok {
+				return r, nil
+			}
+			return resp, storeErr("read group state "+epgID, err)
+		}
+		if gs.IPPool != "" {
+			pool = epgID
+		}
+	}
+	ep := state.Endpoint{
+		Common: state.Common{ID: epID}, NetID: netID, EndpointID: req.ConfigEP.Container,
+		ServiceName: group, HomingHost: req.ConfigEP.Host, EPCommonName: req.EPCommonName,
+	}
+
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	ip, err := m.allocV4(ctx, &ns, pool, req.ConfigEP.IPAddress)
+	newlyTaken := err == nil
+	if errors.Is(err, ipam.ErrInUse) {
+		// The address an allocAddress handed out for this endpoint is
+		// accepted; one held by another endpoint is refused (§10 #6).
+		pref, _ := netip.ParseAddr(req.ConfigEP.IPAddress)
+		holder, herr := m.endpointHolding(ctx, netID, pref)
+		if herr != nil {
+			return resp, herr
+		}
+		if holder == "" || holder == epID {
+			ip, err = pref, nil
+		}
+	}
+	if err != nil {
+		if r, ok := existing(); ok {
+			return r, nil
+		}
+		return resp, err
+	}
+	if newlyTaken {
+		undo = append(undo, func() { m.releaseV4(netID, pool, ip) })
+	}
+	ep.IPAddress, ep.MacAddress = ip.String(), macFor(ip)
+	if ns.IPv6Subnet != "" {
+		a6, err := m.allocV6(ctx, netID, req.ConfigEP.IPv6Address)
+		if err != nil {
+			return resp, err
+		}
+		undo = append(undo, func() {
+			ctx, cancel := undoCtx()
+			defer cancel()
+			if _, err := m.v6.Release(ctx, netID, a6); err != nil {
+				m.log.WithError(err).Error("roll back ipv6 address")
+			}
+		})
+		ep.IPv6Address = a6.String()
+	}
+	if ns.NwType != "infra" && group != "" {
+		ep.EndpointGroupKey = gs.ID
+		ep.EndpointGroupID = gs.EndpointGroupID
+	}
+	if _, err = m.st.Endpoints.Write(ctx, ep, objdb.WithCreateOnly()); err != nil {
+		if errors.Is(err, objdb.ErrConflict) {
+			// A concurrent create of the same endpoint won: answer with it.
+			if r, ok := existing(); ok {
+				for i := len(undo) - 1; i >= 0; i-- {
+					undo[i]()
+				}
+				undo = nil
+				return r, nil
+			}
+		}
+		return resp, fmt.Errorf("write endpoint %q: %w", epID, err)
+	}
+	if !newlyTaken {
+		// The endpoint now owns an address allocAddress handed out.
+		if err = m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
+			return resp, fmt.Errorf("take over address record %s: %w", ip, err)
+		}
+	}
+	undo = append(undo, func() {
+		ctx, cancel := undoCtx()
+		defer cancel()
+		if err := m.st.Endpoints.Clear(ctx, epID); err != nil {
+			m.log.WithError(err).Error("roll back endpoint state")
+		}
+	})
+	if ep.EndpointGroupKey != "" {
+		if err = m.bumpGroup(ctx, ep.EndpointGroupKey, 1); err != nil {
+			return resp, err
+		}
+		undo = append(undo, func() {
+			ctx, cancel := undoCtx()
+			defer cancel()
+			if err := m.bumpGroup(ctx, ep.EndpointGroupKey, -1); err != nil {
+				m.log.WithError(err).Error("roll back group count")
+			}
+		})
+	}
+	addrs := 0
+	if newlyTaken {
+		addrs = 1
+	}
+	if err = m.bumpNetwork(ctx, netID, 1, addrs); err != nil {
+		return resp, err
+	}
+	return EndpointResponse{EndpointConfig: ep}, nil
+}
+
+func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest) (EndpointResponse, error) {
+	m.topo.RLock()
+	defer m.topo.RUnlock()
+	netID := netStateID(req.TenantName, req.NetworkName)
+	epID := netID + "-" + req.EndpointID
+	ep, ver, err := m.st.Endpoints.ReadVersion(ctx, epID)
+	if err != nil {
+		return EndpointResponse{}, storeErr("read endpoint "+epID, err)
+	}
+	// Removing the record first, by compare-and-swap, makes exactly one
+	// of several concurrent deletes do the bookkeeping.
+	if err := m.kv.Delete(ctx, m.st.Endpoints.Key(epID), objdb.WithPrevVersion(ver)); err != nil {
+		return EndpointResponse{}, storeErr("delete endpoint "+epID, err)
+	}
+	resp := EndpointResponse{EndpointConfig: ep}
+	ns, err := m.netState(ctx, netID)
+	if errors.Is(err, objdb.ErrNotFound) {
+		return resp, nil
+	}
+	if err != nil {
+		return resp, fmt.Errorf("read network state %q: %w", netID, err)
+	}
+	pool := netID
+	if ep.EndpointGroupKey != "" {
+		if gs, err := m.epgState(ctx, ep.EndpointGroupKey); err == nil {
+			if gs.IPPool != "" {
+				pool = gs.ID
+			}
+			if err := m.bumpGroup(ctx, gs.ID, -1); err != nil {
+				return resp, err
+			}
+		}
+	}
+	addrs := 0
+	if ip, err := netip.ParseAddr(ep.IPAddress); err == nil {
+		released, err := m.v4.Release(ctx, pool, ip)
+		if err != nil {
+			return resp, userErr(err)
+		}
+		if released {
+			addrs = -1
+		}
+	}
+	if ns.IPv6Subnet != "" {
+		if ip, err := netip.ParseAddr(ep.IPv6Address); err == nil {
+			if _, err := m.v6.Release(ctx, netID, ip); err != nil {
+				return resp, userErr(err)
+			}
+		}
+	}
+	if err := m.bumpNetwork(ctx, netID, -1, addrs); err != nil {
+		return resp, err
+	}
+	return resp, nil
+}
+
+// updateEndpoint records container start/stop notifications. Service load
+// balancing is not implemented: no container is ever a provider, so a
+// "die" answers null (spec rest-api.md §3.5).
+func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest) (*UpdateEndpointResponse, error) {
+	resp := &UpdateEndpointResponse{IPAddress: req.IPAddress}
+	switch req.Event {
+	case "start":
+		netID := netStateID(req.Tenant, req.Network)
+		if _, err := m.st.Networks.Read(ctx, netID); errors.Is(err, objdb.ErrNotFound) {
+			epgID := epgStateID(req.Tenant, req.Network)
+			gs, err := m.st.EndpointGroups.Read(ctx, epgID)
+			if err != nil {
+				return nil, storeErr("read group state "+epgID, err)
+			}
+			netID = netStateID(req.Tenant, gs.NetworkName)
+		} else if err != nil {
+			return nil, fmt.Errorf("read network state %q: %w", netID, err)
+		}
+		epID := netID + "-" + req.EndpointID
+		if _, err := casUpdate(ctx, m.st.Endpoints, epID, func(ep *state.Endpoint) error {
+			if ep.Labels == nil && len(req.Labels) > 0 {
+				ep.Labels = map[string]string{}
+			}
+			for k, v := range req.Labels {
+				ep.Labels[k] = v
+			}
+			ep.ContainerID, ep.EPCommonName = req.ContainerID, req.EPCommonName
+			return nil
+		}); err != nil {
+			return nil, storeErr("update endpoint "+epID, err)
+		}
+		if req.ContainerID == "" {
+			b, _ := json.Marshal(req)
+			return nil, contivmodel.Errorf("invalid ProviderID from providerInfo:%s", b)
+		}
+		return resp, nil
+	case "die":
+		if req.ContainerID == "" {
+			return nil, contivmodel.Errorf("invalid containerID in UpdateEndpointRequest:(nil)")
+		}
+		return nil, nil
+	}
+	return resp, nil
+}

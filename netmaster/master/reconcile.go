@@ -1,0 +1,103 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+)
+
+// reconcileCounters recomputes, at the start of a leadership term, the
+// endpoint counters of every network and group from the endpoint records,
+// and each network's count of handed-out addresses from its IPAM pools.
+//
+// The endpoint record, the address allocation and the counters are
+// separate store writes (the store API has no multi-key transaction), so a
+// netmaster killed in the middle of a create or delete can leave a counter
+// off by the endpoints it was handling; the records are the truth.
+func (m *master) reconcileCounters(ctx context.Context) error {
+	eps, err := m.allEndpoints(ctx)
+	if err != nil {
+		return err
+	}
+	netEPs, grpEPs := map[string]int{}, map[string]int{}
+	for _, ep := range eps {
+		netEPs[ep.NetID]++
+		if ep.EndpointGroupKey != "" {
+			grpEPs[ep.EndpointGroupKey]++
+		}
+	}
+	groups, _, err := m.st.EndpointGroups.ReadAll(ctx)
+	if err != nil {
+		return fmt.Errorf("read endpoint groups: %w", err)
+	}
+	subPools := map[string][]string{} // netID -> group pool ids
+	for _, g := range groups {
+		if g.EpCount != grpEPs[g.ID] {
+			m.log.WithField("group", g.ID).Warnf("endpoint count %d corrected to %d", g.EpCount, grpEPs[g.ID])
+			if _, err := casUpdate(ctx, m.st.EndpointGroups, g.ID, func(cur *state.EndpointGroup) error {
+				cur.EpCount = grpEPs[g.ID]
+				return nil
+			}); err != nil {
+				return fmt.Errorf("correct endpoint count of group %q: %w", g.ID, err)
+			}
+		}
+		if g.IPPool != "" {
+			id := netStateID(g.TenantName, g.NetworkName)
+			subPools[id] = append(subPools[id], g.ID)
+		}
+	}
+	nets, _, err := m.st.Networks.ReadAll(ctx)
+	if err != nil {
+		return fmt.Errorf("read networks: %w", err)
+	}
+	for _, n := range nets {
+		addrs, err := m.handedOut(ctx, n, subPools[n.ID])
+		if err != nil {
+			return err
+		}
+		if n.EpCount == netEPs[n.ID] && n.EpAddrCount == addrs {
+			continue
+		}
+		m.log.WithField("network", n.ID).Warnf("counters (%d endpoints, %d addresses) corrected to (%d, %d)",
+			n.EpCount, n.EpAddrCount, netEPs[n.ID], addrs)
+		if _, err := casUpdate(ctx, m.st.Networks, n.ID, func(cur *state.Network) error {
+			cur.EpCount, cur.EpAddrCount = netEPs[n.ID], addrs
+			return nil
+		}); err != nil {
+			return fmt.Errorf("correct counters of network %q: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+// handedOut counts the addresses of a network given out by allocation:
+// taken in its pool, minus the gateway and the groups' pool ranges, plus
+// what the groups' pools gave out.
+func (m *master) handedOut(ctx context.Context, n state.Network, groupPools []string) (int, error) {
+	u, err := m.v4.Usage(ctx, n.ID)
+	if errors.Is(err, ipam.ErrPoolNotFound) || errors.Is(err, objdb.ErrNotFound) {
+		return n.EpAddrCount, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read address usage of %q: %w", n.ID, err)
+	}
+	used := u.Used
+	if gw, err := netip.ParseAddr(n.Gateway); err == nil {
+		if taken, err := m.v4.IsAllocated(ctx, n.ID, gw); err == nil && taken {
+			used--
+		}
+	}
+	for _, id := range groupPools {
+		gu, err := m.v4.Usage(ctx, id)
+		if err != nil {
+			continue
+		}
+		used += gu.Used - gu.Size
+	}
+	return int(used), nil
+}

@@ -1,0 +1,161 @@
+// Package netmaster benchmarks the netmaster's endpoint path through its
+// REST /plugin API on an embedded etcd: create then delete endpoints at
+// concurrency 1 and 16, on a /24 and on a /8 network.
+//
+//	go test ./test/bench/netmaster -run '^$' -bench . -benchtime 2000x
+package netmaster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"go.uber.org/goleak"
+
+	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/objdb/etcd"
+	"github.com/contiv/netplugin/objdb/objdbtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, objdbtest.LeakOptions()...) }
+
+func quiet() *logrus.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}
+
+type server struct {
+	url    string
+	client *http.Client
+}
+
+func start(b *testing.B) *server {
+	b.Helper()
+	srv := objdbtest.StartEmbeddedEtcd(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := etcd.New(ctx, etcd.Config{Endpoints: []string{srv.Endpoint}, Root: objdbtest.UniqueRoot(b), Logger: quiet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	lctx, lcancel := context.WithCancel(context.Background())
+	h, err := master.New(master.Config{FwdMode: "bridge", ClusterMode: "test"}, quiet()).Start(lctx, st)
+	if err != nil {
+		lcancel()
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	b.Cleanup(func() { tr.CloseIdleConnections(); hs.Close(); lcancel() })
+	return &server{url: hs.URL, client: &http.Client{Transport: tr}}
+}
+
+func (s *server) post(path, body string) error {
+	resp, err := s.client.Post(s.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %d %s", path, resp.StatusCode, msg)
+	}
+	return nil
+}
+
+// run does fn(i) for i in [0,n) on c workers and returns the latencies.
+func run(n, c int, fn func(i int) error) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				s := time.Now()
+				if err := fn(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				lat[i] = time.Since(s)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return nil, 0, err
+	}
+	return lat, time.Since(t0), nil
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkEndpoints creates b.N endpoints then deletes them, in rounds of
+// at most 250 (a /24 holds 253), at concurrency 1 and 16.
+func BenchmarkEndpoints(b *testing.B) {
+	for _, nw := range []struct{ name, subnet string }{{"slash24", "10.1.1.0/24"}, {"slash8", "10.0.0.0/8"}} {
+		for _, c := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/c%d", nw.name, c), func(b *testing.B) {
+				s := start(b)
+				if err := s.post("/api/v1/networks/default:net/", `{"tenantName":"default","networkName":"net","encap":"vxlan","subnet":"`+nw.subnet+`"}`); err != nil {
+					b.Fatal(err)
+				}
+				var createLat, deleteLat []time.Duration
+				var createTime, deleteTime time.Duration
+				b.ResetTimer()
+				for done := 0; done < b.N; {
+					n := min(250, b.N-done)
+					base := done
+					lat, d, err := run(n, c, func(i int) error {
+						return s.post("/plugin/createEndpoint", fmt.Sprintf(`{"TenantName":"default","NetworkName":"net","ConfigEP":{"Container":"c%d","Host":"h1"}}`, base+i))
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					createLat, createTime = append(createLat, lat...), createTime+d
+					lat, d, err = run(n, c, func(i int) error {
+						return s.post("/plugin/deleteEndpoint", fmt.Sprintf(`{"TenantName":"default","NetworkName":"net","EndpointID":"c%d"}`, base+i))
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					deleteLat, deleteTime = append(deleteLat, lat...), deleteTime+d
+					done += n
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(len(createLat))/createTime.Seconds(), "creates/s")
+				b.ReportMetric(float64(len(deleteLat))/deleteTime.Seconds(), "deletes/s")
+				b.ReportMetric(float64(pct(createLat, 0.5).Microseconds()), "create-p50-µs")
+				b.ReportMetric(float64(pct(createLat, 0.99).Microseconds()), "create-p99-µs")
+				b.ReportMetric(float64(pct(deleteLat, 0.5).Microseconds()), "delete-p50-µs")
+				b.ReportMetric(float64(pct(deleteLat, 0.99).Microseconds()), "delete-p99-µs")
+				if os.Getenv("BENCH_VERBOSE") != "" {
+					b.Logf("%s c=%d: %d creates in %v, %d deletes in %v", nw.name, c, len(createLat), createTime, len(deleteLat), deleteTime)
+				}
+			})
+		}
+	}
+}
