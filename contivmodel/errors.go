@@ -3,6 +3,8 @@ package contivmodel
 import (
 	"errors"
 	"fmt"
+
+	"github.com/contiv/netplugin/utils/usererr"
 )
 
 // Sentinel errors. The client-visible text of an error is its *Error
@@ -22,26 +24,17 @@ var (
 	ErrNestedTx = errors.New("contivmodel: nested transaction")
 )
 
-// Error is an error whose Msg is exactly what a REST client sees as the
-// first line of the 500 body. Wrapping it with context (fmt.Errorf("…: %w"))
-// keeps that message: the handlers answer with the Msg of the first *Error
-// in the chain and log the whole chain.
-type Error struct {
-	Msg string
-	Err error // optional cause or sentinel, for errors.Is / errors.As
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is the shared user-visible error (utils/usererr): its Msg is
+// exactly what a REST client sees as the first line of the 500 body.
+// Wrapping it with context (fmt.Errorf("…: %w")) keeps that message: the
+// handlers answer with the Msg of the first *Error in the chain and log the
+// whole chain.
+type Error = usererr.Error
 
 // Errorf formats a client-visible error message. A %w verb makes the
 // wrapped error its cause (reachable by errors.Is) while the message stays
 // the formatted text.
-func Errorf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	return &Error{Msg: err.Error(), Err: errors.Unwrap(err)}
-}
+func Errorf(format string, args ...any) error { return usererr.Errorf(format, args...) }
 
 // NotFound returns the generic "<typ> not found" error (spec §1.7).
 func NotFound(typ string) error {
@@ -50,13 +43,7 @@ func NotFound(typ string) error {
 
 // Message is the client-visible text of err: the Msg of the first *Error in
 // its chain, or err.Error() when there is none.
-func Message(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Msg
-	}
-	return err.Error()
-}
+func Message(err error) string { return usererr.Message(err) }
 
 func invalidf(format string, args ...any) error {
 	return &Error{Msg: fmt.Sprintf(format, args...), Err: ErrInvalid}

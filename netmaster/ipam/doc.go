@@ -20,6 +20,6 @@
 // pool) and live under "state/ipam/<pool>/v4/" and "state/ipam/<pool>/v6/".
 //
 // Errors wrap a sentinel of this package (errors.Is) and, where the REST API
-// shows a fixed text, a *UserError whose Error() is exactly that text;
-// Message(err) returns it.
+// shows a fixed text, a *usererr.Error whose Error() is exactly that text;
+// usererr.Message(err) returns it.
 package ipam

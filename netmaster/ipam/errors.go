@@ -2,7 +2,8 @@ package ipam
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/contiv/netplugin/utils/usererr"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them (or an
@@ -29,34 +30,9 @@ var (
 	ErrClosed = errors.New("ipam: allocator closed")
 )
 
-// UserError carries the user-visible text the REST API returns (spec
-// rest-api.md §2.4, §2.5, §3.1) next to its sentinel. Error() is exactly
-// that text; errors.Is(err, sentinel) holds. The package wraps it with
-// context naming the pool, so a REST handler gets the bare text back with
-// Message.
-type UserError struct {
-	Kind error  // one of the sentinels
-	Text string // exact user-visible message
-}
-
-func (e *UserError) Error() string { return e.Text }
-
-// Unwrap makes errors.Is(err, e.Kind) work.
-func (e *UserError) Unwrap() error { return e.Kind }
-
+// userErr is a *usererr.Error with the exact user-visible text of the
+// spec next to its sentinel; usererr.Message(err) gives the text back
+// through any wrapping.
 func userErr(kind error, format string, args ...any) error {
-	return &UserError{Kind: kind, Text: fmt.Sprintf(format, args...)}
-}
-
-// Message returns the user-visible text of the first UserError in err's
-// chain, or err.Error() when there is none.
-func Message(err error) string {
-	var ue *UserError
-	if errors.As(err, &ue) {
-		return ue.Text
-	}
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+	return usererr.New(kind, format, args...)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/utils/usererr"
 )
 
 func TestParseSubnet(t *testing.T) {
@@ -20,7 +21,7 @@ func TestParseSubnet(t *testing.T) {
 		}
 	}
 	sn, _ := ipam.ParseSubnet("10.1.1.0/24")
-	if _, err := sn.CheckHost("10.1.1.x"); ipam.Message(err) != "unable to convert hostIP 10.1.1.x to uint32" {
+	if _, err := sn.CheckHost("10.1.1.x"); usererr.Message(err) != "unable to convert hostIP 10.1.1.x to uint32" {
 		t.Errorf("CheckHost: %v", err)
 	}
 	if a, err := sn.CheckHost("10.1.1.7"); err != nil || a.String() != "10.1.1.7" {
@@ -29,7 +30,7 @@ func TestParseSubnet(t *testing.T) {
 	if _, err := ipam.ParseSubnetV6("2016:0617::/128"); err != nil {
 		t.Errorf("/128: %v", err)
 	}
-	if _, err := ipam.ParseSubnetV6("2016:0617::/15"); ipam.Message(err) != "subnet length 15 not supported" {
+	if _, err := ipam.ParseSubnetV6("2016:0617::/15"); usererr.Message(err) != "subnet length 15 not supported" {
 		t.Errorf("/15: %v", err)
 	}
 }

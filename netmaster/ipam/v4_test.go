@@ -11,6 +11,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/utils/usererr"
 )
 
 func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -59,8 +60,8 @@ func expectErr(t *testing.T, err, kind error, text string) {
 	if !errors.Is(err, kind) {
 		t.Fatalf("error %v, want %v", err, kind)
 	}
-	if text != "" && ipam.Message(err) != text {
-		t.Fatalf("message %q, want %q", ipam.Message(err), text)
+	if text != "" && usererr.Message(err) != text {
+		t.Fatalf("message %q, want %q", usererr.Message(err), text)
 	}
 }
 

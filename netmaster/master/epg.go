@@ -51,10 +51,10 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if g.IpPool != "" {
 		sn, err := ipam.ParseSubnet(nw.Subnet)
 		if err != nil {
-			return userErr(err)
+			return err
 		}
 		if _, _, err := ipam.ParsePool(sn, g.IpPool); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	aci := isACI(tx)
@@ -78,7 +78,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 			}
 		})
 		if _, err := m.v4.CreateSubPool(ctx, netID, epgID, g.IpPool); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	id, err := m.allocEPGID(ctx, epgID)
@@ -103,7 +103,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if aci {
 		vlan, err := m.res.AllocateVLAN(ctx, 0)
 		if err != nil {
-			return userErr(err)
+			return err
 		}
 		tx.OnAbort(func() {
 			ctx, cancel := undoCtx()

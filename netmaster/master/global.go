@@ -48,20 +48,20 @@ func (c globalCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmode
 		return err
 	}
 	if _, err := resources.ParseTagRanges(g.Vlans, resources.VLAN); err != nil {
-		return userErr(err)
+		return err
 	}
 	if _, err := resources.ParseTagRanges(g.Vxlans, resources.VXLAN); err != nil {
-		return userErr(err)
+		return err
 	}
 	if err := c.guard(ctx, tx); err != nil {
 		return err
 	}
 	if err := c.m.res.DefineVLANs(ctx, g.Vlans); err != nil {
-		return userErr(err)
+		return err
 	}
 	start, err := c.m.res.DefineVXLANs(ctx, g.Vxlans)
 	if err != nil {
-		return userErr(err)
+		return err
 	}
 	return c.m.writeGlobalState(ctx, g, start)
 }
@@ -129,7 +129,7 @@ func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *
 	}
 	if req.Vlans != stored.Vlans {
 		if err := m.res.DefineVLANs(ctx, req.Vlans); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	start, err := m.res.VXLANStart(ctx)
@@ -138,7 +138,7 @@ func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *
 	}
 	if req.Vxlans != stored.Vxlans {
 		if start, err = m.res.DefineVXLANs(ctx, req.Vxlans); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	if err := m.writeGlobalState(ctx, req, start); err != nil {

@@ -247,28 +247,6 @@ func (m *master) ensureDefaults(ctx context.Context) error {
 	return nil
 }
 
-// userErr turns an error into a client-facing one: the exact text of the
-// first ipam or resources user error in its chain (or of a contivmodel
-// error), keeping err as the cause.
-func userErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *contivmodel.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	var ie *ipam.UserError
-	if errors.As(err, &ie) {
-		return &contivmodel.Error{Msg: ie.Text, Err: err}
-	}
-	var re *resources.UserError
-	if errors.As(err, &re) {
-		return &contivmodel.Error{Msg: re.Text, Err: err}
-	}
-	return err
-}
-
 // storeErr is a client-facing store error: the original showed the state
 // driver's text, whose useful part is "key not found".
 func storeErr(what string, err error) error {

@@ -123,17 +123,17 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	}
 	sn, err := ipam.ParseSubnet(nw.Subnet)
 	if err != nil {
-		return userErr(err)
+		return err
 	}
 	if nw.Gateway != "" {
 		if _, err := sn.CheckHost(nw.Gateway); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	var v6 netip.Prefix
 	if nw.Ipv6Subnet != "" {
 		if v6, err = ipam.ParseSubnetV6(nw.Ipv6Subnet); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	netID := netStateID(nw.TenantName, nw.NetworkName)
@@ -174,7 +174,7 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 		}
 	})
 	if _, err := m.v4.CreatePool(ctx, netID, nw.Subnet, popts...); err != nil {
-		return userErr(err)
+		return err
 	}
 	if v6.IsValid() {
 		var o6 []ipam.PoolOption
@@ -182,7 +182,7 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 			o6 = append(o6, ipam.WithGateway(nw.Ipv6Gateway))
 		}
 		if _, err := m.v6.CreatePool(ctx, netID, nw.Ipv6Subnet, o6...); err != nil {
-			return userErr(err)
+			return err
 		}
 	}
 	undo, err := m.snapshot(ctx, m.st.Networks.Key(netID))
@@ -212,7 +212,7 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 	case "vlan":
 		vlan, err := m.res.AllocateVLAN(ctx, req)
 		if err != nil {
-			return userErr(err)
+			return err
 		}
 		tx.OnAbort(func() {
 			ctx, cancel := undoCtx()
@@ -225,7 +225,7 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 	case "vxlan":
 		vni, local, err := m.res.AllocateVXLAN(ctx, req)
 		if err != nil {
-			return userErr(err)
+			return err
 		}
 		tx.OnAbort(func() {
 			ctx, cancel := undoCtx()

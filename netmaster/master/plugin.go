@@ -134,7 +134,7 @@ func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *R
 }
 
 func pluginMessage(err error) string {
-	return contivmodel.Message(userErr(err))
+	return contivmodel.Message(err)
 }
 
 // netRef is a resolved NetworkID.
@@ -271,21 +271,21 @@ func (m *master) allocV4(ctx context.Context, ns *state.Network, pool, preferred
 	if preferred == "" {
 		a, err := m.v4.Allocate(ctx, pool)
 		if err != nil {
-			return a, userErr(err)
+			return a, err
 		}
 		return a, nil
 	}
 	sn, err := ipam.ParseSubnet(fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen))
 	if err != nil {
-		return netip.Addr{}, userErr(err)
+		return netip.Addr{}, err
 	}
 	ip, err := sn.CheckHost(preferred)
 	if err != nil {
-		return netip.Addr{}, userErr(err)
+		return netip.Addr{}, err
 	}
 	a, err := m.v4.AllocateSpecific(ctx, pool, ip)
 	if err != nil {
-		return a, userErr(err)
+		return a, err
 	}
 	return a, nil
 }
@@ -293,14 +293,14 @@ func (m *master) allocV4(ctx context.Context, ns *state.Network, pool, preferred
 func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Addr, error) {
 	if preferred == "" {
 		a, err := m.v6.Allocate(ctx, netID)
-		return a, userErr(err)
+		return a, err
 	}
 	ip, err := netip.ParseAddr(preferred)
 	if err != nil || !ip.Is6() {
 		return netip.Addr{}, contivmodel.Errorf("invalid ipv6 address %s", preferred)
 	}
 	a, err := m.v6.AllocateSpecific(ctx, netID, ip)
-	return a, userErr(err)
+	return a, err
 }
 
 // releaseV4 gives an address back during a rollback.
@@ -323,7 +323,7 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
 		if _, err := m.v6.Release(ctx, ref.netID, a); err != nil {
-			return AddressReleaseResponse{}, userErr(err)
+			return AddressReleaseResponse{}, err
 		}
 		return AddressReleaseResponse{Status: "success"}, nil
 	}
@@ -333,15 +333,15 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	}
 	sn, err := ipam.ParseSubnet(fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen))
 	if err != nil {
-		return AddressReleaseResponse{}, userErr(err)
+		return AddressReleaseResponse{}, err
 	}
 	ip, err := sn.CheckHost(addrStr)
 	if err != nil {
-		return AddressReleaseResponse{}, userErr(err)
+		return AddressReleaseResponse{}, err
 	}
 	released, err := m.v4.Release(ctx, pool, ip)
 	if err != nil {
-		return AddressReleaseResponse{}, userErr(err)
+		return AddressReleaseResponse{}, err
 	}
 	if err := m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
 		return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", ip, err)
@@ -549,7 +549,7 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 	if ip, err := netip.ParseAddr(ep.IPAddress); err == nil {
 		released, err := m.v4.Release(ctx, pool, ip)
 		if err != nil {
-			return resp, userErr(err)
+			return resp, err
 		}
 		if released {
 			addrs = -1
@@ -558,7 +558,7 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 	if ns.IPv6Subnet != "" {
 		if ip, err := netip.ParseAddr(ep.IPv6Address); err == nil {
 			if _, err := m.v6.Release(ctx, netID, ip); err != nil {
-				return resp, userErr(err)
+				return resp, err
 			}
 		}
 	}

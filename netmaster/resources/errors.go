@@ -8,7 +8,8 @@ package resources
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/contiv/netplugin/utils/usererr"
 )
 
 // Sentinel errors; test with errors.Is.
@@ -24,31 +25,9 @@ var (
 	ErrNotDefined         = errors.New("resources: tag pool not defined")
 )
 
-// UserError carries the exact user-visible text of spec rest-api.md §2.1
-// and §2.4 (Error() is that text) next to its sentinel (Unwrap).
-type UserError struct {
-	Kind error
-	Text string
-}
-
-func (e *UserError) Error() string { return e.Text }
-
-// Unwrap makes errors.Is(err, e.Kind) work.
-func (e *UserError) Unwrap() error { return e.Kind }
-
+// userErr is a *usererr.Error with the exact user-visible text of the
+// spec next to its sentinel; usererr.Message(err) gives the text back
+// through any wrapping.
 func userErr(kind error, format string, args ...any) error {
-	return &UserError{Kind: kind, Text: fmt.Sprintf(format, args...)}
-}
-
-// Message returns the user-visible text of the first UserError in err's
-// chain, or err.Error() when there is none.
-func Message(err error) string {
-	var ue *UserError
-	if errors.As(err, &ue) {
-		return ue.Text
-	}
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+	return usererr.New(kind, format, args...)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/usererr"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, objdbtest.LeakOptions()...) }
@@ -45,8 +46,8 @@ func expectErr(t *testing.T, err, kind error, text string) {
 	if !errors.Is(err, kind) {
 		t.Fatalf("error %v, want %v", err, kind)
 	}
-	if text != "" && resources.Message(err) != text {
-		t.Fatalf("message %q, want %q", resources.Message(err), text)
+	if text != "" && usererr.Message(err) != text {
+		t.Fatalf("message %q, want %q", usererr.Message(err), text)
 	}
 }
 
@@ -78,7 +79,7 @@ func TestParseTagRanges(t *testing.T) {
 		rs, err := resources.ParseTagRanges(tc.in, tc.kind)
 		got := fmt.Sprint(rs)
 		if err != nil {
-			got = resources.Message(err)
+			got = usererr.Message(err)
 			if !errors.Is(err, resources.ErrInvalidRange) {
 				t.Errorf("%q: error %v is not ErrInvalidRange", tc.in, err)
 			}
