@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	ucli "github.com/urfave/cli"
+
+	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/utils/daemonflags"
+)
+
+// parse runs the app's flag parsing and validation without starting the
+// daemon: the leader constructor reports the parsed config and stops.
+func parse(t *testing.T, env map[string]string, args ...string) (daemon.Config, int, string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var got daemon.Config
+	stop := errors.New("parsed")
+	app := App(func(cfg daemon.Config, _ *logrus.Entry) (daemon.Leader, error) {
+		got = cfg
+		return nil, stop
+	})
+	app.ExitErrHandler = func(*ucli.Context, error) {} // never os.Exit in tests
+	err := app.Run(append([]string{"netmaster"}, args...))
+	code := 0
+	var ec ucli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	return got, code, msg
+}
+
+var base = []string{"--mode", "test", "--netmode", "vxlan", "--fwdmode", "routing",
+	"--external-address", "127.0.0.1:9999", "--internal-address", "127.0.0.1:9999"}
+
+func TestValidFlagsAndAliases(t *testing.T) {
+	cfg, code, msg := parse(t, nil, "--plugin-mode", "Docker", "--network-mode", "vlan", "--forward-mode", "bridge",
+		"--listen-url", "127.0.0.1:9998", "--control-url", "127.0.0.1:9997", "--infra-type", "ACI",
+		"--etcd", "http://127.0.0.1:2379,http://127.0.0.1:2381", "--leader-ttl", "3s")
+	if code != 1 || !strings.Contains(msg, "parsed") {
+		t.Fatalf("exit %d %q", code, msg)
+	}
+	if cfg.Common.Mode != "docker" || cfg.Common.NetMode != "vlan" || cfg.Common.FwdMode != "bridge" ||
+		cfg.ExternalAddress != "127.0.0.1:9998" || cfg.InternalAddress != "127.0.0.1:9997" || cfg.Infra != "aci" ||
+		len(cfg.Common.EtcdEndpoints) != 2 || cfg.LeaderTTL.Seconds() != 3 || cfg.PluginName != "netplugin" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+}
+
+func TestEnvironmentAndDefaults(t *testing.T) {
+	cfg, _, msg := parse(t, map[string]string{
+		"CONTIV_NETMASTER_MODE": "kubernetes", "CONTIV_NETMASTER_NET_MODE": "vxlan",
+		"CONTIV_NETMASTER_FORWARD_MODE": "routing", "CONTIV_NETMASTER_INTERNAL_ADDRESS": "127.0.0.1:9999",
+		"CONTIV_NETMASTER_EMBEDDED_ETCD_DIR": "/tmp/x",
+	})
+	if !strings.Contains(msg, "parsed") {
+		t.Fatalf("%q", msg)
+	}
+	if cfg.Common.Mode != "kubernetes" || cfg.ExternalAddress != "0.0.0.0:9999" || cfg.EmbeddedEtcdDir != "/tmp/x" ||
+		cfg.LeaderTTL != daemon.DefaultLeaderTTL || cfg.Infra != "default" || cfg.Common.LogLevel != "INFO" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	// A flag wins over its environment twin.
+	cfg, _, _ = parse(t, map[string]string{"CONTIV_NETMASTER_MODE": "kubernetes"}, base...)
+	if cfg.Common.Mode != "test" {
+		t.Fatalf("flag did not win over env: %q", cfg.Common.Mode)
+	}
+}
+
+func TestInvalidFlagsExit22(t *testing.T) {
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--netmode", "vxlan", "--fwdmode", "routing"}, "mode is not set"},
+		{with("--mode", "mesos"), `unknown "mesos" mode`},
+		{with("--fwdmode", "bridge"), "--netmode vxlan requires --fwdmode routing"},
+		{with("--infra", "opflex"), `invalid --infra "opflex"`},
+		{with("--external-address", "127.0.0.1"), "--external-address"},
+		{with("--external-address", "127.0.0.1:0"), "port must be 1-65535"},
+		{with("--internal-address", "[::1]:9999"), "--internal-address"},
+		{with("--log-level", "loud"), "invalid --log-level"},
+		{with("--leader-ttl", "500ms"), "invalid --leader-ttl"},
+		{with("--etcd", "http://a:1", "--consul", "b:2"), "ambiguous store"},
+		{with("extra-arg"), "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		_, code, msg := parse(t, nil, tc.args...)
+		if code != daemonflags.ExitInvalid || !strings.Contains(msg, tc.want) {
+			t.Errorf("%v: exit %d %q, want 22 and %q", tc.args, code, msg, tc.want)
+		}
+	}
+}
