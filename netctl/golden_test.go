@@ -12,12 +12,13 @@ import (
 )
 
 // The golden session of spec §8 (testdata/golden_session.md, the spec text
-// verbatim) replayed against a real netmaster. It needs one, so it runs
-// only when NETCTL_GOLDEN_NETMASTER names its base URL, e.g.
+// verbatim). TestGoldenSessionAgainstNetmaster replays it against our own
+// netmaster started in-process; TestGoldenSession replays it against any
+// other netmaster (e.g. the original) whose base URL is given:
 //
-//	NETCTL_GOLDEN_NETMASTER=http://127.0.0.1:9999 go test ./netctl -run Golden -v
+//	NETCTL_GOLDEN_NETMASTER=http://127.0.0.1:9999 go test ./netctl -run 'GoldenSession$' -v
 //
-// The netmaster must have the "default" tenant and no "spectest" tenant.
+// That netmaster must have the "default" tenant and no "spectest" tenant.
 
 // goldenStep is one "$ netctl ..." command of the transcript.
 type goldenStep struct {
@@ -106,7 +107,7 @@ func TestGoldenTranscriptParses(t *testing.T) {
 func TestGoldenSession(t *testing.T) {
 	base := os.Getenv("NETCTL_GOLDEN_NETMASTER")
 	if base == "" {
-		t.Skip("golden session needs a real netmaster: set NETCTL_GOLDEN_NETMASTER=http://host:9999 (none is built yet)")
+		t.Skip("replay against an external netmaster: set NETCTL_GOLDEN_NETMASTER=http://host:9999 (our own netmaster is covered by TestGoldenSessionAgainstNetmaster)")
 	}
 	replayGolden(t, base)
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // epgCtl is the endpoint group controller (spec rest-api.md §2.5,
-// daemons.md §4.9). Policies are linked but their rules are not installed
-// (no policy controller yet); netprofile and ext-contracts references are
-// checked and linked. A refused create leaves nothing behind.
+// daemons.md §4.9). Attaching a policy creates its (group, policy)
+// instance with every rule (rule.go); netprofile and ext-contracts
+// references are checked and linked. A refused create leaves nothing behind.
 type epgCtl struct{ m *master }
 
 func isACI(tx *contivmodel.Tx) bool {
@@ -116,6 +116,9 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	}
 	for _, p := range g.Policies {
 		if err := linkPolicy(tx, g, p); err != nil {
+			return err
+		}
+		if err := m.attachEpgPolicy(ctx, tx, g, id, p); err != nil {
 			return err
 		}
 	}
@@ -255,6 +258,9 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 			if err := linkPolicy(tx, stored, p); err != nil {
 				return err
 			}
+			if err := m.attachEpgPolicy(ctx, tx, stored, gs.EndpointGroupID, p); err != nil {
+				return err
+			}
 		}
 	}
 	switch {
@@ -276,6 +282,9 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 	for _, p := range stored.Policies {
 		if !slices.Contains(req.Policies, p) {
 			if err := unlinkPolicy(tx, stored, p); err != nil {
+				return err
+			}
+			if err := m.detachEpgPolicy(ctx, tx, stored, p); err != nil {
 				return err
 			}
 		}
@@ -319,6 +328,9 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		return contivmodel.Errorf("Error: EPG %s has active endpoints", g.GroupName)
 	}
 	for _, p := range g.Policies {
+		if err := m.detachEpgPolicy(ctx, tx, g, p); err != nil {
+			return err
+		}
 		if err := unlinkPolicy(tx, g, p); err != nil && !errors.Is(err, contivmodel.ErrNotFound) {
 			var ce *contivmodel.Error
 			if !errors.As(err, &ce) || ce.Msg != "Policy not found" {

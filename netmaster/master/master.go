@@ -181,6 +181,8 @@ func (m *master) controllers() contivmodel.Controllers {
 		Endpoint:      endpointCtl{m: m},
 		Netprofile:    netprofileCtl{m},
 		Policy:        policyCtl{m},
+		Rule:          ruleCtl{m},
+		AppProfile:    appProfileCtl{m},
 	}
 }
 

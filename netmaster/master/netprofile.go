@@ -122,8 +122,10 @@ func (policyCtl) Delete(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 	if len(p.LinkSets.EndpointGroups) > 0 {
 		return contivmodel.Errorf("Policy is being used")
 	}
+	// Each rule goes through its own delete (links to the groups it
+	// matches, its ofnet rule state), not just removal.
 	for _, key := range sortedKeys(p.LinkSets.Rules) {
-		if err := contivmodel.Delete[contivmodel.Rule](tx, key); err != nil {
+		if err := contivmodel.RemoveIn[contivmodel.Rule](ctx, tx, key); err != nil {
 			return fmt.Errorf("delete rule %q of policy %q: %w", key, p.Key, err)
 		}
 	}
