@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/contiv/netplugin/state"
 )
 
 func rulePath(tenant, policy, id string) string {
@@ -34,19 +36,8 @@ func (e *env) stateKeys(prefix string) []string {
 	return out
 }
 
-type ofnetRule struct {
-	RuleId           string
-	Priority         int
-	SrcEndpointGroup int
-	DstEndpointGroup int
-	SrcIpAddr        string
-	DstIpAddr        string
-	IpProtocol       uint8
-	SrcPort          uint16
-	DstPort          uint16
-	TcpFlags         string
-	Action           string
-}
+// ofnetRule is the persisted rule as the agents read it.
+type ofnetRule = state.OfnetPolicyRule
 
 func (e *env) policyRule(id string) ofnetRule {
 	e.t.Helper()
