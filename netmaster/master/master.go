@@ -174,15 +174,18 @@ func (m *master) close() {
 // answer "Invalid object type" (see docs/compat.md, "## netmaster").
 func (m *master) controllers() contivmodel.Controllers {
 	return contivmodel.Controllers{
-		Global:        globalCtl{m},
-		Tenant:        tenantCtl{m},
-		Network:       networkCtl{m},
-		EndpointGroup: epgCtl{m},
-		Endpoint:      endpointCtl{m: m},
-		Netprofile:    netprofileCtl{m},
-		Policy:        policyCtl{m},
-		Rule:          ruleCtl{m},
-		AppProfile:    appProfileCtl{m},
+		Global:            globalCtl{m},
+		Tenant:            tenantCtl{m},
+		Network:           networkCtl{m},
+		EndpointGroup:     epgCtl{m},
+		Endpoint:          endpointCtl{m: m},
+		Netprofile:        netprofileCtl{m},
+		Policy:            policyCtl{m},
+		Rule:              ruleCtl{m},
+		AppProfile:        appProfileCtl{m},
+		AciGw:             aciGwCtl{m},
+		Bgp:               bgpCtl{m},
+		ExtContractsGroup: extContractsCtl{m},
 	}
 }
 
