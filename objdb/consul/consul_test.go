@@ -159,14 +159,8 @@ func TestConsul(t *testing.T) {
 	}
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func testRootAndKeys(t *testing.T, e env) {
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := objdbtest.Context(t, 10*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	c := e.open(t, root)
 	if want := strings.TrimPrefix(root, "/"); c.Root() != want {
@@ -197,7 +191,7 @@ func testRootAndKeys(t *testing.T, e env) {
 }
 
 func testCAS(t *testing.T, e env) {
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := objdbtest.Context(t, 10*time.Second)
 	c := e.open(t, objdbtest.UniqueRoot(t))
 	v1, err := c.Put(ctx, "k", []byte("a"), objdb.WithCreateOnly())
 	if err != nil {
@@ -242,28 +236,10 @@ func testCAS(t *testing.T, e env) {
 	}
 }
 
-func recvEvents(t *testing.T, ch <-chan objdb.Event, n int, d time.Duration) []objdb.Event {
-	t.Helper()
-	var out []objdb.Event
-	timeout := time.After(d)
-	for len(out) < n {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				t.Fatalf("watch closed after %d events", len(out))
-			}
-			out = append(out, ev)
-		case <-timeout:
-			t.Fatalf("%d of %d events: %+v", len(out), n, out)
-		}
-	}
-	return out
-}
-
 // A consumer that reads only after all writes still gets every change in
 // store order, deletes placed at their tombstone index.
 func testWatchSlowConsumer(t *testing.T, e env) {
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	w := e.open(t, root)
 	c := e.open(t, root)
@@ -297,7 +273,7 @@ func testWatchSlowConsumer(t *testing.T, e env) {
 		}
 	}
 	del("w/pre", "p1")
-	evs := recvEvents(t, ch, len(want), 10*time.Second)
+	evs := objdbtest.CollectEvents(t, ch, len(want), 10*time.Second)
 	var last int64
 	for i, ev := range evs {
 		var got string
@@ -323,7 +299,7 @@ func testWatchSlowConsumer(t *testing.T, e env) {
 // after it cannot be replayed (consul shows clients no tombstones): this
 // test pins that documented limit.
 func testWatchStartVersion(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	c := e.open(t, objdbtest.UniqueRoot(t))
 	from, err := c.Put(ctx, "s/a", []byte("a"))
 	if err != nil {
@@ -340,7 +316,7 @@ func testWatchStartVersion(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := recvEvents(t, ch, 1, 5*time.Second)[0]
+	ev := objdbtest.CollectEvents(t, ch, 1, 5*time.Second)[0]
 	if ev.Key != "s/b" || ev.Version != vb {
 		t.Fatalf("replay: %+v", ev)
 	}
@@ -352,7 +328,7 @@ func testWatchStartVersion(t *testing.T, e env) {
 }
 
 func testWatchStopsOnClose(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	c := e.open(t, objdbtest.UniqueRoot(t))
 	ch, err := c.Watch(ctx, "x/")
 	if err != nil {
@@ -389,7 +365,7 @@ func testSessionFacts(t *testing.T, e env) {
 		t.Fatalf("TTL 500ms below session_ttl_min 1s: want a status error, got %v", err)
 	}
 	t.Logf("consul answers a TTL below session_ttl_min with HTTP %d: %s", se.Code, se.Body)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := objdbtest.Context(t, 10*time.Second)
 	if m, err := c.agentTTLMin(ctx); err != nil || m != time.Second {
 		t.Fatalf("agent session_ttl_min: %v %v", m, err)
 	}
@@ -418,22 +394,8 @@ func testSessionFacts(t *testing.T, e env) {
 	}
 }
 
-func lockEv(t *testing.T, l objdb.Lock, d time.Duration) objdb.LockEvent {
-	t.Helper()
-	select {
-	case ev, ok := <-l.Events():
-		if !ok {
-			t.Fatal("lock events closed")
-		}
-		return ev
-	case <-time.After(d):
-		t.Fatalf("no lock event in %v", d)
-	}
-	return objdb.LockEvent{}
-}
-
 func testLockHandover(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	a, b := e.open(t, root), e.open(t, root)
 	la, err := a.NewLock("leader", "A", 2*time.Second)
@@ -450,7 +412,7 @@ func testLockHandover(t *testing.T, e env) {
 	if err := la.Acquire(ctx); err == nil {
 		t.Fatal("second Acquire accepted")
 	}
-	if ev := lockEv(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("A: %v", ev)
 	}
 	if err := lb.Acquire(ctx); err != nil {
@@ -467,7 +429,7 @@ func testLockHandover(t *testing.T, e env) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lockEv(t, la, time.Second); ev.Type != objdb.LockReleased {
+	if ev := objdbtest.NextLockEvent(t, la, time.Second); ev.Type != objdb.LockReleased {
 		t.Fatalf("A after release: %v", ev)
 	}
 	if _, ok := <-la.Events(); ok {
@@ -476,7 +438,7 @@ func testLockHandover(t *testing.T, e env) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatalf("second release: %v", err)
 	}
-	if ev := lockEv(t, lb, 2*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, lb, 2*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("B: %v", ev)
 	}
 	t.Logf("hand-over in %v", time.Since(start))
@@ -488,18 +450,18 @@ func testLockHandover(t *testing.T, e env) {
 	if _, err := a.Put(ctx, objdb.LockKey("leader"), []byte("intruder")); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lockEv(t, lb, 5*time.Second); ev.Type != objdb.LockLost || ev.Err == nil {
+	if ev := objdbtest.NextLockEvent(t, lb, 5*time.Second); ev.Type != objdb.LockLost || ev.Err == nil {
 		t.Fatalf("B after its value changed: %+v", ev)
 	}
 	// Dropping the lost session deleted the key (behaviour delete).
-	if ev := lockEv(t, lb, 5*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, lb, 5*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("B campaigning again: %+v", ev)
 	}
 }
 
 // Cancelling Acquire's ctx stops the campaign and resigns.
 func testLockCancelResigns(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	a, b := e.open(t, root), e.open(t, root)
 	la, _ := a.NewLock("leader", "A", 10*time.Second)
@@ -507,7 +469,7 @@ func testLockCancelResigns(t *testing.T, e env) {
 	if err := la.Acquire(actx); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lockEv(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("A: %v", ev)
 	}
 	lb, _ := b.NewLock("leader", "B", 10*time.Second)
@@ -522,14 +484,14 @@ func testLockCancelResigns(t *testing.T, e env) {
 		t.Fatal("still acquired after the campaign stopped")
 	}
 	// TTL 10s: B wins at once only because A resigned.
-	if ev := lockEv(t, lb, 2*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, lb, 2*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("B: %v", ev)
 	}
 }
 
 // Close without Release leaves the lock to expire by TTL, like a crash.
 func testLockExpiresAfterClose(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	a, b := e.open(t, root), e.open(t, root)
 	const ttl = 2 * time.Second
@@ -537,7 +499,7 @@ func testLockExpiresAfterClose(t *testing.T, e env) {
 	if err := la.Acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lockEv(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("A: %v", ev)
 	}
 	lb, _ := b.NewLock("leader", "B", ttl)
@@ -552,7 +514,7 @@ func testLockExpiresAfterClose(t *testing.T, e env) {
 	if h, _ := lb.Holder(ctx); h != "A" {
 		t.Fatalf("closing the client released the lock at once (holder %q)", h)
 	}
-	if ev := lockEv(t, lb, ttl+5*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, lb, ttl+5*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("B: %v", ev)
 	}
 	took := time.Since(start)
@@ -562,22 +524,8 @@ func testLockExpiresAfterClose(t *testing.T, e env) {
 	}
 }
 
-func svcEv(t *testing.T, ch <-chan objdb.ServiceEvent, d time.Duration) objdb.ServiceEvent {
-	t.Helper()
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			t.Fatal("service watch closed")
-		}
-		return ev
-	case <-time.After(d):
-		t.Fatalf("no service event in %v", d)
-	}
-	return objdb.ServiceEvent{}
-}
-
 func testServiceReplace(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	c, w := e.open(t, root), e.open(t, root)
 	info := objdb.ServiceInfo{ServiceName: "netmaster", Role: "follower", TTL: 2, HostAddr: "127.0.0.1", Port: 9999}
@@ -592,14 +540,14 @@ func testServiceReplace(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := svcEv(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd || ev.Info != info {
+	if ev := objdbtest.NextServiceEvent(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd || ev.Info != info {
 		t.Fatalf("initial: %+v", ev)
 	}
 	info.Role = "leader"
 	if err := c.RegisterService(ctx, info); err != nil {
 		t.Fatal(err)
 	}
-	if ev := svcEv(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Role != "leader" {
+	if ev := objdbtest.NextServiceEvent(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Role != "leader" {
 		t.Fatalf("replaced: %+v", ev)
 	}
 	// The replaced value survives the keep-alive.
@@ -610,7 +558,7 @@ func testServiceReplace(t *testing.T, e env) {
 	if err := c.DeregisterService(ctx, info); err != nil {
 		t.Fatal(err)
 	}
-	if ev := svcEv(t, ch, 5*time.Second); ev.Type != objdb.ServiceDel || ev.Info != info {
+	if ev := objdbtest.NextServiceEvent(t, ch, 5*time.Second); ev.Type != objdb.ServiceDel || ev.Info != info {
 		t.Fatalf("deregistered: %+v", ev)
 	}
 	// Deregistering again, or an unknown instance, is fine.
@@ -622,7 +570,7 @@ func testServiceReplace(t *testing.T, e env) {
 // A client closed without deregistering leaves its instances to expire
 // within the TTL, as a crashed process would.
 func testServiceExpiresAfterClose(t *testing.T, e env) {
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := objdbtest.Context(t, 20*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	c, w := e.open(t, root), e.open(t, root)
 	info := objdb.ServiceInfo{ServiceName: "netplugin", TTL: 2, HostAddr: "127.0.0.1", Port: 9002}
@@ -633,7 +581,7 @@ func testServiceExpiresAfterClose(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := svcEv(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd {
+	if ev := objdbtest.NextServiceEvent(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd {
 		t.Fatalf("initial: %+v", ev)
 	}
 	c.Close()
@@ -641,7 +589,7 @@ func testServiceExpiresAfterClose(t *testing.T, e env) {
 	if l, _ := w.GetService(ctx, "netplugin"); len(l) != 1 {
 		t.Fatalf("Close removed the instance at once: %+v", l)
 	}
-	ev := svcEv(t, ch, 10*time.Second)
+	ev := objdbtest.NextServiceEvent(t, ch, 10*time.Second)
 	took := time.Since(start)
 	if ev.Type != objdb.ServiceDel || ev.Info.Port != 9002 {
 		t.Fatalf("expiry: %+v", ev)
@@ -653,7 +601,7 @@ func testServiceExpiresAfterClose(t *testing.T, e env) {
 }
 
 func testClosedClient(t *testing.T, e env) {
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := objdbtest.Context(t, 10*time.Second)
 	c := e.open(t, objdbtest.UniqueRoot(t))
 	c.Close()
 	if err := c.Close(); err != nil {
@@ -691,7 +639,7 @@ func (e env) openVia(t *testing.T, px *objdbtest.Proxy, root string) *Client {
 // A watch whose agent is unreachable for a while resumes without losing or
 // repeating a change (changes made during the outage arrive merged).
 func testWatchSurvivesOutage(t *testing.T, e env) {
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	px := objdbtest.NewProxy(t, e.s.Addr)
 	w := e.openVia(t, px, root)
@@ -706,7 +654,7 @@ func testWatchSurvivesOutage(t *testing.T, e env) {
 			t.Fatal(err)
 		}
 	}
-	recvEvents(t, ch, 2, 5*time.Second)
+	objdbtest.CollectEvents(t, ch, 2, 5*time.Second)
 	px.Cut()
 	time.Sleep(500 * time.Millisecond)
 	if _, err := c.Put(ctx, "o/3", []byte("during")); err != nil {
@@ -717,7 +665,7 @@ func testWatchSurvivesOutage(t *testing.T, e env) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	px.Restore()
-	evs := recvEvents(t, ch, 2, 10*time.Second)
+	evs := objdbtest.CollectEvents(t, ch, 2, 10*time.Second)
 	if evs[0].Type != objdb.EventPut || evs[0].Key != "o/3" || evs[1].Type != objdb.EventDelete || evs[1].Key != "o/1" {
 		t.Fatalf("after the outage: %+v", evs)
 	}
@@ -731,7 +679,7 @@ func testWatchSurvivesOutage(t *testing.T, e env) {
 // A registration whose session expired while the agent was unreachable is
 // made again, with a new session, once the agent is back.
 func testServiceAfterOutage(t *testing.T, e env) {
-	ctx := ctxFor(t, 40*time.Second)
+	ctx := objdbtest.Context(t, 40*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	px := objdbtest.NewProxy(t, e.s.Addr)
 	c := e.openVia(t, px, root)
@@ -744,25 +692,25 @@ func testServiceAfterOutage(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := svcEv(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd {
+	if ev := objdbtest.NextServiceEvent(t, ch, 5*time.Second); ev.Type != objdb.ServiceAdd {
 		t.Fatalf("initial: %+v", ev)
 	}
 	px.Cut()
 	start := time.Now()
-	if ev := svcEv(t, ch, 10*time.Second); ev.Type != objdb.ServiceDel {
+	if ev := objdbtest.NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceDel {
 		t.Fatalf("during the outage: %+v", ev)
 	}
 	t.Logf("instance expired %v after its registrant lost the agent", time.Since(start))
 	px.Restore()
 	start = time.Now()
-	if ev := svcEv(t, ch, 20*time.Second); ev.Type != objdb.ServiceAdd || ev.Info != info {
+	if ev := objdbtest.NextServiceEvent(t, ch, 20*time.Second); ev.Type != objdb.ServiceAdd || ev.Info != info {
 		t.Fatalf("after the outage: %+v", ev)
 	}
 	t.Logf("instance registered again %v after the agent came back", time.Since(start))
 	if err := c.DeregisterService(ctx, info); err != nil {
 		t.Fatal(err)
 	}
-	if ev := svcEv(t, ch, 5*time.Second); ev.Type != objdb.ServiceDel {
+	if ev := objdbtest.NextServiceEvent(t, ch, 5*time.Second); ev.Type != objdb.ServiceDel {
 		t.Fatalf("deregister: %+v", ev)
 	}
 }

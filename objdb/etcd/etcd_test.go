@@ -17,16 +17,10 @@ import (
 	"github.com/contiv/netplugin/objdb/objdbtest"
 )
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // open connects a client under root, closed on cleanup.
 func open(t *testing.T, endpoint, root string) *etcd.Client {
 	t.Helper()
-	c, err := etcd.New(ctxFor(t, 30*time.Second), testConfig(endpoint, root))
+	c, err := etcd.New(objdbtest.Context(t, 30*time.Second), testConfig(endpoint, root))
 	if err != nil {
 		t.Fatalf("connect %s: %v", endpoint, err)
 	}
@@ -83,7 +77,7 @@ func TestParseEndpoints(t *testing.T) {
 
 func TestNewRefusesBadConfigBeforeDialing(t *testing.T) {
 	start := time.Now()
-	_, err := etcd.New(ctxFor(t, 10*time.Second), etcd.Config{Endpoints: []string{"http://127.0.0.1:2379,ftp://bad:1"}})
+	_, err := etcd.New(objdbtest.Context(t, 10*time.Second), etcd.Config{Endpoints: []string{"http://127.0.0.1:2379,ftp://bad:1"}})
 	if !errors.Is(err, objdb.ErrInvalid) || !strings.Contains(err.Error(), "ftp://bad:1") {
 		t.Fatalf("want ErrInvalid naming the URL, got %v", err)
 	}
@@ -111,7 +105,7 @@ func TestNewHonoursContext(t *testing.T) {
 
 func TestRelativeKeysUnderRoot(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	c := open(t, srv.Endpoint, root+"/") // a trailing slash is dropped
 	if c.Root() != root {
@@ -155,7 +149,7 @@ func TestRelativeKeysUnderRoot(t *testing.T) {
 
 func TestCASDetails(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	c := open(t, srv.Endpoint, objdbtest.UniqueRoot(t))
 
 	if _, err := c.Put(ctx, "k", []byte("x"), objdb.WithPrevVersion(5)); !errors.Is(err, objdb.ErrConflict) || !strings.Contains(err.Error(), `"k"`) {
@@ -197,7 +191,7 @@ func TestCASDetails(t *testing.T) {
 
 func TestWatchCompactedHistoryEndsWithError(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	c := open(t, srv.Endpoint, objdbtest.UniqueRoot(t))
 	first, err := c.Put(ctx, "w/a", []byte("1"))
 	if err != nil {
@@ -237,7 +231,7 @@ func TestWatchCompactedHistoryEndsWithError(t *testing.T) {
 // every change arrives once, in order.
 func TestWatchResumesAcrossEtcdRestart(t *testing.T) {
 	srv := objdbtest.StartEtcdProcess(t)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := objdbtest.Context(t, 60*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	w := open(t, srv.Endpoint, root)
 	writer := open(t, srv.Endpoint, root)
@@ -288,23 +282,9 @@ func TestWatchResumesAcrossEtcdRestart(t *testing.T) {
 	}
 }
 
-func lockEvent(t *testing.T, l objdb.Lock, d time.Duration) objdb.LockEvent {
-	t.Helper()
-	select {
-	case ev, ok := <-l.Events():
-		if !ok {
-			t.Fatal("lock events closed")
-		}
-		return ev
-	case <-time.After(d):
-		t.Fatalf("no lock event within %v", d)
-	}
-	return objdb.LockEvent{}
-}
-
 func TestLockHandover(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	a, b := open(t, srv.Endpoint, root), open(t, srv.Endpoint, root)
 
@@ -327,7 +307,7 @@ func TestLockHandover(t *testing.T) {
 	if err := la.Acquire(ctx); err == nil {
 		t.Fatal("second Acquire accepted")
 	}
-	if ev := lockEvent(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, la, 5*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("A: %v", ev.Type)
 	}
 	lb, err := b.NewLock("leader", "B", 2*time.Second)
@@ -344,13 +324,13 @@ func TestLockHandover(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lockEvent(t, la, time.Second); ev.Type != objdb.LockReleased {
+	if ev := objdbtest.NextLockEvent(t, la, time.Second); ev.Type != objdb.LockReleased {
 		t.Fatalf("A after release: %v", ev.Type)
 	}
 	if _, ok := <-la.Events(); ok {
 		t.Fatal("A's events not closed after Release")
 	}
-	if ev := lockEvent(t, lb, time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, lb, time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("B: %v", ev.Type)
 	}
 	t.Logf("hand-over took %v", time.Since(start))
@@ -373,7 +353,7 @@ func TestLockHandover(t *testing.T) {
 	if err := lb.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lockEvent(t, lc, time.Second); ev.Type != objdb.LockAcquired {
+	if ev := objdbtest.NextLockEvent(t, lc, time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("C: %v", ev.Type)
 	}
 	cancel()
@@ -410,7 +390,7 @@ func TestLockHandover(t *testing.T) {
 // see it deleted, as when the process dies.
 func TestServiceExpiresAfterClose(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	reg, err := etcd.New(ctx, testConfig(srv.Endpoint, root))
 	if err != nil {
@@ -465,7 +445,7 @@ func TestServiceExpiresAfterClose(t *testing.T) {
 
 func TestCloseEndsWatches(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	c, err := etcd.New(ctx, testConfig(srv.Endpoint, objdbtest.UniqueRoot(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -498,7 +478,7 @@ func TestCloseEndsWatches(t *testing.T) {
 // reachable again the keep-alive loop registers it again by itself.
 func TestServiceComesBackAfterOutage(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := objdbtest.Context(t, 60*time.Second)
 	root := objdbtest.UniqueRoot(t)
 	px := objdbtest.NewProxy(t, srv.Addr)
 	reg := open(t, srv.NewProxyEndpoint(px.Addr()), root)
@@ -538,7 +518,7 @@ func TestServiceComesBackAfterOutage(t *testing.T) {
 // once instead of waiting for the store.
 func TestReleaseWhileStoreUnreachable(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := objdbtest.Context(t, 30*time.Second)
 	px := objdbtest.NewProxy(t, srv.Addr)
 	c := open(t, srv.NewProxyEndpoint(px.Addr()), objdbtest.UniqueRoot(t))
 	l, err := c.NewLock("leader", "A", 2*time.Second)

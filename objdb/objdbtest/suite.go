@@ -61,7 +61,8 @@ func UniqueRoot(t testing.TB) string {
 	return "/objdbtest/" + name + "-" + hex.EncodeToString(r[:]) + "/contiv.io"
 }
 
-func testCtx(t testing.TB, d time.Duration) context.Context {
+// Context is a test context bounded by d, cancelled on cleanup.
+func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
@@ -81,7 +82,7 @@ func Open(t testing.TB, b Backend, endpoint, root string) objdb.Store {
 }
 
 func testKV(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := Context(t, 30*time.Second)
 	st := Open(t, b, s.Endpoint, UniqueRoot(t))
 
 	if _, err := st.Get(ctx, "a/missing"); !errors.Is(err, objdb.ErrNotFound) {
@@ -134,7 +135,7 @@ func testKV(t *testing.T, b Backend, s Server) {
 }
 
 func testBadInput(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := Context(t, 30*time.Second)
 	st := Open(t, b, s.Endpoint, UniqueRoot(t))
 	for _, k := range []string{"", "/abs", "a//b", "a/../b", "./a"} {
 		if _, err := st.Put(ctx, k, []byte("v")); !errors.Is(err, objdb.ErrInvalid) {
@@ -173,7 +174,7 @@ func testBadInput(t *testing.T, b Backend, s Server) {
 }
 
 func testRootsIsolated(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := Context(t, 30*time.Second)
 	a := Open(t, b, s.Endpoint, UniqueRoot(t))
 	c := Open(t, b, s.Endpoint, UniqueRoot(t))
 	if _, err := a.Put(ctx, "state/x", []byte("a")); err != nil {
@@ -188,7 +189,7 @@ func testRootsIsolated(t *testing.T, b Backend, s Server) {
 }
 
 func testCAS(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 30*time.Second)
+	ctx := Context(t, 30*time.Second)
 	st := Open(t, b, s.Endpoint, UniqueRoot(t))
 
 	v1, err := st.Put(ctx, "k", []byte("1"), objdb.WithCreateOnly())
@@ -259,7 +260,7 @@ func casIncrements(ctx context.Context, clients []objdb.Store, key string, worke
 }
 
 func testCASConcurrent(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 120*time.Second)
+	ctx := Context(t, 120*time.Second)
 	root := UniqueRoot(t)
 	clients := []objdb.Store{Open(t, b, s.Endpoint, root), Open(t, b, s.Endpoint, root)}
 	const workers, n = 32, 10
@@ -272,8 +273,8 @@ func testCASConcurrent(t *testing.T, b Backend, s Server) {
 	}
 }
 
-// collect reads n events or fails after d.
-func collect(t *testing.T, ch <-chan objdb.Event, n int, d time.Duration) []objdb.Event {
+// CollectEvents reads n watch events (none with Err set) or fails after d.
+func CollectEvents(t testing.TB, ch <-chan objdb.Event, n int, d time.Duration) []objdb.Event {
 	t.Helper()
 	var out []objdb.Event
 	timeout := time.After(d)
@@ -315,7 +316,7 @@ func describe(evs []objdb.Event) string {
 }
 
 func testWatchOrder(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := Context(t, 60*time.Second)
 	root := UniqueRoot(t)
 	st := Open(t, b, s.Endpoint, root)
 	writer := Open(t, b, s.Endpoint, root)
@@ -353,7 +354,7 @@ func testWatchOrder(t *testing.T, b Backend, s Server) {
 			t.Fatal(err)
 		}
 	}
-	evs := collect(t, ch, len(ops), 20*time.Second)
+	evs := CollectEvents(t, ch, len(ops), 20*time.Second)
 	last := int64(0)
 	for i, o := range ops {
 		e := evs[i]
@@ -376,7 +377,7 @@ func testWatchOrder(t *testing.T, b Backend, s Server) {
 }
 
 func testWatchStartVersion(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := Context(t, 60*time.Second)
 	st := Open(t, b, s.Endpoint, UniqueRoot(t))
 	var from int64
 	for i := 0; i < 5; i++ {
@@ -392,7 +393,7 @@ func testWatchStartVersion(t *testing.T, b Backend, s Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := collect(t, ch, 3, 10*time.Second)
+	evs := CollectEvents(t, ch, 3, 10*time.Second)
 	for i, e := range evs {
 		if want := fmt.Sprintf("p/%d", i+2); e.Key != want || e.Type != objdb.EventPut {
 			t.Fatalf("replayed event %d: %s %s, want put %s (all: %s)", i, e.Type, e.Key, want, describe(evs))
@@ -401,7 +402,7 @@ func testWatchStartVersion(t *testing.T, b Backend, s Server) {
 	if _, err := st.Put(ctx, "p/9", []byte("9")); err != nil {
 		t.Fatal(err)
 	}
-	if e := collect(t, ch, 1, 10*time.Second)[0]; e.Key != "p/9" {
+	if e := CollectEvents(t, ch, 1, 10*time.Second)[0]; e.Key != "p/9" {
 		t.Fatalf("live event after replay: %s", e.Key)
 	}
 	expectQuiet(t, ch, 300*time.Millisecond)
@@ -411,7 +412,7 @@ func testWatchAcrossRestart(t *testing.T, b Backend, s Server) {
 	if s.Restart == nil {
 		t.Skipf("%s: this store cannot be restarted keeping its data", b.Name)
 	}
-	ctx := testCtx(t, 120*time.Second)
+	ctx := Context(t, 120*time.Second)
 	root := UniqueRoot(t)
 	st := Open(t, b, s.Endpoint, root)
 	ch, err := st.Watch(ctx, "r/")
@@ -431,7 +432,7 @@ func testWatchAcrossRestart(t *testing.T, b Backend, s Server) {
 			t.Fatalf("put %d after restart: %v", i, err)
 		}
 	}
-	evs := collect(t, ch, 2*n, 60*time.Second)
+	evs := CollectEvents(t, ch, 2*n, 60*time.Second)
 	for i, e := range evs {
 		if want := fmt.Sprintf("r/%02d", i); e.Key != want {
 			t.Fatalf("event %d is %s, want %s: lost or duplicated across the restart (all: %s)", i, e.Key, want, describe(evs))
@@ -440,20 +441,19 @@ func testWatchAcrossRestart(t *testing.T, b Backend, s Server) {
 	expectQuiet(t, ch, time.Second)
 }
 
-// lockEvent waits for the next lock event or fails after d.
-func lockEvent(t *testing.T, l objdb.Lock, d time.Duration) (objdb.LockEvent, time.Duration) {
+// NextLockEvent waits for the next lock event or fails after d.
+func NextLockEvent(t testing.TB, l objdb.Lock, d time.Duration) objdb.LockEvent {
 	t.Helper()
-	start := time.Now()
 	select {
 	case ev, ok := <-l.Events():
 		if !ok {
 			t.Fatal("lock events closed")
 		}
-		return ev, time.Since(start)
+		return ev
 	case <-time.After(d):
 		t.Fatalf("no lock event within %v", d)
 	}
-	return objdb.LockEvent{}, 0
+	return objdb.LockEvent{}
 }
 
 func noLockEvent(t *testing.T, l objdb.Lock, d time.Duration) {
@@ -483,10 +483,10 @@ func newLock(t *testing.T, st objdb.Store, holder string) objdb.Lock {
 }
 
 func testLockRelease(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := Context(t, 60*time.Second)
 	root := UniqueRoot(t)
 	a := newLock(t, Open(t, b, s.Endpoint, root), "10.0.0.1:9999")
-	if ev, _ := lockEvent(t, a, 10*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := NextLockEvent(t, a, 10*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("first contender: %s %v", ev.Type, ev.Err)
 	}
 	if !a.IsAcquired() {
@@ -502,7 +502,7 @@ func testLockRelease(t *testing.T, b Backend, s Server) {
 		t.Fatalf("release: %v", err)
 	}
 	start := time.Now()
-	ev, _ := lockEvent(t, bl, 5*time.Second)
+	ev := NextLockEvent(t, bl, 5*time.Second)
 	took := time.Since(start)
 	if ev.Type != objdb.LockAcquired {
 		t.Fatalf("second contender: %s %v", ev.Type, ev.Err)
@@ -520,7 +520,7 @@ func testLockRelease(t *testing.T, b Backend, s Server) {
 }
 
 func testLockHolderDies(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := Context(t, 60*time.Second)
 	root := UniqueRoot(t)
 	proc := startHelper(t, "lock", map[string]string{
 		envEndpoint: s.Endpoint, envRoot: root, envName: "netmaster/leader",
@@ -534,7 +534,7 @@ func testLockHolderDies(t *testing.T, b Backend, s Server) {
 	}
 	proc.kill()
 	start := time.Now()
-	ev, _ := lockEvent(t, l, lockTTL+10*time.Second)
+	ev := NextLockEvent(t, l, lockTTL+10*time.Second)
 	took := time.Since(start)
 	if ev.Type != objdb.LockAcquired {
 		t.Fatalf("after holder death: %s %v", ev.Type, ev.Err)
@@ -546,12 +546,12 @@ func testLockHolderDies(t *testing.T, b Backend, s Server) {
 }
 
 func testLockLost(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 90*time.Second)
+	ctx := Context(t, 90*time.Second)
 	root := UniqueRoot(t)
 	px := NewProxy(t, s.Addr)
 	viaProxy := Open(t, b, s.NewProxyEndpoint(px.Addr()), root)
 	a := newLock(t, viaProxy, "10.0.0.1:9999")
-	if ev, _ := lockEvent(t, a, 10*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := NextLockEvent(t, a, 10*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("acquire via proxy: %s %v", ev.Type, ev.Err)
 	}
 	direct := Open(t, b, s.Endpoint, root)
@@ -559,7 +559,7 @@ func testLockLost(t *testing.T, b Backend, s Server) {
 	px.Cut()
 	start := time.Now()
 	for {
-		ev, _ := lockEvent(t, a, lockTTL+15*time.Second)
+		ev := NextLockEvent(t, a, lockTTL+15*time.Second)
 		if ev.Type == objdb.LockLost {
 			break
 		}
@@ -571,7 +571,7 @@ func testLockLost(t *testing.T, b Backend, s Server) {
 	if a.IsAcquired() {
 		t.Fatal("IsAcquired after LockLost")
 	}
-	if ev, _ := lockEvent(t, bl, lockTTL+10*time.Second); ev.Type != objdb.LockAcquired {
+	if ev := NextLockEvent(t, bl, lockTTL+10*time.Second); ev.Type != objdb.LockAcquired {
 		t.Fatalf("other contender after expiry: %s %v", ev.Type, ev.Err)
 	}
 	// The store comes back: the old holder campaigns again and wins once
@@ -581,15 +581,15 @@ func testLockLost(t *testing.T, b Backend, s Server) {
 		t.Fatal(err)
 	}
 	for {
-		ev, _ := lockEvent(t, a, lockTTL+20*time.Second)
+		ev := NextLockEvent(t, a, lockTTL+20*time.Second)
 		if ev.Type == objdb.LockAcquired {
 			break
 		}
 	}
 }
 
-// serviceEvent waits for the next service event.
-func serviceEvent(t *testing.T, ch <-chan objdb.ServiceEvent, d time.Duration) objdb.ServiceEvent {
+// NextServiceEvent waits for the next service event or fails after d.
+func NextServiceEvent(t testing.TB, ch <-chan objdb.ServiceEvent, d time.Duration) objdb.ServiceEvent {
 	t.Helper()
 	select {
 	case ev, ok := <-ch:
@@ -604,7 +604,7 @@ func serviceEvent(t *testing.T, ch <-chan objdb.ServiceEvent, d time.Duration) o
 }
 
 func testServices(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := Context(t, 60*time.Second)
 	root := UniqueRoot(t)
 	st := Open(t, b, s.Endpoint, root)
 	watcher := Open(t, b, s.Endpoint, root)
@@ -628,7 +628,7 @@ func testServices(t *testing.T, b Backend, s Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := serviceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Role != "follower" {
+	if ev := NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Role != "follower" {
 		t.Fatalf("initial event %+v", ev)
 	}
 	// Keep-alive: the instance outlives several TTLs without a duplicate add.
@@ -646,7 +646,7 @@ func testServices(t *testing.T, b Backend, s Server) {
 	if err := st.RegisterService(ctx, info); err != nil {
 		t.Fatal(err)
 	}
-	if ev := serviceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Role != "leader" {
+	if ev := NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Role != "leader" {
 		t.Fatalf("re-registration event %+v", ev)
 	}
 	if l, _ := st.GetService(ctx, "netmaster"); len(l) != 1 || l[0].Role != "leader" {
@@ -657,13 +657,13 @@ func testServices(t *testing.T, b Backend, s Server) {
 	if err := st.RegisterService(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	if ev := serviceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Port != 9998 {
+	if ev := NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Port != 9998 {
 		t.Fatalf("second instance event %+v", ev)
 	}
 	if err := st.DeregisterService(ctx, info); err != nil {
 		t.Fatal(err)
 	}
-	if ev := serviceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceDel || ev.Info.Port != 9999 {
+	if ev := NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceDel || ev.Info.Port != 9999 {
 		t.Fatalf("deregistration event %+v", ev)
 	}
 	if l, _ := st.GetService(ctx, "netmaster"); len(l) != 1 || l[0].Port != 9998 {
@@ -672,7 +672,7 @@ func testServices(t *testing.T, b Backend, s Server) {
 }
 
 func testServiceRegistrantDies(t *testing.T, b Backend, s Server) {
-	ctx := testCtx(t, 60*time.Second)
+	ctx := Context(t, 60*time.Second)
 	root := UniqueRoot(t)
 	watcher := Open(t, b, s.Endpoint, root)
 	ch, err := watcher.WatchService(ctx, "netplugin")
@@ -683,12 +683,12 @@ func testServiceRegistrantDies(t *testing.T, b Backend, s Server) {
 		envEndpoint: s.Endpoint, envRoot: root, envName: "netplugin",
 		envTTL: strconv.Itoa(serviceTTLSec), envPort: "9002",
 	}, 20*time.Second)
-	if ev := serviceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Port != 9002 || ev.Info.Hostname != "helper" {
+	if ev := NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Port != 9002 || ev.Info.Hostname != "helper" {
 		t.Fatalf("add from helper: %+v", ev)
 	}
 	proc.kill()
 	start := time.Now()
-	ev := serviceEvent(t, ch, time.Duration(serviceTTLSec)*time.Second+15*time.Second)
+	ev := NextServiceEvent(t, ch, time.Duration(serviceTTLSec)*time.Second+15*time.Second)
 	took := time.Since(start)
 	if ev.Type != objdb.ServiceDel || ev.Info.Port != 9002 {
 		t.Fatalf("after registrant death: %+v", ev)
@@ -706,7 +706,7 @@ func testServiceRegistrantDies(t *testing.T, b Backend, s Server) {
 		envEndpoint: s.Endpoint, envRoot: root, envName: "netplugin",
 		envTTL: strconv.Itoa(serviceTTLSec), envPort: "9002",
 	}, 20*time.Second)
-	if ev := serviceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Port != 9002 {
+	if ev := NextServiceEvent(t, ch, 10*time.Second); ev.Type != objdb.ServiceAdd || ev.Info.Port != 9002 {
 		t.Fatalf("re-registration: %+v", ev)
 	}
 }
