@@ -407,42 +407,11 @@ func TestV4(t *testing.T) {
 		defer as[1].Close()
 		mustCreate(t, as[0], "conc", "10.20.0.0/24")
 		ctx := testCtx(t)
-		var mu sync.Mutex
-		got := map[netip.Addr]int{}
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for g := range 64 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				a := as[g%2]
-				for {
-					addr, err := a.Allocate(ctx, "conc")
-					if errors.Is(err, ipam.ErrExhausted) {
-						return
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					mu.Lock()
-					got[addr]++
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		got := drain(t, 64, func(g int) (netip.Addr, error) { return as[g%2].Allocate(ctx, "conc") })
 		if len(got) != 254 {
 			t.Fatalf("%d distinct addresses, want 254", len(got))
 		}
-		for addr, n := range got {
-			if n != 1 {
-				t.Fatalf("%s handed out %d times", addr, n)
-			}
+		for addr := range got {
 			if !netip.MustParsePrefix("10.20.0.0/24").Contains(addr) || addr == ip("10.20.0.0") || addr == ip("10.20.0.255") {
 				t.Fatalf("handed out %s", addr)
 			}
@@ -500,4 +469,47 @@ func TestV4(t *testing.T) {
 		}
 		expectLists(t, as[0], "churn", "", "10.21.0.1-10.21.0.30")
 	})
+}
+
+// drain allocates from alloc with workers goroutines until the pool is
+// exhausted, failing on any other error or on an address handed out twice,
+// and returns the distinct addresses.
+func drain(t *testing.T, workers int, alloc func(worker int) (netip.Addr, error)) map[netip.Addr]bool {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[netip.Addr]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				addr, err := alloc(g)
+				if errors.Is(err, ipam.ErrExhausted) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				got[addr]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	out := map[netip.Addr]bool{}
+	for addr, n := range got {
+		if n != 1 {
+			t.Fatalf("%s handed out %d times", addr, n)
+		}
+		out[addr] = true
+	}
+	return out
 }
