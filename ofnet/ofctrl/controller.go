@@ -38,6 +38,14 @@ type Config struct {
 	HandshakeTimeout time.Duration
 	// Logger receives the controller's logs; nil means logrus.StandardLogger().
 	Logger logrus.FieldLogger
+	// DeferFirstResync keeps a restarted owner from cutting forwarding. On the first
+	// connection of a datapath in this process the controller does not run Resync:
+	// flows and groups already on the switch (from a previous run) stay, and only the
+	// recorded ones that are missing or differ are pushed (nothing is deleted). The
+	// owner replays its state (ADD overwrites identical flows) and then calls
+	// Switch.Resync to delete what is stale. Later reconnects of that datapath (e.g.
+	// after ovs-vswitchd restarts) run the full Resync as usual.
+	DeferFirstResync bool
 
 	// OnConnect is called after a switch connected and was resynchronised to its
 	// recorded state (also after every reconnect). It runs on the connection's
@@ -219,10 +227,11 @@ func (c *Controller) serve(ctx context.Context, nc net.Conn) {
 	sw.attach(cn)
 	log.Info("ofctrl: switch connected")
 
-	if res, err := sw.Resync(ctx); err != nil {
+	prune := !c.cfg.DeferFirstResync || sw.connectedBefore()
+	if res, err := sw.resync(ctx, prune); err != nil {
 		log.WithError(err).Warn("ofctrl: resync after connect failed")
 	} else {
-		log.WithField("result", res.String()).Info("ofctrl: switch resynchronised")
+		log.WithField("result", res.String()).WithField("pruned", prune).Info("ofctrl: switch resynchronised")
 	}
 	if cn.err() == nil {
 		sw.markReady(cn)

@@ -23,6 +23,9 @@
 // including after ovs-vswitchd restarts — the controller runs Resync before calling
 // OnConnect: it dumps the switch's flows and groups, strictly deletes what is not
 // recorded and adds what is missing or differs. Resync is also available on demand.
+// With Config.DeferFirstResync the first connection of a datapath in this process
+// only pushes the record and deletes nothing, so flows left by a previous run keep
+// forwarding until the owner has replayed its state and calls Resync itself.
 //
 // A flow's identity is table + priority + match as OVS defines it (FlowKey: the match
 // canonicalised — fields sorted, values masked, redundant masks dropped, tcp_flags in

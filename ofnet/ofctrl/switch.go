@@ -33,11 +33,12 @@ type Switch struct {
 
 	opMu sync.Mutex // serialises mutations and resync
 
-	mu     sync.Mutex // guards everything below
-	flows  map[FlowKey]*recFlow
-	groups map[uint32]Group
-	conn   *conn
-	ready  chan struct{} // closed while connected and resynchronised
+	mu       sync.Mutex // guards everything below
+	flows    map[FlowKey]*recFlow
+	groups   map[uint32]Group
+	conn     *conn
+	ready    chan struct{} // closed while connected and resynchronised
+	attached int           // connections attached so far in this process
 }
 
 func newSwitch(c *Controller, dpid uint64) *Switch {
@@ -56,10 +57,19 @@ func (s *Switch) attach(cn *conn) {
 	s.mu.Lock()
 	old := s.conn
 	s.conn = cn
+	s.attached++
 	s.mu.Unlock()
 	if old != nil {
 		old.close(errors.New("replaced by a new connection from the same datapath"))
 	}
+}
+
+// connectedBefore reports whether a connection of this datapath was attached before
+// the current one in this process.
+func (s *Switch) connectedBefore() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attached > 1
 }
 
 // markReady signals WaitConnected waiters, if cn is still the current connection.
@@ -670,10 +680,16 @@ func (r ResyncResult) String() string {
 // groups, deletes (strictly) the flows that are not recorded and the groups that are
 // not recorded, adds or modifies the recorded groups that are missing or differ, and
 // adds the recorded flows that are missing or whose cookie or instructions differ; all
-// in one batch with one barrier. It runs automatically when a switch (re)connects.
-// Rejections are returned as a *FlowError / *GroupError (joined); the record is not
-// changed by Resync.
+// in one batch with one barrier. It runs automatically when a switch (re)connects
+// (see Config.DeferFirstResync for the exception). Rejections are returned as a
+// *FlowError / *GroupError (joined); the record is not changed by Resync.
 func (s *Switch) Resync(ctx context.Context) (ResyncResult, error) {
+	return s.resync(ctx, true)
+}
+
+// resync is Resync; with prune false it only adds and modifies, deleting nothing that
+// is on the switch but not recorded.
+func (s *Switch) resync(ctx context.Context, prune bool) (ResyncResult, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	var res ResyncResult
@@ -709,6 +725,7 @@ func (s *Switch) Resync(ctx context.Context) (ResyncResult, error) {
 		k := f.Key()
 		r, ok := want[k]
 		switch {
+		case !ok && !prune:
 		case !ok:
 			msgs, what = append(msgs, f.deleteStrict()), append(what, f)
 			res.FlowsDeleted++
@@ -725,6 +742,7 @@ func (s *Switch) Resync(ctx context.Context) (ResyncResult, error) {
 		have[g.ID] = true
 		w, ok := wantGroups[g.ID]
 		switch {
+		case !ok && !prune:
 		case !ok:
 			msgs, what = append(msgs, g.groupMod(of.GroupDelete)), append(what, g)
 			res.GroupsDeleted++
