@@ -1,0 +1,105 @@
+package master
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+)
+
+// rpcService is the receiver registered as "OfnetMaster": only the RPC
+// methods, in the net/rpc shape. Replies are true on success.
+type rpcService struct{ m *Master }
+
+// RegisterNode stores the agent and queues a full replay for it: every
+// endpoint not originated at its address, then every rule.
+func (s *rpcService) RegisterNode(n ofrpc.OfnetNode, reply *bool) error {
+	if err := s.m.registerNode(n); err != nil {
+		return err
+	}
+	*reply = true
+	return nil
+}
+
+// UnRegisterNode forgets the agent and drops its client.
+func (s *rpcService) UnRegisterNode(n ofrpc.OfnetNode, reply *bool) error {
+	s.m.RemoveNode(n)
+	*reply = true
+	return nil
+}
+
+// EndpointAdd stores ep unless a copy that is not older is stored, and
+// forwards it to every agent of another host.
+func (s *rpcService) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
+	if err := s.m.endpointAdd(ep); err != nil {
+		return err
+	}
+	*reply = true
+	return nil
+}
+
+// EndpointDel deletes ep unless it is unknown or the stored copy is newer,
+// and forwards the deletion to every agent of another host.
+func (s *rpcService) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
+	if err := s.m.endpointDel(ep); err != nil {
+		return err
+	}
+	*reply = true
+	return nil
+}
+
+func (m *Master) registerNode(n ofrpc.OfnetNode) error {
+	if n.HostAddr == "" || n.HostPort == 0 {
+		return fmt.Errorf("register node %+v: address and port required: %w", n, ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runCtx == nil || m.stopped {
+		return fmt.Errorf("register node %s: %w", n.Addr(), ErrNotServing)
+	}
+	key := n.Addr()
+	p := m.agents[key]
+	if p == nil {
+		p = newPeer(n, m.log)
+		var ctx context.Context
+		ctx, p.cancel = context.WithCancel(m.runCtx)
+		m.agents[key] = p
+		go p.run(ctx, m)
+		m.log.WithField("agent", key).Info("agent registered")
+	} else {
+		m.log.WithField("agent", key).Info("agent registered again")
+	}
+	p.enqueue(m, message{replay: true})
+	p.registered()
+	return nil
+}
+
+func (m *Master) endpointAdd(ep ofrpc.OfnetEndpoint) error {
+	if ep.EndpointID == "" || ep.OriginatorIp == nil {
+		return fmt.Errorf("endpoint add %q: id and originator required: %w", ep.EndpointID, ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.endpoints[ep.EndpointID]; ok && !old.Timestamp.Before(ep.Timestamp) {
+		return nil
+	}
+	m.endpoints[ep.EndpointID] = ep
+	m.fanOut(ofrpc.AgentEndpointAdd, ep, ep.OriginatorIp.String())
+	return nil
+}
+
+func (m *Master) endpointDel(ep ofrpc.OfnetEndpoint) error {
+	if ep.EndpointID == "" {
+		return fmt.Errorf("endpoint delete: id required: %w", ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old, ok := m.endpoints[ep.EndpointID]
+	if !ok || old.Timestamp.After(ep.Timestamp) {
+		return nil
+	}
+	delete(m.endpoints, ep.EndpointID)
+	// The stored copy names the owner even if the request does not.
+	m.fanOut(ofrpc.AgentEndpointDel, ep, old.OriginatorIp.String())
+	return nil
+}
