@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"sort"
+
+	"github.com/contiv/netplugin/ofnet/ofctrl"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/ofnet/pipeline"
+)
+
+// State is the agent's inspect dump (/inspect/driver).
+type State struct {
+	LocalIp        string
+	MyPort         uint16
+	MyAddr         string
+	IsConnected    bool
+	DpName         string
+	Bridge         string
+	ArpMode        string
+	RestartDone    bool
+	MasterDb       map[string]ofrpc.OfnetNode
+	VtepTable      map[string]uint32
+	EndpointDb     map[string]ofrpc.OfnetEndpoint // local (as pushed) and remote endpoints
+	LocalEndpoints map[uint32]EndpointInfo
+	VrfNameIdMap   map[string]uint8
+	Networks       map[uint16]NetworkState
+	Uplinks        map[uint32]string
+	PolicyRules    map[string]ofrpc.OfnetPolicyRule
+	Tables         []string
+	Flows          []string // installed flows, ovs-ofctl syntax with cookies
+	Groups         []string
+}
+
+// NetworkState is a network as the agent knows it.
+type NetworkState struct {
+	Vni     uint32
+	Vrf     string
+	Gateway string
+}
+
+// State returns a snapshot of the agent's state for inspection.
+func (a *Agent) State() State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := State{LocalIp: a.cfg.LocalIP.String(), MyPort: a.cfg.RPCPort, IsConnected: a.connected,
+		DpName: a.cfg.Datapath, Bridge: a.cfg.Bridge, ArpMode: "proxy", RestartDone: a.finished,
+		MasterDb: map[string]ofrpc.OfnetNode{}, VtepTable: map[string]uint32{},
+		EndpointDb: map[string]ofrpc.OfnetEndpoint{}, LocalEndpoints: map[uint32]EndpointInfo{},
+		VrfNameIdMap: map[string]uint8{}, Networks: map[uint16]NetworkState{},
+		Uplinks: map[uint32]string{}, PolicyRules: map[string]ofrpc.OfnetPolicyRule{}}
+	if a.cfg.RPCListener != nil {
+		st.MyAddr = a.cfg.RPCListener.Addr().String()
+	}
+	if a.arpFlood {
+		st.ArpMode = "flood"
+	}
+	for k, v := range a.masters {
+		st.MasterDb[k] = v
+	}
+	for k, v := range a.vteps {
+		st.VtepTable[k] = v
+	}
+	for k, v := range a.remotes {
+		st.EndpointDb[k] = v
+	}
+	for p, l := range a.locals {
+		st.LocalEndpoints[p] = l.EndpointInfo
+		if l.pushed != nil {
+			st.EndpointDb[l.pushed.EndpointID] = *l.pushed
+		}
+	}
+	for k, v := range a.vrfs {
+		st.VrfNameIdMap[k] = v.ID
+	}
+	for k, v := range a.networks {
+		ns := NetworkState{Vni: v.Vni, Vrf: v.Vrf}
+		if v.Gateway != nil {
+			ns.Gateway = v.Gateway.String()
+		}
+		st.Networks[k] = ns
+	}
+	for k, v := range a.uplinks {
+		st.Uplinks[k] = v
+	}
+	for k, v := range a.rules {
+		st.PolicyRules[k] = v
+	}
+	for _, t := range a.tables.All() {
+		st.Tables = append(st.Tables, t.ID.String()+": miss "+t.Miss.String())
+	}
+	var flows []ofctrl.Flow
+	for _, m := range a.cache {
+		for _, f := range m {
+			flows = append(flows, f)
+		}
+	}
+	st.Flows = pipeline.Render(flows, true)
+	groups := make([]ofctrl.Group, 0, len(a.groups))
+	for _, g := range a.groups {
+		groups = append(groups, g)
+	}
+	st.Groups = pipeline.RenderGroups(groups)
+	sort.Strings(st.Tables)
+	return st
+}
+
+// desiredFlows renders what the features want for the current state, without
+// cookies (for tests comparing event orders).
+func (a *Agent) desiredFlows() ([]string, []string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, err := a.desiredLocked()
+	if err != nil {
+		return nil, nil, err
+	}
+	var flows []ofctrl.Flow
+	for _, fs := range d.flows {
+		flows = append(flows, fs...)
+	}
+	groups := make([]ofctrl.Group, 0, len(d.groups))
+	for _, g := range d.groups {
+		groups = append(groups, g)
+	}
+	return pipeline.Render(flows, false), pipeline.RenderGroups(groups), nil
+}

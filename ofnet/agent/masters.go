@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+)
+
+// pushJob is one call sequence towards masters.
+type pushJob struct {
+	register *ofrpc.OfnetNode     // RegisterNode, then every local endpoint
+	add      *ofrpc.OfnetEndpoint // EndpointAdd to targets
+	del      *ofrpc.OfnetEndpoint // EndpointDel to targets
+	targets  []ofrpc.OfnetNode
+}
+
+// pushQueue is an unbounded FIFO, so forwarding set-up never waits for a master.
+type pushQueue struct {
+	mu     sync.Mutex
+	jobs   []pushJob
+	notify chan struct{}
+}
+
+func newPushQueue() *pushQueue { return &pushQueue{notify: make(chan struct{}, 1)} }
+
+func (q *pushQueue) put(j pushJob) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *pushQueue) take() (pushJob, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.jobs) == 0 {
+		return pushJob{}, false
+	}
+	j := q.jobs[0]
+	q.jobs = q.jobs[1:]
+	return j, true
+}
+
+func masterAddr(n ofrpc.OfnetNode) string {
+	return net.JoinHostPort(n.HostAddr, strconv.Itoa(int(n.HostPort)))
+}
+
+// pushLoop runs the queued master calls in order until ctx ends. Failures are logged:
+// a master that missed pushes gets every local endpoint on its next AddMaster.
+func (a *Agent) pushLoop(ctx context.Context) error {
+	for {
+		j, ok := a.pushes.take()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-a.pushes.notify:
+				continue
+			}
+		}
+		a.runPush(ctx, j)
+	}
+}
+
+func (a *Agent) runPush(ctx context.Context, j pushJob) {
+	call := func(m ofrpc.OfnetNode, method string, arg any) error {
+		var reply bool
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := a.pool.Call(cctx, masterAddr(m), method, arg, &reply); err != nil {
+			a.log.WithError(err).WithField("master", masterAddr(m)).WithField("method", method).
+				Warn("agent: call to master failed")
+			return err
+		}
+		return nil
+	}
+	switch {
+	case j.register != nil:
+		me := ofrpc.OfnetNode{HostAddr: a.cfg.LocalIP.String(), HostPort: a.cfg.RPCPort}
+		if call(*j.register, "OfnetMaster.RegisterNode", me) != nil {
+			return
+		}
+		for _, ep := range a.pushedLocals() {
+			if call(*j.register, "OfnetMaster.EndpointAdd", ep) != nil {
+				return
+			}
+		}
+	case j.add != nil:
+		for _, m := range j.targets {
+			_ = call(m, "OfnetMaster.EndpointAdd", *j.add)
+		}
+	case j.del != nil:
+		for _, m := range j.targets {
+			_ = call(m, "OfnetMaster.EndpointDel", *j.del)
+		}
+	}
+}
+
+func (a *Agent) mastersLocked() []ofrpc.OfnetNode {
+	out := make([]ofrpc.OfnetNode, 0, len(a.masters))
+	for _, m := range a.masters {
+		out = append(out, m)
+	}
+	return out
+}
+
+// pushedLocals returns the local endpoints as last pushed (resolved ones only).
+func (a *Agent) pushedLocals() []ofrpc.OfnetEndpoint {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []ofrpc.OfnetEndpoint
+	for _, l := range a.locals {
+		if l.pushed != nil {
+			out = append(out, *l.pushed)
+		}
+	}
+	return out
+}
+
+// pushResolvedLocals pushes every local endpoint that resolved (its network is known)
+// and was not pushed yet.
+func (a *Agent) pushResolvedLocals() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	targets := a.mastersLocked()
+	for _, ep := range a.localEndpointsLocked() {
+		l := a.locals[ep.Port]
+		if l.pushed != nil && l.pushed.EndpointID == ep.ID {
+			continue
+		}
+		rpcEP := a.toRPC(ep, now())
+		l.pushed = &rpcEP
+		a.pushes.put(pushJob{add: &rpcEP, targets: targets})
+	}
+}
+
+// pushDel tells the masters a local endpoint is gone.
+func (a *Agent) pushDel(l *localEndpoint) {
+	if l.pushed == nil {
+		return
+	}
+	a.mu.Lock()
+	targets := a.mastersLocked()
+	a.mu.Unlock()
+	ep := *l.pushed
+	ep.Timestamp = now()
+	a.pushes.put(pushJob{del: &ep, targets: targets})
+}
+
+// AddMaster records a master, registers this agent with it and then pushes every
+// local endpoint to it (asynchronously). Adding a known master registers again.
+func (a *Agent) AddMaster(ctx context.Context, n ofrpc.OfnetNode) error {
+	if n.HostAddr == "" || n.HostPort == 0 {
+		return fmt.Errorf("agent: add master %q:%d: address and port required", n.HostAddr, n.HostPort)
+	}
+	a.mu.Lock()
+	a.masters[masterAddr(n)] = n
+	a.mu.Unlock()
+	a.pushes.put(pushJob{register: &n})
+	return nil
+}
+
+// RemoveMaster forgets a master and drops its connection. Unknown masters are a no-op.
+func (a *Agent) RemoveMaster(ctx context.Context, n ofrpc.OfnetNode) error {
+	a.mu.Lock()
+	delete(a.masters, masterAddr(n))
+	a.mu.Unlock()
+	a.pool.Drop(masterAddr(n))
+	return nil
+}
