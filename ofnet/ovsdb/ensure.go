@@ -14,6 +14,18 @@ const maxAttempts = 5
 // take the database to the wanted state: none when it is already there.
 type plan func(View) ([]Operation, error)
 
+// Ensure runs plan until the cache shows the wanted state: plan is called
+// with a consistent view of the cache and returns the operations that are
+// still needed (none when the database is already as wanted). The
+// operations are sent as one transaction; after a lost race or connection
+// the plan is recomputed and resent (a few attempts). When Ensure returns
+// nil, plan returns no operations on the cache. plan must not block or call
+// the Client. This is how callers build their own idempotent helpers (e.g.
+// bonded ports) with the same retry rules as CreatePort.
+func (c *Client) Ensure(ctx context.Context, plan func(View) ([]Operation, error)) error {
+	return c.ensure(ctx, plan)
+}
+
 // ensure runs a plan until the cache shows the wanted state. Because each
 // attempt is recomputed from the cache, it is safe to retry after a lost
 // connection (the previous attempt may or may not have committed) and

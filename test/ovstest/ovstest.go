@@ -125,6 +125,38 @@ func Start(t testing.TB) *OVS {
 	if out, err := o.Exec("ip", "link", "set", "lo", "up"); err != nil {
 		t.Fatalf("ovstest: bring up lo in %s: %v: %s", o.NetNS, err, out)
 	}
+	o.startDaemons(t)
+	return o
+}
+
+// StartInNetNS starts ovsdb-server and ovs-vswitchd inside the existing
+// namespace netns (its owner creates and deletes it) with their state in
+// dir, created if missing; dir should be short, since unix socket paths in
+// it are limited to 108 bytes. The daemons are stopped in t.Cleanup; the
+// namespace and dir are left to the caller. It is how a harness that
+// builds its own topology gives each simulated host its own switch.
+func StartInNetNS(t testing.TB, netns, dir string) *OVS {
+	t.Helper()
+	Require(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("ovstest: state dir: %v", err)
+	}
+	o := &OVS{
+		Dir:    dir,
+		DBSock: filepath.Join(dir, "db.sock"),
+		DBFile: filepath.Join(dir, "conf.db"),
+		NetNS:  netns,
+	}
+	o.env = append(os.Environ(),
+		"OVS_RUNDIR="+dir, "OVS_DBDIR="+dir, "OVS_LOGDIR="+dir, "OVS_SYSCONFDIR="+dir)
+	t.Cleanup(func() { o.stopDaemons(t) })
+	o.startDaemons(t)
+	return o
+}
+
+// startDaemons creates the database and starts both daemons.
+func (o *OVS) startDaemons(t testing.TB) {
+	t.Helper()
 	if out, err := run(o.env, "ovsdb-tool", "create", o.DBFile, SchemaPath); err != nil {
 		t.Fatalf("ovstest: create database: %v: %s", err, out)
 	}
@@ -133,7 +165,6 @@ func Start(t testing.TB) *OVS {
 		t.Fatalf("ovstest: ovs-vsctl init: %v: %s", err, out)
 	}
 	o.StartVswitchd(t)
-	return o
 }
 
 // shortTempDir returns t.TempDir(), or a shorter folder (removed in
@@ -339,6 +370,12 @@ func (o *OVS) AddOVSDBRemote(t testing.TB) string {
 	}
 }
 
+// DoInNetNS runs fn on an OS thread switched into the named namespace (as
+// "ip netns" knows it); see OVS.Do for what fn may do.
+func DoInNetNS(name string, fn func() error) error {
+	return doInNetNS(name, fn)
+}
+
 func doInNetNS(name string, fn func() error) error {
 	target, err := os.Open(netnsPath(name))
 	if err != nil {
@@ -398,7 +435,9 @@ func (o *OVS) Logs() string {
 	return b.String()
 }
 
-func (o *OVS) teardown(t testing.TB) {
+// stopDaemons stops both daemons (logging their logs first if the test
+// failed).
+func (o *OVS) stopDaemons(t testing.TB) {
 	if t.Failed() {
 		t.Logf("ovstest: logs of %s:\n%s", o.NetNS, o.Logs())
 	}
@@ -407,6 +446,10 @@ func (o *OVS) teardown(t testing.TB) {
 			t.Errorf("ovstest: teardown %s: %v", d, err)
 		}
 	}
+}
+
+func (o *OVS) teardown(t testing.TB) {
+	o.stopDaemons(t)
 	if out, err := run(nil, "ip", "netns", "delete", o.NetNS); err != nil {
 		t.Errorf("ovstest: delete namespace %s: %v: %s", o.NetNS, err, out)
 	}

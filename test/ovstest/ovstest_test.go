@@ -82,3 +82,34 @@ func TestTeardown(t *testing.T) {
 		}
 	}
 }
+
+func TestStartInNetNS(t *testing.T) {
+	Require(t)
+	ns := NamePrefix + "own-" + randomHex(3)
+	if out, err := run(nil, "ip", "netns", "add", ns); err != nil {
+		t.Fatalf("add namespace: %v: %s", err, out)
+	}
+	defer run(nil, "ip", "netns", "delete", ns)
+	var o *OVS
+	t.Run("instance", func(t *testing.T) {
+		o = StartInNetNS(t, ns, t.TempDir())
+		if o.NetNS != ns {
+			t.Fatalf("NetNS %q", o.NetNS)
+		}
+		if out, err := o.Vsctl("add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"); err != nil {
+			t.Fatalf("add-br: %v: %s", err, out)
+		}
+		// The bridge's interface lives in the given namespace.
+		if out, err := run(nil, "ip", "-n", ns, "link", "show", "br0"); err != nil {
+			t.Fatalf("br0 not in %s: %v: %s", ns, err, out)
+		}
+	})
+	if _, err := os.Stat(netnsPath(ns)); err != nil {
+		t.Errorf("the caller's namespace was removed: %v", err)
+	}
+	for _, d := range []string{"ovsdb-server", "ovs-vswitchd"} {
+		if _, err := os.Stat(o.pidfile(d)); err == nil {
+			t.Errorf("%s still running", d)
+		}
+	}
+}
