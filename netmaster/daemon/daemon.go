@@ -274,15 +274,28 @@ func (d *Daemon) becomeFollower(ctx context.Context) {
 	if err := d.registerServices(ctx, RoleFollower); err != nil {
 		d.log.WithError(err).Warn("re-register services as follower")
 	}
+	if err := d.store.DeregisterService(ctx, d.rpcService()); err != nil {
+		d.log.WithError(err).Warn("deregister netmaster.rpc")
+	}
 }
 
+// services are the instances registered in role. Only the leader runs an
+// ofnet master, so only the leader registers netmaster.rpc (<internal
+// IP>:9001): agents told about a follower would call a closed port.
 func (d *Daemon) services(role string) []objdb.ServiceInfo {
 	host, portStr, _ := net.SplitHostPort(d.cfg.InternalAddress)
 	port, _ := strconv.Atoi(portStr)
-	return []objdb.ServiceInfo{
-		{ServiceName: ServiceNetmaster, Role: role, TTL: serviceTTL, HostAddr: host, Port: port},
-		{ServiceName: ServiceNetmasterRPC, Role: role, TTL: serviceTTL, HostAddr: host, Port: RPCPort},
+	out := []objdb.ServiceInfo{{ServiceName: ServiceNetmaster, Role: role, TTL: serviceTTL, HostAddr: host, Port: port}}
+	if role == RoleLeader {
+		out = append(out, d.rpcService())
 	}
+	return out
+}
+
+// rpcService is the netmaster.rpc instance of this netmaster.
+func (d *Daemon) rpcService() objdb.ServiceInfo {
+	host, _, _ := net.SplitHostPort(d.cfg.InternalAddress)
+	return objdb.ServiceInfo{ServiceName: ServiceNetmasterRPC, Role: RoleLeader, TTL: serviceTTL, HostAddr: host, Port: RPCPort}
 }
 
 func (d *Daemon) registerServices(ctx context.Context, role string) error {

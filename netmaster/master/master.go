@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/objdb"
+	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -52,6 +54,14 @@ type Config struct {
 	// addresses this long after it starts (a previous leader cut off
 	// from the store has stopped writing by then); 0 sweeps at once.
 	LeaderTTL time.Duration
+	// OfnetIP is the address the term's ofnet master listens on and
+	// advertises to agents (the internal address' IP); "" runs none.
+	OfnetIP string
+	// OfnetPort is its port (ofrpc.MasterPort); 0 picks a free one.
+	OfnetPort int
+	// OfnetClearDelay is how long after a host's netplugin disappears its
+	// endpoints are withdrawn from the other hosts (0: DefaultOfnetClearDelay).
+	OfnetClearDelay time.Duration
 }
 
 // Leader implements daemon.Leader.
@@ -65,7 +75,12 @@ var _ daemon.Leader = (*Leader)(nil)
 // NewLeader builds the leader from the daemon configuration (the
 // cli.NewLeader signature).
 func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
-	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL}, log), nil
+	ofnetIP, _, err := net.SplitHostPort(cfg.InternalAddress)
+	if err != nil {
+		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
+	}
+	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -87,6 +102,7 @@ func New(cfg Config, log *logrus.Entry) *Leader {
 // API handler. Everything is released when ctx ends.
 func (l *Leader) Start(ctx context.Context, st objdb.Store) (http.Handler, error) {
 	m := newMaster(l.cfg, st, l.log)
+	m.svc = st
 	h, err := m.start(ctx)
 	if err != nil {
 		m.close()
@@ -124,6 +140,10 @@ type master struct {
 
 	sweepWG   sync.WaitGroup
 	closeOnce sync.Once
+
+	svc     objdb.ServiceRegistry // agent discovery (ofnet.go)
+	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
+	ofnetWG sync.WaitGroup
 }
 
 // netState reads a network state through netCache.
@@ -166,6 +186,7 @@ func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 func (m *master) close() {
 	m.closeOnce.Do(func() {
 		m.sweepWG.Wait() // it ends with the term's context
+		m.ofnetWG.Wait() // so does the ofnet master
 		m.v4.Close()
 	})
 }
@@ -224,6 +245,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	}
 	router := contivmodel.NewRouter(m.reg)
 	m.addPluginRoutes(router)
+	m.startOfnet(ctx, router)
 	return router, nil
 }
 

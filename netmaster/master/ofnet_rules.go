@@ -1,0 +1,128 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/contiv/netplugin/objdb"
+	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/state"
+)
+
+// followRules keeps the ofnet master's rules equal to state/policyRule:
+// the rules the policy code writes (rule.go) reach the agents through the
+// master (daemons.md §4.11). It lists and reconciles (the restore on
+// leadership), then applies the watch from the listed version; a failed
+// watch is followed by a new list. Only this goroutine changes the
+// master's rules.
+func (m *master) followRules(ctx context.Context, om *ofmaster.Master) {
+	for ctx.Err() == nil {
+		ver, err := m.syncRules(ctx, om)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.WithError(err).Warn("ofnet: list policy rules")
+			}
+			sleepCtx(ctx, ofnetRetry)
+			continue
+		}
+		ch, err := m.st.PolicyRules.Watch(ctx, objdb.WithStartVersion(ver))
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.WithError(err).Warn("ofnet: watch policy rules")
+			}
+			sleepCtx(ctx, ofnetRetry)
+			continue
+		}
+		for c := range ch {
+			m.applyRuleChange(ctx, om, c)
+		}
+	}
+}
+
+// syncRules makes the master's rules those of the store and returns the
+// store version they were read at.
+func (m *master) syncRules(ctx context.Context, om *ofmaster.Master) (int64, error) {
+	rules, ver, err := m.st.PolicyRules.ReadAll(ctx)
+	if err != nil {
+		return 0, err
+	}
+	want := make(map[string]bool, len(rules))
+	for _, r := range rules {
+		want[r.StateID()] = true
+	}
+	for id, r := range om.State().PolicyDb {
+		if !want[id] {
+			m.delOfnetRule(ctx, om, r.RuleId)
+		}
+	}
+	for _, r := range rules {
+		m.putOfnetRule(ctx, om, r.StateID(), r)
+	}
+	return ver, nil
+}
+
+func (m *master) applyRuleChange(ctx context.Context, om *ofmaster.Master, c state.Change[state.PolicyRule]) {
+	switch {
+	case c.Curr != nil:
+		m.putOfnetRule(ctx, om, c.ID, *c.Curr)
+	case c.Err != nil && c.ID == "":
+		if ctx.Err() == nil {
+			m.log.WithError(c.Err).Warn("ofnet: policy rule watch failed; listing again")
+		}
+	case c.Err != nil:
+		// A value that did not decode: find out from the store what the
+		// key holds now.
+		r, err := m.st.PolicyRules.Read(ctx, c.ID)
+		switch {
+		case errors.Is(err, objdb.ErrNotFound):
+			m.delOfnetRule(ctx, om, c.ID)
+		case err != nil:
+			m.log.WithError(errors.Join(c.Err, err)).WithField("rule", c.ID).Warn("ofnet: unreadable policy rule left as it was")
+		default:
+			m.putOfnetRule(ctx, om, c.ID, r)
+		}
+	default:
+		// Deleted: the previous value names the rule (daemons.md §10 row
+		// 9); the key is the same id.
+		id := c.ID
+		if c.Prev != nil && c.Prev.RuleId != "" {
+			id = c.Prev.RuleId
+		}
+		m.delOfnetRule(ctx, om, id)
+	}
+}
+
+// ofnetRule converts a stored rule; the two structs have the same fields
+// (the conversion stops compiling if they drift apart).
+func ofnetRule(id string, r state.PolicyRule) ofrpc.OfnetPolicyRule {
+	o := ofrpc.OfnetPolicyRule(r.OfnetPolicyRule)
+	if o.RuleId == "" {
+		o.RuleId = id
+	}
+	return o
+}
+
+// putOfnetRule adds the rule, replacing a different one with its id.
+func (m *master) putOfnetRule(ctx context.Context, om *ofmaster.Master, id string, r state.PolicyRule) {
+	o := ofnetRule(id, r)
+	if old, ok := om.Rule(o.RuleId); ok {
+		if old == o {
+			return
+		}
+		if err := om.DelRule(ctx, old); err != nil {
+			m.log.WithError(err).WithField("rule", o.RuleId).Warn("ofnet: replace policy rule")
+		}
+	}
+	if err := om.AddRule(ctx, o); err != nil && ctx.Err() == nil {
+		m.log.WithError(fmt.Errorf("push policy rule %q: %w", o.RuleId, err)).Warn("ofnet")
+	}
+}
+
+func (m *master) delOfnetRule(ctx context.Context, om *ofmaster.Master, id string) {
+	err := om.DelRule(ctx, ofrpc.OfnetPolicyRule{RuleId: id})
+	if err != nil && !errors.Is(err, ofmaster.ErrRuleNotFound) && ctx.Err() == nil {
+		m.log.WithError(err).WithField("rule", id).Warn("ofnet: delete policy rule")
+	}
+}
