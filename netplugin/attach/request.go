@@ -1,0 +1,205 @@
+// Package attach is netplugin's endpoint attach API: the request and result
+// types the CNI and Docker front ends exchange with the agent, an HTTP
+// handler serving them over a unix socket, and its client.
+//
+// The agent implements Attacher (create the endpoint in netmaster, plumb
+// the OVS port and flows, move the link into the container). This package
+// only carries requests to it: it decodes and validates them, answers 400
+// for a bad request naming the field at fault, 500 when the Attacher
+// fails, and the Result as JSON on success.
+package attach
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+)
+
+// DefaultIfName is the container interface name when a request gives none.
+const DefaultIfName = "eth0"
+
+// Limits of request fields.
+const (
+	maxIfNameLen = 15 // IFNAMSIZ minus the NUL
+	maxIDLen     = 255
+	maxPathLen   = 4096
+)
+
+// ErrInvalidRequest: the request is malformed or a field is invalid. Every
+// validation and decoding error wraps it.
+var ErrInvalidRequest = errors.New("attach: invalid request")
+
+// FieldError names the request field (by its JSON key) that is invalid.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: field %q %s", ErrInvalidRequest, e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidRequest) hold.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// Request asks for a container's endpoint on a network.
+type Request struct {
+	Tenant      string `json:"tenant"`
+	Network     string `json:"network"`
+	Group       string `json:"group,omitempty"`
+	ContainerID string `json:"containerID"`    // unique per container; becomes the endpoint id
+	Name        string `json:"name,omitempty"` // EPCommonName (e.g. the pod name)
+	NetNS       string `json:"netns"`          // the container's netns path
+	IfName      string `json:"ifName,omitempty"`
+}
+
+// Result describes the attached endpoint. Addresses are "ip/len".
+type Result struct {
+	EndpointID  string `json:"endpointID"`
+	IPAddress   string `json:"ipAddress"`
+	IPv6Address string `json:"ipv6Address,omitempty"`
+	MacAddress  string `json:"macAddress"`
+	Gateway     string `json:"gateway,omitempty"`
+	IPv6Gateway string `json:"ipv6Gateway,omitempty"`
+	MTU         int    `json:"mtu"`
+	PortName    string `json:"portName"` // the OVS port
+	IfName      string `json:"ifName"`   // the interface in the container
+}
+
+// DetachRequest removes a container's endpoint. NetNS may be empty (or
+// name a namespace already gone): only the link removal is skipped then.
+type DetachRequest struct {
+	Tenant      string `json:"tenant"`
+	Network     string `json:"network"`
+	ContainerID string `json:"containerID"`
+	NetNS       string `json:"netns,omitempty"`
+	IfName      string `json:"ifName,omitempty"`
+}
+
+// Validate checks every field; the error is a *FieldError. An empty IfName
+// is valid (DefaultIfName applies).
+func (r Request) Validate() error {
+	if err := checkIDs(idField{"tenant", r.Tenant, true}, idField{"network", r.Network, true},
+		idField{"group", r.Group, false}, idField{"containerID", r.ContainerID, true}); err != nil {
+		return err
+	}
+	if len(r.Name) > maxIDLen || strings.ContainsFunc(r.Name, unicode.IsControl) {
+		return &FieldError{"name", fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
+	}
+	if r.NetNS == "" {
+		return &FieldError{"netns", "is empty"}
+	}
+	if err := checkNetNS(r.NetNS); err != nil {
+		return err
+	}
+	return checkIfName(r.IfName)
+}
+
+// Validate checks every field; the error is a *FieldError.
+func (r DetachRequest) Validate() error {
+	if err := checkIDs(idField{"tenant", r.Tenant, true}, idField{"network", r.Network, true},
+		idField{"containerID", r.ContainerID, true}); err != nil {
+		return err
+	}
+	if r.NetNS != "" {
+		if err := checkNetNS(r.NetNS); err != nil {
+			return err
+		}
+	}
+	return checkIfName(r.IfName)
+}
+
+type idField struct {
+	name, value string
+	required    bool
+}
+
+// checkIDs accepts names that can be parts of store keys: no '/', no
+// white space or control characters, at most maxIDLen bytes.
+func checkIDs(fields ...idField) error {
+	for _, f := range fields {
+		switch {
+		case f.value == "" && f.required:
+			return &FieldError{f.name, "is empty"}
+		case len(f.value) > maxIDLen:
+			return &FieldError{f.name, fmt.Sprintf("is longer than %d bytes", maxIDLen)}
+		case strings.ContainsRune(f.value, '/'):
+			return &FieldError{f.name, "contains '/'"}
+		case strings.ContainsFunc(f.value, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }):
+			return &FieldError{f.name, "contains white space or control characters"}
+		}
+	}
+	return nil
+}
+
+func checkNetNS(p string) error {
+	if !strings.HasPrefix(p, "/") || len(p) > maxPathLen || strings.ContainsRune(p, 0) {
+		return &FieldError{"netns", "must be an absolute path such as /var/run/netns/<name> or /proc/<pid>/ns/net"}
+	}
+	return nil
+}
+
+// checkIfName accepts "" (the default applies) or a Linux interface name.
+func checkIfName(name string) error {
+	switch {
+	case name == "":
+		return nil
+	case len(name) > maxIfNameLen:
+		return &FieldError{"ifName", fmt.Sprintf("is longer than %d bytes", maxIfNameLen)}
+	case name == "." || name == "..":
+		return &FieldError{"ifName", "is reserved"}
+	case strings.ContainsFunc(name, func(c rune) bool { return c == '/' || c == ':' || unicode.IsSpace(c) || unicode.IsControl(c) }):
+		return &FieldError{"ifName", "contains '/', ':', white space or control characters"}
+	}
+	return nil
+}
+
+// DecodeRequest reads one JSON Request (unknown keys and trailing data are
+// refused), fills in the default IfName and validates it. Every error
+// wraps ErrInvalidRequest.
+func DecodeRequest(r io.Reader) (Request, error) {
+	var req Request
+	if err := decodeStrict(r, &req); err != nil {
+		return Request{}, err
+	}
+	if req.IfName == "" {
+		req.IfName = DefaultIfName
+	}
+	if err := req.Validate(); err != nil {
+		return Request{}, err
+	}
+	return req, nil
+}
+
+// DecodeDetachRequest is DecodeRequest for a DetachRequest.
+func DecodeDetachRequest(r io.Reader) (DetachRequest, error) {
+	var req DetachRequest
+	if err := decodeStrict(r, &req); err != nil {
+		return DetachRequest{}, err
+	}
+	if req.IfName == "" {
+		req.IfName = DefaultIfName
+	}
+	if err := req.Validate(); err != nil {
+		return DetachRequest{}, err
+	}
+	return req, nil
+}
+
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: decode JSON: %w", ErrInvalidRequest, err)
+	}
+	switch _, err := dec.Token(); {
+	case err == nil:
+		return fmt.Errorf("%w: trailing data after the JSON value", ErrInvalidRequest)
+	case !errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: after the JSON value: %w", ErrInvalidRequest, err)
+	}
+	return nil
+}

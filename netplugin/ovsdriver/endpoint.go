@@ -1,0 +1,357 @@
+package ovsdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/contiv/netplugin/ofnet/ovsdb"
+	"github.com/contiv/netplugin/state"
+)
+
+// External ids that mark ports which are not container endpoints.
+const (
+	uplinkEndpointID = "uplinkPort"
+	hostEndpointID   = "hostcontivh0"
+	endpointIDKey    = "endpoint-id"
+)
+
+// EndpointSpec describes an endpoint port for CreateEndpoint.
+type EndpointSpec struct {
+	// EndpointID is the endpoint state id (external_ids endpoint-id).
+	EndpointID string
+	Bridge     string
+	// Tag is the access VLAN (EPG vlan or network vlan); 0 makes a trunk.
+	Tag int
+	// MAC is set on the container side (nil: the kernel's random MAC).
+	MAC net.HardwareAddr
+	// MTU of the container side; 0 means EndpointMTU of the driver's
+	// namespace (VXLAN when Bridge is VxlanBridge).
+	MTU int
+	// Bandwidth (ParseBandwidth) and Burst limit what the container sends
+	// (ingress policing of the OVS side, spec dataplane.md §1.6).
+	Bandwidth string
+	Burst     int
+	// Infra makes an internal port named InfraName, with no veth.
+	Infra     bool
+	InfraName string
+	// EpgKey ("<group>:<tenant>") is recorded in the persisted LocalEpInfo.
+	EpgKey string
+}
+
+// EndpointPort is an endpoint's port as created or found.
+type EndpointPort struct {
+	EndpointID string
+	// PortName is the OVS port: vvport<N>, or the infra name.
+	PortName string
+	// IntfName is the container side vport<N> ("" for infra ports).
+	IntfName string
+	OFPort   uint32
+}
+
+func (s EndpointSpec) validate() (rate int64, err error) {
+	switch {
+	case s.EndpointID == "":
+		return 0, fmt.Errorf("%w: endpoint id is empty", ErrInvalid)
+	case s.Bridge == "":
+		return 0, fmt.Errorf("%w: endpoint %q: bridge is empty", ErrInvalid, s.EndpointID)
+	case s.Tag < 0 || s.Tag > 4094:
+		return 0, fmt.Errorf("%w: endpoint %q: tag %d out of range 0..4094", ErrInvalid, s.EndpointID, s.Tag)
+	case s.MTU < 0:
+		return 0, fmt.Errorf("%w: endpoint %q: MTU %d", ErrInvalid, s.EndpointID, s.MTU)
+	case s.Burst < 0:
+		return 0, fmt.Errorf("%w: endpoint %q: burst %d", ErrInvalid, s.EndpointID, s.Burst)
+	case s.Infra && s.InfraName == "":
+		return 0, fmt.Errorf("%w: infra endpoint %q: infra name is empty", ErrInvalid, s.EndpointID)
+	case s.Infra && len(s.InfraName) > 15:
+		return 0, fmt.Errorf("%w: infra endpoint %q: interface name %q longer than 15 characters", ErrInvalid, s.EndpointID, s.InfraName)
+	case s.MAC != nil && len(s.MAC) != 6:
+		return 0, fmt.Errorf("%w: endpoint %q: MAC %q is not 6 bytes", ErrInvalid, s.EndpointID, s.MAC)
+	}
+	rate, err = ParseBandwidth(s.Bandwidth)
+	if err != nil {
+		return 0, fmt.Errorf("endpoint %q: %w", s.EndpointID, err)
+	}
+	return rate, nil
+}
+
+func bridgeType(bridge string) string {
+	if bridge == VxlanBridge {
+		return "vxlan"
+	}
+	return "vlan"
+}
+
+// CreateEndpoint creates an endpoint's port: a veth pair vport<N> (container
+// side, with MAC and MTU) / vvport<N> (OVS side, up), N from the persisted
+// counter, and an OVS port vvport<N> with the access tag, endpoint-id in the
+// external_ids of Port and Interface and the ingress policing. Infra
+// endpoints get an internal port named InfraName instead. A stale port of
+// the same name is deleted first. All or nothing: on failure the veth and
+// the port are removed again.
+func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res EndpointPort, err error) {
+	rate, err := spec.validate()
+	if err != nil {
+		return res, err
+	}
+	if !d.bridgeExists(spec.Bridge) {
+		return res, fmt.Errorf("create endpoint %q: bridge %q: %w", spec.EndpointID, spec.Bridge, ErrNotFound)
+	}
+	res.EndpointID = spec.EndpointID
+	if spec.Infra {
+		res.PortName = spec.InfraName
+	} else {
+		n, err := d.allocPortNum(ctx)
+		if err != nil {
+			return res, fmt.Errorf("create endpoint %q: %w", spec.EndpointID, err)
+		}
+		res.PortName, res.IntfName = ovsIfName(n), containerIfName(n)
+	}
+	fail := func(err error) (EndpointPort, error) {
+		d.rollbackEndpoint(context.WithoutCancel(ctx), spec.Bridge, res)
+		return EndpointPort{}, fmt.Errorf("create endpoint %q (port %s): %w", spec.EndpointID, res.PortName, err)
+	}
+
+	if err := d.deleteStalePort(ctx, res.PortName); err != nil {
+		return fail(err)
+	}
+	if !spec.Infra {
+		if err := d.addVeth(res.IntfName, res.PortName); err != nil {
+			return fail(err)
+		}
+	}
+	ids := map[string]string{endpointIDKey: spec.EndpointID}
+	ps := ovsdb.PortSpec{Name: res.PortName, Tag: spec.Tag, ExternalIDs: ids, InterfaceExternalIDs: ids,
+		IngressPolicingRate: rate, IngressPolicingBurst: int64(spec.Burst)}
+	if spec.Infra {
+		ps.Type = "internal"
+	}
+	if err := d.ovs.CreatePort(ctx, spec.Bridge, ps); err != nil {
+		return fail(err)
+	}
+	if res.OFPort, err = d.ofport(ctx, res.PortName); err != nil {
+		return fail(err)
+	}
+	linkName := res.IntfName
+	if spec.Infra {
+		linkName = res.PortName
+	}
+	if err := d.configureLink(ctx, linkName, spec); err != nil {
+		return fail(err)
+	}
+	info := &state.LocalEpInfo{Ovsportname: res.PortName, EpgKey: spec.EpgKey, BridgeType: bridgeType(spec.Bridge)}
+	if err := d.recordEndpoint(ctx, spec.EndpointID, info); err != nil {
+		return fail(err)
+	}
+	return res, nil
+}
+
+// deleteStalePort removes a leftover OVS port of this name from whatever
+// bridge holds it.
+func (d *Driver) deleteStalePort(ctx context.Context, name string) error {
+	var owner string
+	var exists bool
+	d.ovs.Cache().View(func(v ovsdb.View) { owner, exists = portBridge(v, name) })
+	if !exists {
+		return nil
+	}
+	d.log.WithField("port", name).Info("deleting stale OVS port before re-creating it")
+	if err := d.ovs.DeletePort(ctx, owner, name); err != nil {
+		return fmt.Errorf("delete stale port: %w", err)
+	}
+	return nil
+}
+
+// addVeth creates the veth pair and sets the OVS side up.
+func (d *Driver) addVeth(contName, ovsName string) error {
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: contName}, PeerName: ovsName}
+	if err := d.nl.LinkAdd(veth); err != nil {
+		return fmt.Errorf("create veth pair %s/%s: %w", contName, ovsName, err)
+	}
+	peer, err := d.nl.LinkByName(ovsName)
+	if err != nil {
+		return fmt.Errorf("look up veth end %q: %w", ovsName, err)
+	}
+	if err := d.nl.LinkSetUp(peer); err != nil {
+		return fmt.Errorf("set %q up: %w", ovsName, err)
+	}
+	return nil
+}
+
+// configureLink sets MTU and MAC of the container side (or of the infra
+// internal interface, which ovs-vswitchd creates asynchronously).
+func (d *Driver) configureLink(ctx context.Context, name string, spec EndpointSpec) error {
+	if spec.Infra && spec.MTU == 0 && spec.MAC == nil {
+		return nil
+	}
+	link, err := d.waitLink(ctx, name)
+	if err != nil {
+		return err
+	}
+	mtu := spec.MTU
+	if mtu == 0 && !spec.Infra {
+		if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
+			return err
+		}
+	}
+	if mtu != 0 {
+		if err := d.nl.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+		}
+	}
+	if spec.MAC != nil {
+		if err := d.nl.LinkSetHardwareAddr(link, spec.MAC); err != nil {
+			return fmt.Errorf("set MAC %s on %q: %w", spec.MAC, name, err)
+		}
+	}
+	return nil
+}
+
+// rollbackEndpoint undoes a partly created endpoint; errors are logged.
+func (d *Driver) rollbackEndpoint(ctx context.Context, bridge string, p EndpointPort) {
+	if p.PortName == "" {
+		return
+	}
+	if err := d.ovs.DeletePort(ctx, bridge, p.PortName); err != nil {
+		d.log.WithError(err).Warnf("roll back OVS port %s", p.PortName)
+	}
+	if p.IntfName != "" {
+		if err := d.deleteVeth(p.PortName); err != nil {
+			d.log.WithError(err).Warnf("roll back veth %s", p.PortName)
+		}
+	}
+}
+
+// deleteVeth deletes a veth end (and so its peer) if it exists; links of
+// other kinds are left alone.
+func (d *Driver) deleteVeth(name string) error {
+	link, err := d.nl.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up link %q: %w", name, err)
+	}
+	if link.Type() != "veth" {
+		return nil
+	}
+	if err := d.nl.LinkDel(link); err != nil && !errors.As(err, &nf) {
+		return fmt.Errorf("delete veth %q: %w", name, err)
+	}
+	return nil
+}
+
+// ExistingEndpoints returns the endpoint ports on bridge (ports with an
+// endpoint-id external id, except the uplink and the host port), with their
+// OpenFlow port numbers, sorted by port name. It reads OVSDB only, so it
+// also reports ports whose container side has moved into a container's
+// namespace. A port whose device is gone (its veth was destroyed with the
+// container's namespace) is reported with OFPort 0: it is dead and should
+// be removed with DeleteEndpoint. A missing bridge has no endpoints.
+func (d *Driver) ExistingEndpoints(ctx context.Context, bridge string) ([]EndpointPort, error) {
+	var ports []EndpointPort
+	d.ovs.Cache().View(func(v ovsdb.View) {
+		br, ok := v.FindString("Bridge", "name", bridge)
+		if !ok {
+			return
+		}
+		for _, id := range br.UUIDs("ports") {
+			p, ok := v.Row("Port", id)
+			if !ok {
+				continue
+			}
+			epID := p.StringMap("external_ids")[endpointIDKey]
+			if epID == "" || epID == uplinkEndpointID || epID == hostEndpointID {
+				continue
+			}
+			ep := EndpointPort{EndpointID: epID, PortName: p.String("name")}
+			if rest, ok := strings.CutPrefix(ep.PortName, "vvport"); ok {
+				ep.IntfName = "vport" + rest
+			}
+			ports = append(ports, ep)
+		}
+	})
+	sort.Slice(ports, func(i, j int) bool { return ports[i].PortName < ports[j].PortName })
+	for i := range ports {
+		if ports[i].IntfName != "" {
+			// OVS keeps the number of a vanished device: ask the kernel.
+			gone, err := d.linkGone(ports[i].PortName)
+			if err != nil {
+				return nil, fmt.Errorf("endpoint port %q on bridge %q: %w", ports[i].PortName, bridge, err)
+			}
+			if gone {
+				d.log.WithField("port", ports[i].PortName).Info("endpoint port has no device")
+				continue
+			}
+		}
+		n, err := d.liveOFPort(ctx, ports[i].PortName)
+		if errors.Is(err, errNoDevice) {
+			d.log.WithField("port", ports[i].PortName).Info("endpoint port has no device")
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("endpoint port %q on bridge %q: %w", ports[i].PortName, bridge, err)
+		}
+		ports[i].OFPort = n
+	}
+	return ports, nil
+}
+
+// linkGone reports whether the driver's namespace has no link called name.
+func (d *Driver) linkGone(name string) (bool, error) {
+	_, err := d.nl.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &nf):
+		return true, nil
+	}
+	return false, fmt.Errorf("look up link %q: %w", name, err)
+}
+
+// DeleteEndpoint removes the OVS port and the host-side veth (if it still
+// exists) and forgets the endpoint in the persisted state. Idempotent.
+func (d *Driver) DeleteEndpoint(ctx context.Context, bridge, portName string) error {
+	if portName == "" {
+		return fmt.Errorf("%w: delete endpoint on bridge %q: port name is empty", ErrInvalid, bridge)
+	}
+	if err := d.ovs.DeletePort(ctx, bridge, portName); err != nil {
+		return fmt.Errorf("delete endpoint port %q: %w", portName, err)
+	}
+	if err := d.deleteVeth(portName); err != nil {
+		return fmt.Errorf("delete endpoint port %q: %w", portName, err)
+	}
+	if err := d.forgetPort(ctx, portName); err != nil {
+		return fmt.Errorf("delete endpoint port %q: %w", portName, err)
+	}
+	return nil
+}
+
+// UpdatePolicing rewrites the ingress policing columns of a port's
+// interface (zero clears them), as on an EPG change.
+func (d *Driver) UpdatePolicing(ctx context.Context, portName, bandwidth string, burst int) error {
+	rate, err := ParseBandwidth(bandwidth)
+	if err != nil {
+		return fmt.Errorf("update policing of %q: %w", portName, err)
+	}
+	if burst < 0 {
+		return fmt.Errorf("%w: update policing of %q: burst %d", ErrInvalid, portName, burst)
+	}
+	res, err := d.ovs.Transact(ctx, ovsdb.Update("Interface",
+		ovsdb.Row{"ingress_policing_rate": rate, "ingress_policing_burst": int64(burst)},
+		ovsdb.Eq("name", portName)))
+	if err != nil {
+		return fmt.Errorf("update policing of %q: %w", portName, err)
+	}
+	if res[0].Count == 0 {
+		return fmt.Errorf("update policing of %q: interface %w", portName, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,441 @@
+package ovsdriver_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/contiv/netplugin/netplugin/ovsdriver"
+)
+
+func mustMAC(t *testing.T, s string) net.HardwareAddr {
+	t.Helper()
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func ensureBridge(t *testing.T, e *env, d *ovsdriver.Driver, br string) {
+	t.Helper()
+	port := ovsdriver.VlanControllerPort
+	if br == ovsdriver.VxlanBridge {
+		port = ovsdriver.VxlanControllerPort
+	}
+	if err := d.EnsureBridge(e.ctx, br, port); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndpointCreateDelete(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	ensureBridge(t, e, d, ovsdriver.VxlanBridge)
+	mac := mustMAC(t, "02:02:c6:12:00:05")
+	p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "198.18.0.5:default", Bridge: ovsdriver.VxlanBridge,
+		Tag: 10, MAC: mac, Bandwidth: "10Mbps", Burst: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PortName != "vvport1" || p.IntfName != "vport1" || p.EndpointID != "198.18.0.5:default" {
+		t.Fatalf("port = %+v", p)
+	}
+	if got := e.vsctl(t, "get", "Interface", p.PortName, "ofport"); p.OFPort == 0 || got != strconv.Itoa(int(p.OFPort)) {
+		t.Errorf("OFPort %d, ovs-vsctl says %s", p.OFPort, got)
+	}
+	checks := [][3]string{
+		{"Port", "tag", "10"},
+		{"Port", "vlan_mode", "access"},
+		{"Port", "external_ids:endpoint-id", `"198.18.0.5:default"`},
+		{"Interface", "external_ids:endpoint-id", `"198.18.0.5:default"`},
+		{"Interface", "type", `""`},
+		{"Interface", "ingress_policing_rate", "10485"},
+		{"Interface", "ingress_policing_burst", "100"},
+	}
+	for _, c := range checks {
+		if got := e.vsctl(t, "get", c[0], p.PortName, c[1]); got != c[2] {
+			t.Errorf("%s %s = %s, want %s", c[0], c[1], got, c[2])
+		}
+	}
+	// ovs-vswitchd's own taps (MTU 1500) appear asynchronously, so the
+	// expected MTU is computed afterwards.
+	wantMTU, err := ovsdriver.EndpointMTU(e.nl, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont, err := e.nl.LinkByName("vport1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cont.Attrs().HardwareAddr.String() != mac.String() || cont.Attrs().MTU != wantMTU {
+		t.Errorf("vport1 MAC %s MTU %d, want %s %d", cont.Attrs().HardwareAddr, cont.Attrs().MTU, mac, wantMTU)
+	}
+	ovsSide, err := e.nl.LinkByName("vvport1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ovsSide.Attrs().Flags&net.FlagUp == 0 {
+		t.Error("vvport1 is not up")
+	}
+
+	if err := d.UpdatePolicing(e.ctx, p.PortName, "1G", 5); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.vsctl(t, "get", "Interface", p.PortName, "ingress_policing_rate"); got != "1073741" {
+		t.Errorf("rate after update = %s", got)
+	}
+	if err := d.UpdatePolicing(e.ctx, p.PortName, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.vsctl(t, "get", "Interface", p.PortName, "ingress_policing_burst"); got != "0" {
+		t.Errorf("burst after clear = %s", got)
+	}
+	if err := d.UpdatePolicing(e.ctx, "nosuchport", "1k", 0); !errors.Is(err, ovsdriver.ErrNotFound) {
+		t.Errorf("UpdatePolicing on a missing port: %v", err)
+	}
+	if err := d.UpdatePolicing(e.ctx, p.PortName, "fast", 0); !errors.Is(err, ovsdriver.ErrInvalid) {
+		t.Errorf("UpdatePolicing with a bad bandwidth: %v", err)
+	}
+
+	for i := 0; i < 2; i++ { // the second delete is a no-op
+		if err := d.DeleteEndpoint(e.ctx, ovsdriver.VxlanBridge, p.PortName); err != nil {
+			t.Fatalf("delete #%d: %v", i+1, err)
+		}
+	}
+	if e.linkExists(t, "vport1") || e.linkExists(t, "vvport1") {
+		t.Error("veth left after delete")
+	}
+	if ports := e.vsctl(t, "list-ports", ovsdriver.VxlanBridge); ports != "" {
+		t.Errorf("ports left after delete: %q", ports)
+	}
+}
+
+func TestInfraEndpoint(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	ensureBridge(t, e, d, ovsdriver.VlanBridge)
+	mac := mustMAC(t, "02:02:c6:12:00:01")
+	p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "infra-ep", Bridge: ovsdriver.VlanBridge,
+		Tag: 7, MAC: mac, Infra: true, InfraName: "infranet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PortName != "infranet" || p.IntfName != "" || p.OFPort == 0 {
+		t.Fatalf("port = %+v", p)
+	}
+	if got := e.vsctl(t, "get", "Interface", "infranet", "type"); got != "internal" {
+		t.Errorf("type = %s", got)
+	}
+	if got := e.vsctl(t, "get", "Port", "infranet", "tag"); got != "7" {
+		t.Errorf("tag = %s", got)
+	}
+	l, err := e.nl.LinkByName("infranet")
+	if err != nil || l.Attrs().HardwareAddr.String() != mac.String() {
+		t.Errorf("infranet link: %v %v", l, err)
+	}
+	eps, err := d.ExistingEndpoints(e.ctx, ovsdriver.VlanBridge)
+	if err != nil || len(eps) != 1 || eps[0] != p {
+		t.Errorf("ExistingEndpoints = %+v, %v; want [%+v]", eps, err, p)
+	}
+	if err := d.DeleteEndpoint(e.ctx, ovsdriver.VlanBridge, "infranet"); err != nil {
+		t.Fatal(err)
+	}
+	if ports := e.vsctl(t, "list-ports", ovsdriver.VlanBridge); ports != "" {
+		t.Errorf("ports left: %q", ports)
+	}
+}
+
+func TestCreateEndpointRollback(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+
+	// The bridge is missing: nothing is created.
+	_, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep1", Bridge: ovsdriver.VlanBridge, Tag: 5})
+	if !errors.Is(err, ovsdriver.ErrNotFound) {
+		t.Fatalf("create on a missing bridge: %v", err)
+	}
+	// An MTU the kernel refuses fails after the veth and the OVS port
+	// exist: both are removed again.
+	ensureBridge(t, e, d, ovsdriver.VlanBridge)
+	_, err = d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep1", Bridge: ovsdriver.VlanBridge, Tag: 5, MTU: 1 << 20})
+	if err == nil {
+		t.Fatal("create with MTU 1M succeeded")
+	}
+	t.Logf("expected error: %v", err)
+	if ports := e.vsctl(t, "list-ports", ovsdriver.VlanBridge); ports != "" {
+		t.Errorf("ports left after failed create: %q", ports)
+	}
+	links, err := e.nl.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if strings.Contains(l.Attrs().Name, "vport") {
+			t.Errorf("link %s left after failed create", l.Attrs().Name)
+		}
+	}
+	// Bad specs change nothing.
+	bad := []ovsdriver.EndpointSpec{
+		{Bridge: ovsdriver.VlanBridge},
+		{EndpointID: "x", Bridge: ovsdriver.VlanBridge, Tag: 5000},
+		{EndpointID: "x", Bridge: ovsdriver.VlanBridge, Bandwidth: "lots"},
+		{EndpointID: "x", Bridge: ovsdriver.VlanBridge, Infra: true},
+	}
+	for _, s := range bad {
+		if _, err := d.CreateEndpoint(e.ctx, s); !errors.Is(err, ovsdriver.ErrInvalid) {
+			t.Errorf("CreateEndpoint(%+v) = %v, want ErrInvalid", s, err)
+		}
+	}
+}
+
+// A stale port of the name the counter gives next is replaced, not reused.
+func TestCreateEndpointReplacesStalePort(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	ensureBridge(t, e, d, ovsdriver.VlanBridge)
+	// A leftover port without a veth: the counter must skip its name.
+	e.vsctl(t, "add-port", ovsdriver.VlanBridge, "vvport1", "--", "set", "Interface", "vvport1", "type=internal")
+	p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep", Bridge: ovsdriver.VlanBridge, Tag: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PortName != "vvport2" {
+		t.Errorf("port %s, want vvport2 (vvport1 is taken)", p.PortName)
+	}
+	// Infra ports are named by the caller: a stale one is deleted first.
+	e.vsctl(t, "add-port", ovsdriver.VlanBridge, "infra1", "--", "set", "Interface", "infra1", "type=internal")
+	old := e.vsctl(t, "get", "Port", "infra1", "_uuid")
+	if _, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep2", Bridge: ovsdriver.VlanBridge,
+		Tag: 3, Infra: true, InfraName: "infra1"}); err != nil {
+		t.Fatal(err)
+	}
+	if now := e.vsctl(t, "get", "Port", "infra1", "_uuid"); now == old {
+		t.Error("stale infra1 port was not re-created")
+	}
+	if got := e.vsctl(t, "get", "Port", "infra1", "external_ids:endpoint-id"); got != "ep2" {
+		t.Errorf("infra1 endpoint-id = %s", got)
+	}
+}
+
+func TestPortCounterPersists(t *testing.T) {
+	e := newEnv(t)
+	st := newStore(t)
+	d1 := e.driver(t, st)
+	ensureBridge(t, e, d1, ovsdriver.VlanBridge)
+	for i := 1; i <= 2; i++ {
+		p, err := d1.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: fmt.Sprintf("ep%d", i), Bridge: ovsdriver.VlanBridge,
+			Tag: 3, EpgKey: "web:default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("vvport%d", i); p.PortName != want {
+			t.Fatalf("port %s, want %s", p.PortName, want)
+		}
+	}
+	d1.Close()
+
+	// A link named like the next number is skipped.
+	e.addVeth(t, "vport3", "veth-t3", 0)
+	d2 := e.driver(t, st)
+	p, err := d2.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep3", Bridge: ovsdriver.VlanBridge, Tag: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PortName != "vvport4" {
+		t.Fatalf("after restart: port %s, want vvport4", p.PortName)
+	}
+	oper, err := st.OvsDriverOper.Read(e.ctx, "host1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oper.CurrPortNum != 4 || len(oper.LocalEpInfo) != 3 {
+		t.Fatalf("persisted state %+v", oper)
+	}
+	if i := oper.LocalEpInfo["ep1"]; i == nil || i.Ovsportname != "vvport1" || i.EpgKey != "web:default" || i.BridgeType != "vlan" {
+		t.Errorf("LocalEpInfo[ep1] = %+v", i)
+	}
+	if err := d2.DeleteEndpoint(e.ctx, ovsdriver.VlanBridge, "vvport1"); err != nil {
+		t.Fatal(err)
+	}
+	oper, err = st.OvsDriverOper.Read(e.ctx, "host1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := oper.LocalEpInfo["ep1"]; ok || oper.CurrPortNum != 4 {
+		t.Errorf("after delete: %+v", oper)
+	}
+}
+
+func TestConcurrentEndpoints(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, newStore(t))
+	ensureBridge(t, e, d, ovsdriver.VlanBridge)
+	const total, workers = 50, 8
+	jobs := make(chan int)
+	var mu sync.Mutex
+	var ports []ovsdriver.EndpointPort
+	var errs []error
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: fmt.Sprintf("ep%d", i),
+					Bridge: ovsdriver.VlanBridge, Tag: 1 + i%4})
+				mu.Lock()
+				ports = append(ports, p)
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < total; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	names, ofports := map[string]bool{}, map[uint32]bool{}
+	for _, p := range ports {
+		names[p.PortName], ofports[p.OFPort] = true, true
+	}
+	if len(names) != total || len(ofports) != total {
+		t.Fatalf("%d distinct names, %d distinct ofports, want %d", len(names), len(ofports), total)
+	}
+	if n := len(strings.Fields(e.vsctl(t, "list-ports", ovsdriver.VlanBridge))); n != total {
+		t.Fatalf("bridge has %d ports, want %d", n, total)
+	}
+	existing, err := d.ExistingEndpoints(e.ctx, ovsdriver.VlanBridge)
+	if err != nil || len(existing) != total {
+		t.Fatalf("ExistingEndpoints: %d, %v", len(existing), err)
+	}
+}
+
+// The container side moves into a container's namespace; after a driver
+// restart the endpoint is still found and can be deleted.
+func TestExistingEndpointAfterMove(t *testing.T) {
+	e := newEnv(t)
+	st := newStore(t)
+	d1 := e.driver(t, st)
+	ensureBridge(t, e, d1, ovsdriver.VxlanBridge)
+	if _, err := d1.EnsureHostPort(e.ctx, "198.19.0.0/16"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d1.EnsureVTEP(e.ctx, ovsdriver.VxlanBridge, "198.18.0.9", 0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := d1.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep-moved", Bridge: ovsdriver.VxlanBridge, Tag: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont := newNetNS(t)
+	link, err := e.nl.LinkByName(p.IntfName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.nl.LinkSetNsFd(link, int(cont)); err != nil {
+		t.Fatal(err)
+	}
+	if e.linkExists(t, p.IntfName) {
+		t.Fatal("container side still in the OVS namespace")
+	}
+	d1.Close()
+
+	d2 := e.driver(t, st)
+	eps, err := d2.ExistingEndpoints(e.ctx, ovsdriver.VxlanBridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eps) != 1 || eps[0] != p {
+		t.Fatalf("ExistingEndpoints = %+v, want [%+v] (host port and VTEP excluded)", eps, p)
+	}
+	if err := d2.DeleteEndpoint(e.ctx, ovsdriver.VxlanBridge, p.PortName); err != nil {
+		t.Fatal(err)
+	}
+	if e.linkExists(t, p.PortName) {
+		t.Error("OVS side veth left")
+	}
+	ch, err := netlink.NewHandleAt(cont)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if _, err := ch.LinkByName(p.IntfName); err == nil {
+		t.Error("container side left in the container namespace")
+	}
+	if ports := e.vsctl(t, "list-ports", ovsdriver.VxlanBridge); strings.Contains(ports, "vvport") {
+		t.Errorf("ports left: %q", ports)
+	}
+}
+
+func TestEndpointMTU(t *testing.T) {
+	e := newEnv(t)
+	add := func(name string, mtu int) { e.addVeth(t, name, "veth-"+name, mtu) }
+	add("docker0", 1000)
+	add("vport9", 1100)
+	add("veth9", 1200)
+	base, err := ovsdriver.EndpointMTU(e.nl, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base < 1300 {
+		t.Fatalf("ignored links lowered the MTU to %d", base)
+	}
+	add("uplink0", 1400)
+	for vx, want := range map[bool]int{false: min(base, 1400), true: min(base, 1400) - 50} {
+		if got, err := ovsdriver.EndpointMTU(e.nl, vx); err != nil || got != want {
+			t.Errorf("EndpointMTU(vxlan=%v) = %d, %v; want %d", vx, got, err, want)
+		}
+	}
+}
+
+// A veth destroyed while netplugin is down (its container's namespace went
+// away) leaves a dead OVS port: it is reported with OFPort 0 and can be
+// deleted.
+func TestExistingEndpointDead(t *testing.T) {
+	e := newEnv(t)
+	d1 := e.driver(t, nil)
+	ensureBridge(t, e, d1, ovsdriver.VlanBridge)
+	live, err := d1.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "live", Bridge: ovsdriver.VlanBridge, Tag: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := d1.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "dead", Bridge: ovsdriver.VlanBridge, Tag: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1.Close()
+	link, err := e.nl.LinkByName(dead.IntfName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.nl.LinkDel(link); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := e.driver(t, nil)
+	eps, err := d2.ExistingEndpoints(e.ctx, ovsdriver.VlanBridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.OFPort = 0
+	if len(eps) != 2 || eps[0] != live || eps[1] != dead {
+		t.Fatalf("ExistingEndpoints = %+v, want [%+v %+v]", eps, live, dead)
+	}
+	if err := d2.DeleteEndpoint(e.ctx, ovsdriver.VlanBridge, dead.PortName); err != nil {
+		t.Fatal(err)
+	}
+	if ports := e.vsctl(t, "list-ports", ovsdriver.VlanBridge); ports != live.PortName {
+		t.Errorf("ports = %q", ports)
+	}
+}
