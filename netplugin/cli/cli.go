@@ -1,0 +1,141 @@
+// Package cli is netplugin's command line (spec daemons.md §1.1, §1.3): every
+// flag, alias and CONTIV_NETPLUGIN_* variable of the original, plus the OVS
+// settings a test bed needs (datapath type, OVSDB socket) and the attach
+// socket. cmd/netplugin only calls App.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli"
+
+	"github.com/contiv/netplugin/netplugin/daemon"
+	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/logsetup"
+	"github.com/contiv/netplugin/utils/netutils"
+)
+
+// Build-time values, set with -ldflags "-X ...".
+var (
+	Version   = "devbuild"
+	GitCommit = "unknown"
+	BuildTime = "unknown"
+)
+
+// Runner starts the daemon with the parsed configuration; tests replace it.
+type Runner func(ctx context.Context, cfg daemon.Config, log *logrus.Entry) error
+
+// App returns the netplugin CLI application.
+func App(run Runner) *cli.App {
+	app := cli.NewApp()
+	app.Name = "netplugin"
+	app.Usage = "Contiv netplugin: the per-host network agent"
+	app.Version = Version
+	cli.VersionPrinter = func(c *cli.Context) {
+		fmt.Fprintf(c.App.Writer, "Version: %s\nGitCommit: %s\nBuildTime: %s\n", Version, GitCommit, BuildTime)
+	}
+	env := func(s string) string { return "CONTIV_NETPLUGIN_" + s }
+	app.Flags = append(daemonflags.Flags("NETPLUGIN"),
+		cli.StringFlag{Name: "host, host-label", EnvVar: env("HOST"), Usage: "identity of this host (default: the kernel hostname)"},
+		cli.StringFlag{Name: "vtep-ip", EnvVar: env("VTEP_IP"), Usage: "VXLAN tunnel source address (default: the host's address)"},
+		cli.StringFlag{Name: "ctrl-ip", EnvVar: env("CONTROL_IP"), Usage: "address registered for the netplugin service (default: the host's address)"},
+		cli.StringFlag{Name: "vlan-uplinks, vlan-if", EnvVar: env("VLAN_UPLINKS"), Usage: "comma-separated uplink interfaces of the VLAN bridge (required with --netmode vlan)"},
+		cli.IntFlag{Name: "vxlan-port", EnvVar: env("VXLAN_PORT"), Value: 4789, Usage: "VXLAN UDP port"},
+		cli.StringFlag{Name: "ovs-datapath", EnvVar: env("OVS_DATAPATH"), Value: "system", Usage: "OVS datapath type of the bridges: system (kernel) or netdev (userspace)"},
+		cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
+		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
+		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
+	)
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return cli.NewExitError(fmt.Sprintf("unexpected arguments: %s", strings.Join(c.Args(), " ")), daemonflags.ExitInvalid)
+		}
+		cfg, err := ConfigFromContext(c)
+		if err != nil {
+			return cli.NewExitError("netplugin: "+err.Error(), daemonflags.ExitInvalid)
+		}
+		log := logrus.StandardLogger()
+		if err := logsetup.Configure(log, logsetup.Options{Level: cfg.Common.LogLevel, JSON: cfg.Common.JSONLog,
+			Syslog: cfg.Common.Syslog, SyslogURL: cfg.Common.SyslogURL, Tag: "netplugin"}); err != nil {
+			return cli.NewExitError("netplugin: "+err.Error(), daemonflags.ExitInvalid)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := run(ctx, cfg, logrus.NewEntry(log)); err != nil {
+			return cli.NewExitError("netplugin: "+err.Error(), 1)
+		}
+		return nil
+	}
+	return app
+}
+
+// ConfigFromContext reads and validates every netplugin flag.
+func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
+	common, err := daemonflags.FromContext(c)
+	if err != nil {
+		return daemon.Config{}, err
+	}
+	cfg := daemon.Config{
+		Common:         common,
+		HostLabel:      strings.TrimSpace(c.String("host")),
+		VtepIP:         strings.TrimSpace(c.String("vtep-ip")),
+		CtrlIP:         strings.TrimSpace(c.String("ctrl-ip")),
+		VlanUplinks:    daemonflags.SplitList(c.String("vlan-uplinks")),
+		VxlanPort:      c.Int("vxlan-port"),
+		OVSDatapath:    strings.ToLower(strings.TrimSpace(c.String("ovs-datapath"))),
+		OVSDBSocket:    c.String("ovsdb-socket"),
+		AttachSocket:   c.String("attach-socket"),
+		InspectAddress: c.String("inspect-address"),
+		Version:        Version,
+	}
+	if cfg.HostLabel == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return cfg, fmt.Errorf("--host not given and the hostname is unknown: %w", err)
+		}
+		cfg.HostLabel = h
+	}
+	if strings.Contains(cfg.HostLabel, "/") {
+		return cfg, fmt.Errorf("invalid --host %q: must not contain '/'", cfg.HostLabel)
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"vtep-ip", &cfg.VtepIP}, {"ctrl-ip", &cfg.CtrlIP}} {
+		if *f.v == "" {
+			ip, err := netutils.DefaultAddr()
+			if err != nil {
+				return cfg, fmt.Errorf("--%s not given and no default host address: %w", f.name, err)
+			}
+			*f.v = ip
+		}
+		if ip := net.ParseIP(*f.v); ip == nil || ip.To4() == nil {
+			return cfg, fmt.Errorf("invalid --%s %q: must be an IPv4 address", f.name, *f.v)
+		}
+	}
+	if cfg.Common.NetMode == "vlan" && len(cfg.VlanUplinks) == 0 {
+		return cfg, fmt.Errorf("--vlan-uplinks is required with --netmode vlan")
+	}
+	if cfg.VxlanPort < 1 || cfg.VxlanPort > 65535 {
+		return cfg, fmt.Errorf("invalid --vxlan-port %d: must be 1-65535", cfg.VxlanPort)
+	}
+	switch cfg.OVSDatapath {
+	case "system", "netdev":
+	default:
+		return cfg, fmt.Errorf("invalid --ovs-datapath %q: must be system or netdev", cfg.OVSDatapath)
+	}
+	if cfg.OVSDBSocket == "" {
+		return cfg, fmt.Errorf("--ovsdb-socket must not be empty")
+	}
+	if _, _, err := net.SplitHostPort(cfg.InspectAddress); err != nil {
+		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	ucli "github.com/urfave/cli"
+
+	"github.com/contiv/netplugin/netplugin/daemon"
+	"github.com/contiv/netplugin/utils/daemonflags"
+)
+
+// parse runs flag parsing and validation; the runner reports the parsed
+// config instead of starting the daemon.
+func parse(t *testing.T, env map[string]string, args ...string) (daemon.Config, int, string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var got daemon.Config
+	app := App(func(_ context.Context, cfg daemon.Config, _ *logrus.Entry) error {
+		got = cfg
+		return errors.New("parsed")
+	})
+	app.ExitErrHandler = func(*ucli.Context, error) {}
+	err := app.Run(append([]string{"netplugin"}, args...))
+	code := 0
+	var ec ucli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	return got, code, msg
+}
+
+var base = []string{"--mode", "test", "--netmode", "vxlan", "--fwdmode", "routing",
+	"--vtep-ip", "198.18.0.11", "--ctrl-ip", "198.18.0.12", "--host", "h1"}
+
+func TestFlagsAliasesAndExtras(t *testing.T) {
+	cfg, code, msg := parse(t, nil, "--plugin-mode", "Docker", "--network-mode", "vlan", "--forward-mode", "bridge",
+		"--host-label", "node7", "--vtep-ip", "198.18.0.11", "--ctrl-ip", "198.18.0.12", "--vlan-if", "eth2,eth3",
+		"--vxlan-port", "8472", "--ovs-datapath", "NETDEV", "--ovsdb-socket", "/tmp/db.sock",
+		"--attach-socket", "/tmp/a.sock", "--inspect-address", "127.0.0.1:9191", "--etcd", "http://198.18.0.1:2379")
+	if code != 1 || !strings.Contains(msg, "parsed") {
+		t.Fatalf("exit %d %q", code, msg)
+	}
+	if cfg.Common.Mode != "docker" || cfg.Common.NetMode != "vlan" || cfg.Common.FwdMode != "bridge" ||
+		cfg.HostLabel != "node7" || cfg.VtepIP != "198.18.0.11" || cfg.CtrlIP != "198.18.0.12" ||
+		strings.Join(cfg.VlanUplinks, ",") != "eth2,eth3" || cfg.VxlanPort != 8472 || cfg.OVSDatapath != "netdev" ||
+		cfg.OVSDBSocket != "/tmp/db.sock" || cfg.AttachSocket != "/tmp/a.sock" || cfg.InspectAddress != "127.0.0.1:9191" ||
+		len(cfg.Common.EtcdEndpoints) != 1 {
+		t.Fatalf("parsed %+v", cfg)
+	}
+}
+
+func TestEnvironmentAndDefaults(t *testing.T) {
+	cfg, _, msg := parse(t, map[string]string{
+		"CONTIV_NETPLUGIN_MODE": "kubernetes", "CONTIV_NETPLUGIN_NET_MODE": "vlan",
+		"CONTIV_NETPLUGIN_FORWARD_MODE": "bridge", "CONTIV_NETPLUGIN_VLAN_UPLINKS": "eth9",
+		"CONTIV_NETPLUGIN_HOST": "envhost", "CONTIV_NETPLUGIN_VTEP_IP": "198.18.0.21",
+		"CONTIV_NETPLUGIN_CONTROL_IP": "198.18.0.22", "CONTIV_NETPLUGIN_OVS_DATAPATH": "netdev",
+	})
+	if !strings.Contains(msg, "parsed") {
+		t.Fatalf("%q", msg)
+	}
+	if cfg.Common.Mode != "kubernetes" || cfg.HostLabel != "envhost" || cfg.VtepIP != "198.18.0.21" ||
+		cfg.CtrlIP != "198.18.0.22" || cfg.VlanUplinks[0] != "eth9" || cfg.VxlanPort != 4789 ||
+		cfg.OVSDatapath != "netdev" || cfg.OVSDBSocket != "/var/run/openvswitch/db.sock" ||
+		cfg.AttachSocket != daemon.DefaultAttachSocket || cfg.InspectAddress != ":9090" || cfg.Common.LogLevel != "INFO" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	cfg, _, _ = parse(t, map[string]string{"CONTIV_NETPLUGIN_HOST": "envhost"}, base...)
+	if cfg.HostLabel != "h1" {
+		t.Fatalf("flag did not win over env: %q", cfg.HostLabel)
+	}
+}
+
+func TestInvalidFlagsExit22(t *testing.T) {
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--netmode", "vxlan", "--fwdmode", "routing"}, "mode is not set"},
+		{with("--fwdmode", "bridge"), "--netmode vxlan requires --fwdmode routing"},
+		{with("--netmode", "vlan"), "--vlan-uplinks is required with --netmode vlan"},
+		{with("--vtep-ip", "not-an-ip"), `invalid --vtep-ip "not-an-ip"`},
+		{with("--ctrl-ip", "::1"), `invalid --ctrl-ip "::1"`},
+		{with("--vxlan-port", "70000"), "invalid --vxlan-port 70000"},
+		{with("--ovs-datapath", "dpdk"), `invalid --ovs-datapath "dpdk"`},
+		{with("--host", "a/b"), `invalid --host "a/b"`},
+		{with("--inspect-address", "9090"), `invalid --inspect-address "9090"`},
+		{with("--log-level", "loud"), "invalid --log-level"},
+		{with("--etcd", "http://a:1", "--consul", "b:2"), "ambiguous store"},
+		{with("extra-arg"), "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		_, code, msg := parse(t, nil, tc.args...)
+		if code != daemonflags.ExitInvalid || !strings.Contains(msg, tc.want) {
+			t.Errorf("%v: exit %d %q, want 22 and %q", tc.args, code, msg, tc.want)
+		}
+	}
+}

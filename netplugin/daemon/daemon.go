@@ -1,0 +1,341 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/netplugin/masterclient"
+	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/objdb/dial"
+	"github.com/contiv/netplugin/ofnet/agent"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/state"
+)
+
+// Daemon is one running netplugin.
+type Daemon struct {
+	cfg   Config
+	log   logrus.FieldLogger
+	store objdb.Store
+	st    *state.Store
+	drv   *ovsdriver.Driver
+	vx    *agent.Agent // contivVxlanBridge
+	vl    *agent.Agent // contivVlanBridge
+	mc    *masterclient.Client
+	glob  state.GlobConfig
+
+	mu       sync.Mutex
+	networks map[string]state.Network       // by state id
+	groups   map[string]state.EndpointGroup // by state id
+	locals   map[string]*localEndpoint      // by endpoint state id
+	vteps    map[string]uint32              // peer VTEP IP → ofport
+	uplinks  []ovsdriver.UplinkMember
+
+	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
+	seenOnce    sync.Once
+}
+
+// Run starts netplugin and serves until ctx ends (spec §6.1). It returns an
+// error only for start-up failures; once running, store outages are ridden
+// out.
+func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
+	cfg.setDefaults()
+	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
+		locals: map[string]*localEndpoint{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
+	return d.run(ctx)
+}
+
+func (d *Daemon) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var err error
+	d.store, err = dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
+		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
+	if err != nil {
+		return fmt.Errorf("open the cluster store: %w", err)
+	}
+	defer d.store.Close()
+	d.st = state.New(d.store)
+	d.mc = masterclient.New(d.store)
+
+	if err := d.waitGlobalConfig(ctx); err != nil {
+		return err
+	}
+	d.drv, err = ovsdriver.New(ctx, ovsdriver.Config{OVSDB: d.cfg.OVSDBSocket, DatapathType: d.cfg.OVSDatapath,
+		HostLabel: d.cfg.HostLabel, Store: d.st, Logger: d.log})
+	if err != nil {
+		return fmt.Errorf("open OVS: %w", err)
+	}
+	defer d.drv.Close()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if err := d.startDataplane(ctx, &wg); err != nil {
+		return err
+	}
+
+	// Replay (spec §6.2): networks, then endpoints (reconciled with OVS),
+	// then groups; then follow the store.
+	nets := newFollower("networks", d.st.Networks, handlers[state.Network]{put: d.networkPut, del: d.networkDel}, d.log, d.cfg.StoreRetryDelay)
+	groups := newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{put: d.groupPut, del: d.groupDel}, d.log, d.cfg.StoreRetryDelay)
+	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointPut, del: d.endpointDel}, d.log, d.cfg.StoreRetryDelay)
+	glob := newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{put: d.globalPut, del: func(context.Context, state.GlobConfig) {}}, d.log, d.cfg.StoreRetryDelay)
+	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
+		return err
+	}
+
+	vtepIP := d.cfg.VtepIP
+	infos := []objdb.ServiceInfo{
+		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VxlanAgentPort, Hostname: d.cfg.HostLabel},
+		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VlanAgentPort, Hostname: d.cfg.HostLabel},
+		{ServiceName: "netplugin.vtep", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: vtepIP, Port: d.cfg.VxlanPort, Hostname: d.cfg.HostLabel},
+	}
+	goRun(ctx, &wg, func(ctx context.Context) {
+		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
+	})
+	masters := &serviceFollower{name: "netmaster.rpc", reg: d.store, add: d.masterAdd, del: d.masterDel,
+		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
+	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepAdd, del: d.vtepDel,
+		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	goRun(ctx, &wg, masters.run)
+	goRun(ctx, &wg, peers.run)
+	goRun(ctx, &wg, nets.run)
+	goRun(ctx, &wg, groups.run)
+	goRun(ctx, &wg, eps.run)
+	goRun(ctx, &wg, glob.run)
+	goRun(ctx, &wg, d.finishRestart)
+
+	errc := make(chan error, 2)
+	goRun(ctx, &wg, func(ctx context.Context) {
+		if err := d.serveInspect(ctx); err != nil {
+			errc <- fmt.Errorf("inspect server: %w", err)
+		}
+	})
+	goRun(ctx, &wg, func(ctx context.Context) {
+		if err := attach.Serve(ctx, d.cfg.AttachSocket, d, d.log); err != nil {
+			errc <- fmt.Errorf("attach server: %w", err)
+		}
+	})
+	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// goRun starts fn on its own goroutine, tracked by wg.
+func goRun(ctx context.Context, wg *sync.WaitGroup, fn func(context.Context)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fn(ctx)
+	}()
+}
+
+// waitGlobalConfig polls master/config/global until netmaster has written
+// the forwarding mode and private subnet (spec §6.1 step 3), and refuses a
+// --fwdmode that differs from the cluster's.
+func (d *Daemon) waitGlobalConfig(ctx context.Context) error {
+	logged := false
+	for {
+		g, err := d.st.GlobConfig.Read(ctx, "global")
+		if err == nil && g.FwdMode != "" && g.PvtSubnet != "" {
+			if g.FwdMode != d.cfg.Common.FwdMode {
+				return fmt.Errorf("--fwdmode %s differs from the cluster's forwarding mode %s", d.cfg.Common.FwdMode, g.FwdMode)
+			}
+			d.glob = g
+			return nil
+		}
+		if !logged {
+			d.log.Info("waiting for netmaster's global configuration (master/config/global)")
+			logged = true
+		}
+		if err != nil && !errors.Is(err, objdb.ErrNotFound) {
+			d.log.WithError(err).Debug("read global configuration")
+		}
+		if !sleepCtx(ctx, d.cfg.GlobalPoll) {
+			return ctx.Err()
+		}
+	}
+}
+
+// startDataplane creates both bridges and starts their ofnet agents (spec
+// dataplane.md §1.7), then attaches the uplinks and the host port.
+func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
+	vxDatapath, vlDatapath := "vxlan", "vlan"
+	if d.glob.FwdMode == "routing" {
+		vxDatapath = "vrouter"
+		// VLAN routing needs BGP, which is out of scope: VLAN networks are
+		// bridged in routing mode too (docs/compat.md).
+	}
+	var err error
+	d.vx, err = d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
+	if err != nil {
+		return err
+	}
+	if len(d.cfg.VlanUplinks) > 0 {
+		if err := d.drv.EnsureBridge(ctx, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort); err != nil {
+			return err
+		}
+		if d.uplinks, err = d.drv.EnsureUplinks(ctx, ovsdriver.VlanBridge, d.cfg.VlanUplinks); err != nil {
+			return fmt.Errorf("attach uplinks %v: %w", d.cfg.VlanUplinks, err)
+		}
+	}
+	uplinkMAC := ""
+	if len(d.uplinks) > 0 {
+		uplinkMAC = d.uplinks[0].MAC.String()
+	}
+	d.vl, err = d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC)
+	if err != nil {
+		return err
+	}
+	for _, u := range d.uplinks {
+		if err := d.vl.AddUplink(ctx, u.OFPort, u.Name); err != nil {
+			return fmt.Errorf("uplink %s: %w", u.Name, err)
+		}
+	}
+	if _, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet); err != nil {
+		d.log.WithError(err).Warn("host port contivh0 not created")
+	}
+	mode := "proxy"
+	if d.glob.ArpMode == "flood" {
+		mode = "flood"
+	}
+	for _, a := range []*agent.Agent{d.vx, d.vl} {
+		if err := a.SetArpMode(ctx, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge string, ofPort, rpcPort int, datapath, uplinkMAC string) (*agent.Agent, error) {
+	if err := d.drv.EnsureBridge(ctx, bridge, ofPort); err != nil {
+		return nil, err
+	}
+	ofl, err := net.Listen("tcp", ":"+strconv.Itoa(ofPort))
+	if err != nil {
+		return nil, fmt.Errorf("OpenFlow listener of %s: %w", bridge, err)
+	}
+	rpcl, err := net.Listen("tcp", ":"+strconv.Itoa(rpcPort))
+	if err != nil {
+		ofl.Close()
+		return nil, fmt.Errorf("RPC listener of %s: %w", bridge, err)
+	}
+	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
+		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
+		Logger: d.log.WithField("bridge", bridge)})
+	if err != nil {
+		ofl.Close()
+		rpcl.Close()
+		return nil, fmt.Errorf("ofnet agent of %s: %w", bridge, err)
+	}
+	goRun(ctx, wg, func(ctx context.Context) {
+		if err := a.Run(ctx); err != nil && ctx.Err() == nil {
+			d.log.WithError(err).Errorf("ofnet agent of %s stopped", bridge)
+		}
+	})
+	wctx, cancel := context.WithTimeout(ctx, d.cfg.SwitchWait)
+	defer cancel()
+	if err := a.WaitConnected(wctx); err != nil {
+		return nil, fmt.Errorf("bridge %s did not connect to its controller on port %d within %v: %w", bridge, ofPort, d.cfg.SwitchWait, err)
+	}
+	return a, nil
+}
+
+// finishRestart tells both agents to drop flows left from a previous run
+// once the masters had time to send the remote endpoints again.
+func (d *Daemon) finishRestart(ctx context.Context) {
+	select {
+	case <-d.mastersSeen:
+	case <-ctx.Done():
+		return
+	}
+	if !sleepCtx(ctx, d.cfg.RestartSettle) {
+		return
+	}
+	for _, a := range []*agent.Agent{d.vx, d.vl} {
+		if err := a.FinishRestart(ctx); err != nil && ctx.Err() == nil {
+			d.log.WithError(err).Warn("remove stale flows")
+		}
+	}
+}
+
+func (d *Daemon) masterAdd(ctx context.Context, s objdb.ServiceInfo) {
+	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
+	for _, a := range []*agent.Agent{d.vx, d.vl} {
+		if err := a.AddMaster(ctx, n); err != nil {
+			d.log.WithError(err).Warnf("add ofnet master %s", s.HostAddr)
+		}
+	}
+	d.seenOnce.Do(func() { close(d.mastersSeen) })
+}
+
+func (d *Daemon) masterDel(ctx context.Context, s objdb.ServiceInfo) {
+	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
+	for _, a := range []*agent.Agent{d.vx, d.vl} {
+		if err := a.RemoveMaster(ctx, n); err != nil {
+			d.log.WithError(err).Warnf("remove ofnet master %s", s.HostAddr)
+		}
+	}
+}
+
+// existingPeers seeds the VTEP follower with the tunnels OVS already has,
+// so tunnels to hosts that left while netplugin was down are removed.
+func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
+	known := map[string]objdb.ServiceInfo{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for ip := range d.vteps {
+		s := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: d.cfg.VxlanPort}
+		known[serviceKey(s)] = s
+	}
+	return known
+}
+
+func (d *Daemon) vtepAdd(ctx context.Context, s objdb.ServiceInfo) {
+	if s.HostAddr == d.cfg.VtepIP {
+		return
+	}
+	ofport, err := d.drv.EnsureVTEP(ctx, ovsdriver.VxlanBridge, s.HostAddr, d.cfg.VxlanPort)
+	if err != nil {
+		d.log.WithError(err).Errorf("create VTEP to %s", s.HostAddr)
+		return
+	}
+	d.mu.Lock()
+	d.vteps[s.HostAddr] = ofport
+	d.mu.Unlock()
+	if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(s.HostAddr)); err != nil {
+		d.log.WithError(err).Errorf("add VTEP %s to the datapath", s.HostAddr)
+	}
+}
+
+func (d *Daemon) vtepDel(ctx context.Context, s objdb.ServiceInfo) {
+	if s.HostAddr == d.cfg.VtepIP {
+		return
+	}
+	d.mu.Lock()
+	ofport, ok := d.vteps[s.HostAddr]
+	delete(d.vteps, s.HostAddr)
+	d.mu.Unlock()
+	if ok {
+		if err := d.vx.RemoveVtepPort(ctx, ofport, net.ParseIP(s.HostAddr)); err != nil {
+			d.log.WithError(err).Errorf("remove VTEP %s from the datapath", s.HostAddr)
+		}
+	}
+	if err := d.drv.DeleteVTEP(ctx, ovsdriver.VxlanBridge, s.HostAddr); err != nil {
+		d.log.WithError(err).Errorf("delete VTEP to %s", s.HostAddr)
+	}
+}

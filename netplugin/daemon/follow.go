@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+)
+
+// handlers react to one kind of state object. put gets the previous value
+// when the object was known before (nil on create).
+type handlers[T state.Object] struct {
+	put func(ctx context.Context, curr T, prev *T)
+	del func(ctx context.Context, prev T)
+}
+
+// follower keeps a cache of one collection in step with the store and calls
+// the handlers for every difference. After a store outage it re-lists and
+// diffs against the cache, so deletions missed while away are applied too.
+type follower[T state.Object] struct {
+	name  string
+	coll  state.Collection[T]
+	h     handlers[T]
+	log   logrus.FieldLogger
+	retry time.Duration
+
+	cache   map[string]T
+	version int64
+}
+
+func newFollower[T state.Object](name string, coll state.Collection[T], h handlers[T], log logrus.FieldLogger, retry time.Duration) *follower[T] {
+	return &follower[T]{name: name, coll: coll, h: h, log: log.WithField("state", name), retry: retry, cache: map[string]T{}}
+}
+
+// sync lists the collection once and applies the differences to the cache.
+func (f *follower[T]) sync(ctx context.Context) error {
+	items, ver, err := f.coll.ReadAll(ctx)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		id := it.StateID()
+		seen[id] = true
+		f.apply(ctx, id, &it)
+	}
+	for id := range f.cache {
+		if !seen[id] {
+			f.apply(ctx, id, nil)
+		}
+	}
+	if ver > f.version {
+		f.version = ver
+	}
+	return nil
+}
+
+// apply moves the cache entry id to curr (nil = deleted), calling handlers
+// only when the value really changed.
+func (f *follower[T]) apply(ctx context.Context, id string, curr *T) {
+	prev, had := f.cache[id]
+	switch {
+	case curr == nil && had:
+		delete(f.cache, id)
+		f.h.del(ctx, prev)
+	case curr != nil && had:
+		if sameJSON(prev, *curr) {
+			return
+		}
+		f.cache[id] = *curr
+		f.h.put(ctx, *curr, &prev)
+	case curr != nil:
+		f.cache[id] = *curr
+		f.h.put(ctx, *curr, nil)
+	}
+}
+
+// run watches from the last synced version until ctx ends, re-listing after
+// every watch failure.
+func (f *follower[T]) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := f.watch(ctx); err != nil && ctx.Err() == nil {
+			f.log.WithError(err).Warn("state watch interrupted; re-listing")
+		}
+		for ctx.Err() == nil {
+			if !sleepCtx(ctx, f.retry) {
+				return
+			}
+			if err := f.sync(ctx); err != nil {
+				f.log.WithError(err).Warn("state re-list failed; retrying")
+				continue
+			}
+			break
+		}
+	}
+}
+
+func (f *follower[T]) watch(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := f.coll.Watch(wctx, objdb.WithStartVersion(f.version))
+	if err != nil {
+		return err
+	}
+	for c := range ch {
+		if c.ID == "" && c.Err != nil {
+			return c.Err
+		}
+		if c.Err != nil {
+			f.log.WithError(c.Err).Warn("undecodable state change skipped")
+		}
+		if c.Version > f.version {
+			f.version = c.Version
+		}
+		f.apply(ctx, c.ID, c.Curr)
+	}
+	return ctx.Err()
+}
+
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
