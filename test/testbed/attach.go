@@ -1,0 +1,49 @@
+package testbed
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/netplugin/attach"
+)
+
+// attachTimeout bounds one attach or detach call.
+const attachTimeout = 60 * time.Second
+
+// Attach asks h's netplugin to attach container c (container id = its
+// namespace name) to tenant/network/group, records the address in c.IP
+// and switches off checksum offload on the container's interface (see
+// DisableTxOffload). Any error fails the test.
+func (h *Host) Attach(t testing.TB, c *Container, tenant, network, group string) attach.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+	defer cancel()
+	res, err := attach.NewClient(h.AttachSocket()).Attach(ctx, attach.Request{
+		Tenant: tenant, Network: network, Group: group,
+		ContainerID: c.NS, Name: c.Name, NetNS: c.NSPath(),
+	})
+	if err != nil {
+		t.Fatalf("testbed: attach %s on %s: %v", c.Name, h.Name, err)
+	}
+	c.IP, _, _ = strings.Cut(res.IPAddress, "/")
+	if err := c.DisableTxOffload(res.IfName); err != nil {
+		t.Fatalf("testbed: attach %s on %s: %v", c.Name, h.Name, err)
+	}
+	return res
+}
+
+// Detach asks h's netplugin to detach container c from tenant/network.
+// Any error fails the test.
+func (h *Host) Detach(t testing.TB, c *Container, tenant, network string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
+	defer cancel()
+	err := attach.NewClient(h.AttachSocket()).Detach(ctx, attach.DetachRequest{
+		Tenant: tenant, Network: network, ContainerID: c.NS, NetNS: c.NSPath(),
+	})
+	if err != nil {
+		t.Fatalf("testbed: detach %s on %s: %v", c.Name, h.Name, err)
+	}
+}

@@ -1,0 +1,196 @@
+package testbed
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/test/ovstest"
+)
+
+// Names of the fabric's bridges and of the links in the other namespaces.
+const (
+	UnderlayBridge = "underlay"
+	VlanBridge     = "vlanfab"
+	UnderlayIf     = "eth1"   // underlay link in master, store and host namespaces
+	TrunkIf        = "eth2"   // host's link into the VLAN trunk
+	PhyBridge      = "br-phy" // host OVS bridge carrying the underlay address
+)
+
+// buildFabric creates the fabric namespace and its two bridges. Bridged
+// frames must not meet netfilter there (br_netfilter may be loaded on the
+// machine), so its bridge-nf hooks are switched off in that namespace.
+func (tb *Testbed) buildFabric() error {
+	ns := tb.FabricNS
+	if err := addNetNS(ns); err != nil {
+		return err
+	}
+	for _, br := range []string{UnderlayBridge, VlanBridge} {
+		if err := ipIn(ns, "link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0"); err != nil {
+			return fmt.Errorf("bridge %s: %w", br, err)
+		}
+		if err := ipIn(ns, "link", "set", br, "up"); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat("/proc/sys/net/bridge"); err == nil {
+		for _, k := range []string{"bridge-nf-call-iptables", "bridge-nf-call-ip6tables", "bridge-nf-call-arptables"} {
+			// Per namespace since Linux 5.3; on older kernels the
+			// key is global and this fails harmlessly.
+			nsExec(ns, "sysctl", "-q", "-w", "net.bridge."+k+"=0")
+		}
+	}
+	return nil
+}
+
+// plug links namespace ns to a fabric bridge: fabIf in the fabric,
+// nsIf in ns.
+func (tb *Testbed) plug(bridge, fabIf, ns, nsIf string) error {
+	if err := addVeth(tb.FabricNS, fabIf, ns, nsIf); err != nil {
+		return err
+	}
+	return ipIn(tb.FabricNS, "link", "set", fabIf, "master", bridge)
+}
+
+// addNode creates a namespace on the underlay with address ip on eth1.
+func (tb *Testbed) addNode(ns, fabIf, ip string) error {
+	if err := addNetNS(ns); err != nil {
+		return err
+	}
+	if err := tb.plug(UnderlayBridge, fabIf, ns, UnderlayIf); err != nil {
+		return err
+	}
+	if err := ipIn(ns, "addr", "add", ip+"/24", "dev", UnderlayIf); err != nil {
+		return err
+	}
+	return DisableTxOffload(ns, UnderlayIf)
+}
+
+// DisableTxOffload makes the kernel fill in checksums itself when sending
+// on ifname in namespace ns. A veth otherwise leaves TCP/UDP checksums to
+// "hardware", and a packet that reaches an OVS userspace-datapath port
+// still without one is dropped by the receiving host: pings pass but TCP
+// does not. Use it on every veth end whose traffic reaches a host's OVS
+// (the testbed does it for its master and store links).
+func DisableTxOffload(ns, ifname string) error {
+	if _, err := nsExec(ns, "ethtool", "-K", ifname, "tx", "off"); err != nil {
+		return fmt.Errorf("disable tx offload on %s in %s: %w", ifname, ns, err)
+	}
+	return nil
+}
+
+func etcdBinary() (string, error) {
+	bin, err := exec.LookPath("etcd")
+	if err == nil {
+		return bin, nil
+	}
+	if _, serr := os.Stat("/usr/bin/etcd"); serr == nil {
+		return "/usr/bin/etcd", nil
+	}
+	return "", err
+}
+
+// startStore runs the external etcd in its own namespace and waits until
+// it is healthy.
+func (tb *Testbed) startStore(t testing.TB) {
+	t.Helper()
+	tb.StoreNS = tb.Prefix + "st"
+	tb.StoreIP = StoreIP
+	if err := tb.addNode(tb.StoreNS, "st", StoreIP); err != nil {
+		t.Fatalf("testbed: store namespace: %v", err)
+	}
+	dir, err := tb.stateDir("st")
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	bin, err := etcdBinary()
+	if err != nil {
+		t.Fatalf("testbed: etcd: %v", err)
+	}
+	client := fmt.Sprintf("http://%s:%d", StoreIP, EtcdPort)
+	peer := "http://127.0.0.1:2380"
+	tb.etcd = &daemon{
+		name: "etcd", ns: tb.StoreNS, bin: bin, logPath: filepath.Join(dir, "etcd.log"),
+		args: []string{
+			"--name", "testbed", "--data-dir", filepath.Join(dir, "data"),
+			"--listen-client-urls", client, "--advertise-client-urls", client,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", "testbed=" + peer,
+			"--logger", "zap", "--log-level", "warn",
+		},
+	}
+	if err := tb.etcd.start(); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	hc := nsHTTPClient(tb.StoreNS)
+	hc.Timeout = 2 * time.Second
+	err = poll(storeReadyTimeout, tb.etcd.exited(), func() error {
+		return checkEtcdHealth(hc, client+"/health")
+	})
+	if err != nil {
+		t.Fatalf("testbed: etcd at %s: %v\n%s", client, err, tb.etcd.logs(40))
+	}
+}
+
+// addHost creates host i: namespace, underlay and trunk links, its own
+// OVS with br-phy holding the underlay address.
+func (tb *Testbed) addHost(t testing.TB, i int) {
+	t.Helper()
+	h := &Host{
+		Index: i,
+		Name:  fmt.Sprintf("%sh%d", tb.Prefix, i),
+		IP:    HostIP(i),
+		tb:    tb,
+	}
+	h.NS = h.Name
+	h.fabUnderlay, h.fabTrunk = fmt.Sprintf("h%du", i), fmt.Sprintf("h%dv", i)
+	var err error
+	if h.Dir, err = tb.stateDir(fmt.Sprintf("h%d", i)); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	if err := addNetNS(h.NS); err != nil {
+		t.Fatalf("testbed: host %d: %v", i, err)
+	}
+	if err := tb.plug(UnderlayBridge, h.fabUnderlay, h.NS, UnderlayIf); err != nil {
+		t.Fatalf("testbed: host %d underlay: %v", i, err)
+	}
+	if err := tb.plug(VlanBridge, h.fabTrunk, h.NS, TrunkIf); err != nil {
+		t.Fatalf("testbed: host %d trunk: %v", i, err)
+	}
+	h.OVS = ovstest.StartInNetNS(t, h.NS, h.Dir)
+	if out, err := h.Vsctl("add-br", PhyBridge, "--", "set", "bridge", PhyBridge, "datapath_type=netdev",
+		"--", "add-port", PhyBridge, UnderlayIf); err != nil {
+		t.Fatalf("testbed: host %d %s: %v: %s", i, PhyBridge, err, out)
+	}
+	if err := ipIn(h.NS, "addr", "add", h.IP+"/24", "dev", PhyBridge); err != nil {
+		t.Fatalf("testbed: host %d: %v", i, err)
+	}
+	if err := ipIn(h.NS, "link", "set", PhyBridge, "up"); err != nil {
+		t.Fatalf("testbed: host %d: %v", i, err)
+	}
+	h.netplugin = &daemon{name: "netplugin " + h.Name, ns: h.NS, logPath: filepath.Join(h.Dir, "netplugin.log")}
+	tb.Hosts = append(tb.Hosts, h)
+}
+
+// poll calls f until it succeeds, exited is closed or d passes.
+func poll(d time.Duration, exited <-chan struct{}, f func() error) error {
+	deadline := time.Now().Add(d)
+	var last error
+	for {
+		if last = f(); last == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited (last check: %v)", last)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %v: %w", d, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

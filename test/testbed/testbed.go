@@ -1,0 +1,347 @@
+// Package testbed builds a simulated multi-host Contiv cluster on one
+// machine for end-to-end tests: every host is a network namespace with its
+// own Open vSwitch (ovsdb-server + ovs-vswitchd, userspace datapath) and a
+// real netplugin process; netmaster(s) and the cluster store run in further
+// namespaces; a fabric namespace joins them with two Linux bridges, the IP
+// underlay (198.18.0.0/24) and an L2 trunk for VLAN uplinks. Containers are
+// namespaces that netplugin attaches through its attach socket.
+//
+//	tb := testbed.New(t, testbed.Config{Hosts: 3, NetMode: "vxlan", FwdMode: "routing"})
+//	out, err := tb.Netctl("network", "create", "--subnet", "198.19.1.0/24", "n1")
+//	c := tb.Hosts[0].NewContainerNS(t, "web1")
+//
+// Addresses: netmaster i at 198.18.0.<1+i>, the external etcd at
+// 198.18.0.5, host i at 198.18.0.<11+i> (on its br-phy bridge). Nothing is
+// added to the root namespace except the namespaces themselves; every name
+// starts with a random prefix ("tb3fa1-"), so parallel runs cannot collide.
+// Everything is destroyed in t.Cleanup, on SIGINT/SIGTERM, and, for test
+// binaries that died without cleaning up, by the next New.
+package testbed
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/test/ovstest"
+)
+
+// StoreMode says where the cluster store runs.
+type StoreMode int
+
+const (
+	// Embedded: one netmaster runs etcd in-process on its own address.
+	Embedded StoreMode = iota
+	// ExternalEtcd: an etcd process in its own namespace (198.18.0.5)
+	// serves one or two netmasters.
+	ExternalEtcd
+)
+
+func (m StoreMode) String() string {
+	if m == ExternalEtcd {
+		return "external-etcd"
+	}
+	return "embedded"
+}
+
+// Well-known addresses and ports of the simulated cluster.
+const (
+	UnderlaySubnet = "198.18.0.0/24"
+	StoreIP        = "198.18.0.5" // ExternalEtcd
+	NetmasterPort  = 9999
+	EtcdPort       = 2379
+)
+
+// MasterIP is the underlay address of netmaster i.
+func MasterIP(i int) string { return fmt.Sprintf("198.18.0.%d", 1+i) }
+
+// HostIP is the underlay address of host i.
+func HostIP(i int) string { return fmt.Sprintf("198.18.0.%d", 11+i) }
+
+// Bounded waits of New.
+const (
+	masterReadyTimeout    = 60 * time.Second
+	netpluginReadyTimeout = 60 * time.Second
+	storeReadyTimeout     = 30 * time.Second
+)
+
+// Config describes the cluster New builds.
+type Config struct {
+	Hosts      int    // simulated hosts (0..200)
+	NetMode    string // vxlan (default) or vlan
+	FwdMode    string // bridge or routing; default routing for vxlan, bridge for vlan
+	Netmasters int    // 1 (default) or 2 (ExternalEtcd only)
+	Store      StoreMode
+	// LeaderTTL is passed as --leader-ttl when non-zero.
+	LeaderTTL time.Duration
+	// NetpluginArgs and NetmasterArgs are appended to the daemons'
+	// command lines.
+	NetpluginArgs []string
+	NetmasterArgs []string
+	// SkipNetplugin builds hosts without starting netplugin (start it
+	// later with Host.StartNetplugin; it is built then).
+	SkipNetplugin bool
+	// NetpluginBinary, when set, is run instead of building
+	// ./cmd/netplugin.
+	NetpluginBinary string
+}
+
+func (c *Config) setDefaults() error {
+	if c.NetMode == "" {
+		c.NetMode = "vxlan"
+	}
+	if c.FwdMode == "" {
+		c.FwdMode = "routing"
+		if c.NetMode == "vlan" {
+			c.FwdMode = "bridge"
+		}
+	}
+	if c.Netmasters == 0 {
+		c.Netmasters = 1
+	}
+	switch {
+	case c.Hosts < 0 || c.Hosts > 200:
+		return fmt.Errorf("testbed: Hosts %d out of range 0..200", c.Hosts)
+	case c.NetMode != "vxlan" && c.NetMode != "vlan":
+		return fmt.Errorf("testbed: NetMode %q: want vxlan or vlan", c.NetMode)
+	case c.FwdMode != "bridge" && c.FwdMode != "routing":
+		return fmt.Errorf("testbed: FwdMode %q: want bridge or routing", c.FwdMode)
+	case c.NetMode == "vxlan" && c.FwdMode == "bridge":
+		return fmt.Errorf("testbed: vxlan with bridge forwarding is rejected by the daemons (daemons.md §1.1)")
+	case c.Netmasters < 1 || c.Netmasters > 2:
+		return fmt.Errorf("testbed: Netmasters %d: want 1 or 2", c.Netmasters)
+	case c.Store == Embedded && c.Netmasters != 1:
+		return fmt.Errorf("testbed: the embedded store runs in the single netmaster: use ExternalEtcd for %d netmasters", c.Netmasters)
+	}
+	return nil
+}
+
+// Testbed is one simulated cluster.
+type Testbed struct {
+	Config   Config
+	Prefix   string // starts every namespace name, e.g. "tb3fa1-"
+	Dir      string // state of every daemon, removed in cleanup
+	FabricNS string
+	StoreNS  string // namespace of the external etcd ("" when Embedded)
+	StoreIP  string // address of the store's client port
+	Masters  []*Master
+	Hosts    []*Host
+	Bins     Binaries // Netplugin is empty until needed
+
+	etcd  *daemon
+	httpc *http.Client
+	proxy storeProxy
+
+	binMu      sync.Mutex // guards Bins.Netplugin
+	containers atomic.Int32
+	dumpOnce   sync.Once
+}
+
+// New builds the cluster described by cfg and waits (bounded) until a
+// netmaster leads and answers /info and, unless cfg.SkipNetplugin, until
+// every host's netplugin has registered netplugin.vtep. Everything is torn
+// down in t.Cleanup, also when the test fails.
+func New(t testing.TB, cfg Config) *Testbed {
+	t.Helper()
+	if err := cfg.setDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	requireTools(t, cfg)
+	reapOrphans(t)
+
+	buildStart := time.Now()
+	bins, err := buildMaster()
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	bins.Netplugin = cfg.NetpluginBinary
+	if bins.Netplugin == "" && !cfg.SkipNetplugin {
+		if bins.Netplugin, err = buildNetplugin(); err != nil {
+			t.Fatalf("testbed: netplugin is needed but does not build: %v", err)
+		}
+	}
+	buildTime := time.Since(buildStart)
+
+	prefix := namePrefix + randomHex(2) + "-"
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatalf("testbed: state dir: %v", err)
+	}
+	tb := &Testbed{
+		Config:   cfg,
+		Prefix:   prefix,
+		Dir:      dir,
+		FabricNS: prefix + "fab",
+		Bins:     bins,
+	}
+	if err := writeMarker(prefix, dir); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	registerLive(prefix, dir)
+	t.Cleanup(func() { tb.teardown(t) })
+
+	start := time.Now()
+	if err := tb.buildFabric(); err != nil {
+		t.Fatalf("testbed: fabric: %v", err)
+	}
+	tb.StoreIP = MasterIP(0)
+	if cfg.Store == ExternalEtcd {
+		tb.startStore(t)
+	}
+	for i := 0; i < cfg.Netmasters; i++ {
+		tb.addMaster(t, i)
+	}
+	for i := 0; i < cfg.Hosts; i++ {
+		tb.addHost(t, i)
+	}
+	// Registered last so that it runs first, while OVS still runs.
+	t.Cleanup(func() { tb.DumpOnFailure(t) })
+	tb.waitMasters(t, masterReadyTimeout)
+	if !cfg.SkipNetplugin {
+		for _, h := range tb.Hosts {
+			h.StartNetplugin(t)
+		}
+		tb.WaitNetplugins(t, len(tb.Hosts), netpluginReadyTimeout)
+	}
+	t.Logf("testbed %s: %d host(s), %d netmaster(s), %s store, %s/%s up in %v (build %v)",
+		prefix, cfg.Hosts, cfg.Netmasters, cfg.Store, cfg.NetMode, cfg.FwdMode,
+		time.Since(start).Round(time.Millisecond), buildTime.Round(time.Millisecond))
+	return tb
+}
+
+// requireTools fails (CI=true) or skips the test when a program the
+// testbed runs is missing.
+func requireTools(t testing.TB, cfg Config) {
+	t.Helper()
+	ovstest.Require(t)
+	tools := []string{"ip", "ping", "ethtool"}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			requireComponent(t, tool, err)
+		}
+	}
+	if cfg.Store == ExternalEtcd {
+		_, err := etcdBinary()
+		requireComponent(t, "etcd server binary (Debian package etcd-server)", err)
+	}
+}
+
+func requireComponent(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI: %v", what, err)
+	}
+	t.Skipf("%s not available: %v", what, err)
+}
+
+// teardown stops every process, deletes every namespace and the state
+// folder. It runs after the hosts' OVS cleanups.
+func (tb *Testbed) teardown(t testing.TB) {
+	tb.DumpOnFailure(t)
+	tb.proxy.close()
+	if tb.httpc != nil {
+		tb.httpc.CloseIdleConnections()
+	}
+	for _, h := range tb.Hosts {
+		h.netplugin.stop(syscall.SIGKILL, stopGrace)
+	}
+	for _, m := range tb.Masters {
+		m.proc.stop(syscall.SIGKILL, stopGrace)
+	}
+	if tb.etcd != nil {
+		tb.etcd.stop(syscall.SIGKILL, stopGrace)
+	}
+	if err := destroy(tb.Prefix, tb.Dir); err != nil {
+		t.Errorf("testbed: %v", err)
+	}
+	unregisterLive(tb.Prefix)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// HTTPClient returns a client whose connections are opened inside the
+// first master's namespace, so Go code in the test process reaches
+// netmaster (and anything else on the underlay) at its underlay address.
+// Keep-alives are off: no idle connection outlives a request.
+func (tb *Testbed) HTTPClient() *http.Client {
+	if tb.httpc == nil {
+		tb.httpc = nsHTTPClient(tb.Masters[0].NS)
+	}
+	return tb.httpc
+}
+
+func nsHTTPClient(ns string) *http.Client {
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			DialContext:       dialIn(ns),
+			DisableKeepAlives: true,
+		},
+	}
+}
+
+// MasterURL is "http://<ip>:9999" of the current leader, or of the first
+// running netmaster when no leader is known.
+func (tb *Testbed) MasterURL() string {
+	if m := tb.Leader(); m != nil {
+		return m.URL()
+	}
+	for _, m := range tb.Masters {
+		if m.Running() {
+			return m.URL()
+		}
+	}
+	return tb.Masters[0].URL()
+}
+
+// Netctl runs the netctl binary inside the first master's namespace
+// against MasterURL and returns its combined output.
+func (tb *Testbed) Netctl(args ...string) (string, error) {
+	full := append([]string{"--netmaster", tb.MasterURL()}, args...)
+	return nsExec(tb.Masters[0].NS, tb.Bins.Netctl, full...)
+}
+
+// netpluginBinary returns the netplugin to run, building it on first use.
+func (tb *Testbed) netpluginBinary() (string, error) {
+	tb.binMu.Lock()
+	defer tb.binMu.Unlock()
+	if tb.Bins.Netplugin == "" {
+		bin, err := buildNetplugin()
+		if err != nil {
+			return "", err
+		}
+		tb.Bins.Netplugin = bin
+	}
+	return tb.Bins.Netplugin, nil
+}
+
+// Netmaster returns master i.
+func (tb *Testbed) Netmaster(i int) *Master { return tb.Masters[i] }
+
+// stateDir makes a folder for one namespace's daemons.
+func (tb *Testbed) stateDir(name string) (string, error) {
+	dir := filepath.Join(tb.Dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("state dir %s: %w", name, err)
+	}
+	return dir, nil
+}
