@@ -1,0 +1,282 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/test/testbed"
+)
+
+// TestThreeHostsBridgeMode is the dataplane acceptance of issue 6 on the
+// cluster-wide bridge forwarding mode: a VXLAN network (contivVxlanBridge,
+// VXLAN bridging) and a VLAN network (contivVlanBridge, VLAN bridging over
+// the uplinks) on three hosts, two containers per host per network.
+func TestThreeHostsBridgeMode(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 3, NetMode: "vlan", FwdMode: "bridge"})
+	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.1.0/24", "--gateway", "198.19.1.254", "vx")
+	netctl(t, tb, "net", "create", "--encap", "vlan", "--subnet", "198.19.2.0/24", "--gateway", "198.19.2.254", "vl")
+	// Tenant blue re-uses the VXLAN subnet: isolation must come from the
+	// VNI and VRF, not from addressing.
+	netctl(t, tb, "tenant", "create", "blue")
+	netctl(t, tb, "net", "create", "--tenant", "blue", "--encap", "vxlan", "--subnet", "198.19.1.0/24", "--gateway", "198.19.1.254", "bx")
+
+	byNet := map[string][]*ctr{}
+	for i, h := range tb.Hosts {
+		for j := 0; j < 2; j++ {
+			byNet["vx"] = append(byNet["vx"], attachNew(t, h, fmt.Sprintf("x%d%d", i, j), "default", "vx", ""))
+			byNet["vl"] = append(byNet["vl"], attachNew(t, h, fmt.Sprintf("l%d%d", i, j), "default", "vl", ""))
+		}
+	}
+	blue := []*ctr{attachNew(t, tb.Hosts[0], "b0", "blue", "bx", ""), attachNew(t, tb.Hosts[2], "b2", "blue", "bx", "")}
+
+	t.Run("every pair on a network pings", func(t *testing.T) {
+		for _, name := range []string{"vx", "vl"} {
+			cs := byNet[name]
+			for i := range cs {
+				for j := i + 1; j < len(cs); j++ {
+					if err := pingOK(cs[i], cs[j], 15*time.Second); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}
+		if err := pingOK(blue[0], blue[1], 15*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("no container reaches another network or tenant", func(t *testing.T) {
+		for _, pair := range [][2]*ctr{
+			{byNet["vx"][0], byNet["vl"][3]}, {byNet["vl"][1], byNet["vx"][4]},
+			// Default-tenant addresses that blue does not use (blue holds .1 and .2).
+			{blue[0], byNet["vx"][3]}, {blue[1], byNet["vx"][4]}, {blue[0], byNet["vx"][5]},
+		} {
+			if err := pingFails(pair[0], pair[1]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	t.Run("deleting an endpoint removes its port and every flow naming it", func(t *testing.T) {
+		// x21 on host 2 (198.19.1.6): an address blue does not use, so no
+		// flow of the other tenant can mention it.
+		gone := byNet["vx"][5]
+		detach(t, gone)
+		byNet["vx"] = byNet["vx"][:5]
+		ports, err := gone.host.Vsctl("list-ports", "contivVxlanBridge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(ports, gone.res.PortName) {
+			t.Errorf("port %s still on %s:\n%s", gone.res.PortName, gone.host.Name, ports)
+		}
+		for _, h := range tb.Hosts {
+			if err := waitNoFlowMentions(h, "contivVxlanBridge", []string{gone.ip() + ",", gone.ip() + " ", gone.res.MacAddress}, 15*time.Second); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := pingOK(byNet["vx"][0], byNet["vx"][4], 10*time.Second); err != nil {
+			t.Errorf("remaining endpoints: %v", err)
+		}
+	})
+
+	t.Run("netplugin restart keeps other hosts forwarding and leaves no duplicate or stale state", func(t *testing.T) {
+		h := tb.Hosts[0]
+		before := snapshot(t, h)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		// Pings between the other two hosts, on both networks.
+		pVX := byNet["vx"][2].StartPinger(ctx, byNet["vx"][4].ip())
+		pVL := byNet["vl"][2].StartPinger(ctx, byNet["vl"][4].ip())
+		time.Sleep(time.Second)
+		h.RestartNetplugin(t)
+		tb.WaitNetplugins(t, len(tb.Hosts), 30*time.Second)
+		time.Sleep(2 * time.Second)
+		for _, p := range []*testbed.Pinger{pVX, pVL} {
+			st := p.Stop()
+			if st.Err != nil || st.Received == 0 || st.MaxLost > 1 {
+				t.Errorf("pings between the other hosts were interrupted: sent %d received %d longest gap %v (%v)\n%s",
+					st.Sent, st.Received, st.LongestGap, st.Err, st.Output)
+			}
+		}
+		// Its own containers talk again.
+		if err := pingOK(byNet["vx"][0], byNet["vx"][3], 20*time.Second); err != nil {
+			t.Error(err)
+		}
+		if err := pingOK(byNet["vl"][0], byNet["vl"][3], 20*time.Second); err != nil {
+			t.Error(err)
+		}
+		// Same ports and flows, also after the agents' stale-flow sweep
+		// (5 s after the masters are back).
+		if err := waitSnapshot(h, before, 45*time.Second); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(8 * time.Second)
+		if err := waitSnapshot(h, before, time.Second); err != nil {
+			t.Errorf("after the stale-flow sweep: %v", err)
+		}
+	})
+
+	t.Run("ovs-vswitchd restart: the controller restores the flows and pings resume", func(t *testing.T) {
+		h := tb.Hosts[1]
+		before := snapshot(t, h)
+		h.RestartVswitchd(t)
+		if err := pingOK(byNet["vx"][2], byNet["vx"][0], 30*time.Second); err != nil {
+			t.Error(err)
+		}
+		if err := pingOK(byNet["vl"][2], byNet["vl"][0], 30*time.Second); err != nil {
+			t.Error(err)
+		}
+		if err := waitSnapshot(h, before, 30*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("a stopped host is dropped by its peers within the service TTL", func(t *testing.T) {
+		h := tb.Hosts[2]
+		var mentions []string
+		for _, c := range byNet["vx"] { // blue's addresses (and MACs) overlap the default tenant's
+			if c.host == h {
+				mentions = append(mentions, c.res.MacAddress)
+			}
+		}
+		vtep := "vxif" + strings.ReplaceAll(h.IP, ".", "")
+		h.StopHost(t)
+		start := time.Now()
+		for _, peer := range tb.Hosts[:2] {
+			if err := waitNoPort(peer, "contivVxlanBridge", vtep, 30*time.Second); err != nil {
+				t.Error(err)
+			}
+			if err := waitNoFlowMentions(peer, "contivVxlanBridge", mentions, 30*time.Second); err != nil {
+				t.Error(err)
+			}
+		}
+		t.Logf("host %s dropped by its peers %v after it stopped (service TTL 10 s)", h.Name, time.Since(start).Round(100*time.Millisecond))
+		if err := pingOK(byNet["vx"][0], byNet["vx"][2], 10*time.Second); err != nil {
+			t.Errorf("remaining hosts: %v", err)
+		}
+	})
+}
+
+// hostSnapshot is what must not change across a restart.
+type hostSnapshot struct {
+	ports map[string][]string
+	flows map[string][]string
+}
+
+func snapshot(t *testing.T, h *testbed.Host) hostSnapshot {
+	t.Helper()
+	s, err := takeSnapshot(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func takeSnapshot(h *testbed.Host) (hostSnapshot, error) {
+	s := hostSnapshot{ports: map[string][]string{}, flows: map[string][]string{}}
+	for _, br := range []string{"contivVxlanBridge", "contivVlanBridge"} {
+		out, err := h.Vsctl("list-ports", br)
+		if err != nil {
+			return s, err
+		}
+		s.ports[br] = strings.Fields(out)
+		if s.flows[br], err = h.DumpFlows(br); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// waitSnapshot polls until the host's ports and flows equal before.
+func waitSnapshot(h *testbed.Host, before hostSnapshot, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		now, err := takeSnapshot(h)
+		diff := ""
+		if err == nil {
+			for br := range before.ports {
+				if !slices.Equal(before.ports[br], now.ports[br]) {
+					diff += fmt.Sprintf("%s ports before %v after %v\n", br, before.ports[br], now.ports[br])
+				}
+				if !slices.Equal(before.flows[br], now.flows[br]) {
+					diff += fmt.Sprintf("%s flows differ:\n%s", br, flowDiff(before.flows[br], now.flows[br]))
+				}
+			}
+			if diff == "" {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%s: state after the restart differs from before:\n%s", h.Name, diff)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func flowDiff(a, b []string) string {
+	var out strings.Builder
+	for _, f := range a {
+		if !slices.Contains(b, f) {
+			out.WriteString("  - " + f + "\n")
+		}
+	}
+	for _, f := range b {
+		if !slices.Contains(a, f) {
+			out.WriteString("  + " + f + "\n")
+		}
+	}
+	return out.String()
+}
+
+// waitNoFlowMentions polls until no flow of the bridge contains any of the
+// strings.
+func waitNoFlowMentions(h *testbed.Host, bridge string, needles []string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		flows, err := h.DumpFlows(bridge)
+		var bad []string
+		for _, f := range flows {
+			for _, n := range needles {
+				if strings.Contains(f+" ", n) {
+					bad = append(bad, f)
+					break
+				}
+			}
+		}
+		if err == nil && len(bad) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%s %s: flows still mention %v:\n%s", h.Name, bridge, needles, strings.Join(bad, "\n"))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func waitNoPort(h *testbed.Host, bridge, port string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		out, err := h.Vsctl("list-ports", bridge)
+		if err == nil && !slices.Contains(strings.Fields(out), port) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: port %s still on %s (%v):\n%s", h.Name, port, bridge, err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
