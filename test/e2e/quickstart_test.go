@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contiv/netplugin/test/ovstest"
+)
+
+// TestQuickstart runs the README's main-job command (without its package
+// install step) under its own prefix and state folder, and checks that the
+// two containers pinged each other; then its stop command removes it.
+func TestQuickstart(t *testing.T) {
+	ovstest.Require(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	env := append(os.Environ(), "QUICKSTART_SKIP_INSTALL=1", "QUICKSTART_PREFIX=qst-", "QUICKSTART_STATE="+state)
+	stop := func() {
+		cmd := exec.Command("bash", "scripts/quickstart.sh", "stop")
+		cmd.Dir, cmd.Env = root, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("quickstart stop: %v\n%s", err, out)
+		}
+	}
+	t.Cleanup(stop)
+	cmd := exec.Command("bash", "scripts/quickstart.sh")
+	cmd.Dir, cmd.Env = root, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("quickstart: %v\n%s", err, out)
+	}
+	for _, want := range []string{"3 packets transmitted, 3 received, 0% packet loss", "bash scripts/quickstart.sh stop"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("quickstart output lacks %q:\n%s", want, out)
+		}
+	}
+	stop()
+	if out, _ := exec.Command("ip", "netns", "list").CombinedOutput(); strings.Contains(string(out), "qst-") {
+		t.Errorf("namespaces left after stop:\n%s", out)
+	}
+}
