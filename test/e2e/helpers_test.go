@@ -48,6 +48,24 @@ func attachNew(t *testing.T, h *testbed.Host, name, tenant, network, group strin
 	return &ctr{Container: c, host: h, tenant: tenant, network: network, id: id, res: res}
 }
 
+// tryAttach attaches a new container, or returns nil (and removes the
+// namespace) when the attach fails.
+func tryAttach(t *testing.T, h *testbed.Host, name, tenant, network string) *ctr {
+	t.Helper()
+	c := h.NewContainerNS(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := "ctr-" + name
+	res, err := attach.NewClient(h.AttachSocket()).Attach(ctx, attach.Request{Tenant: tenant, Network: network,
+		ContainerID: id, Name: name, NetNS: c.NSPath()})
+	if err != nil {
+		t.Logf("attach %s: %v", name, err)
+		c.Delete(t)
+		return nil
+	}
+	return &ctr{Container: c, host: h, tenant: tenant, network: network, id: id, res: res}
+}
+
 func detach(t *testing.T, c *ctr) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
