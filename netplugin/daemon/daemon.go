@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -234,8 +235,15 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		ofl.Close()
 		return nil, fmt.Errorf("RPC listener of %s: %w", bridge, err)
 	}
+	vrfIDs, err := d.loadVrfIDs(ctx, bridge)
+	if err != nil {
+		ofl.Close()
+		rpcl.Close()
+		return nil, err
+	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
 		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
+		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) },
 		Logger: d.log.WithField("bridge", bridge)})
 	if err != nil {
 		ofl.Close()
@@ -253,6 +261,38 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		return nil, fmt.Errorf("bridge %s did not connect to its controller on port %d within %v: %w", bridge, ofPort, d.cfg.SwitchWait, err)
 	}
 	return a, nil
+}
+
+// vrfIDsKey is the bridge external_ids key holding the agent's VRF ids, so
+// that a restarted agent replays exactly the flows that are installed.
+const vrfIDsKey = "contiv-vrf-ids"
+
+func (d *Daemon) loadVrfIDs(ctx context.Context, bridge string) (map[string]uint8, error) {
+	v, ok, err := d.drv.BridgeExternalID(ctx, bridge, vrfIDsKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the VRF ids of %s: %w", bridge, err)
+	}
+	ids := map[string]uint8{}
+	if ok && v != "" {
+		if err := json.Unmarshal([]byte(v), &ids); err != nil {
+			d.log.WithError(err).Warnf("ignoring unreadable VRF ids of %s", bridge)
+			return map[string]uint8{}, nil
+		}
+	}
+	return ids, nil
+}
+
+// saveVrfIDs runs under the agent's lock: it only writes to OVSDB.
+func (d *Daemon) saveVrfIDs(ctx context.Context, bridge string, ids map[string]uint8) {
+	b, err := json.Marshal(ids)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		err = d.drv.SetBridgeExternalID(wctx, bridge, vrfIDsKey, string(b))
+	}
+	if err != nil {
+		d.log.WithError(err).Warnf("persist the VRF ids of %s", bridge)
+	}
 }
 
 // finishRestart tells both agents to drop flows left from a previous run

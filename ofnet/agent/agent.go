@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"sync"
 	"time"
@@ -37,6 +38,7 @@ type Agent struct {
 	finished  bool // FinishRestart ran
 	networks  map[uint16]*network
 	vrfs      map[string]*vrfRef
+	vrfPref   map[string]uint8          // every VRF id given out, also by a previous run
 	locals    map[uint32]*localEndpoint // by port
 	remotes   map[string]ofrpc.OfnetEndpoint
 	vteps     map[string]uint32 // peer IP → VTEP port
@@ -63,6 +65,7 @@ func New(cfg Config) (*Agent, error) {
 		ready:     make(chan struct{}),
 		networks:  map[uint16]*network{},
 		vrfs:      map[string]*vrfRef{},
+		vrfPref:   maps.Clone(cfg.VrfIDs),
 		locals:    map[uint32]*localEndpoint{},
 		remotes:   map[string]ofrpc.OfnetEndpoint{},
 		vteps:     map[string]uint32{},

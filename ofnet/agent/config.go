@@ -39,6 +39,14 @@ type Config struct {
 	// RestartGrace is how long after the first switch connection FinishRestart runs by
 	// itself if the owner does not call it (default 30 s).
 	RestartGrace time.Duration
+	// VrfIDs are the host-local VRF ids given out by a previous run of this
+	// agent (from OnVrfIDs): a restarted agent gives every tenant the id it
+	// had, so the flows it replays are identical to those still installed.
+	VrfIDs map[string]uint8
+	// OnVrfIDs, when set, is called with every VRF id ever given out (under
+	// the agent's lock: it must not call back into the agent) whenever a
+	// tenant gets an id it did not have, so the owner can persist them.
+	OnVrfIDs func(map[string]uint8)
 	// GARPRounds and GARPInterval shape InjectGARPs bursts (default 15 rounds, 3 s).
 	GARPRounds   int
 	GARPInterval time.Duration

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"time"
 
@@ -80,13 +81,46 @@ func (a *Agent) refVrfLocked(name string) error {
 	for _, r := range a.vrfs {
 		used[r.ID] = true
 	}
+	// The id this tenant had before (in this run or the previous one) if it
+	// is free; else the lowest id nobody had; else the lowest free one.
+	if id, ok := a.vrfPref[name]; ok && id != 0 && !used[id] {
+		a.vrfs[name] = &vrfRef{ID: id, Refs: 1}
+		return nil
+	}
+	remembered := map[uint8]bool{}
+	for _, id := range a.vrfPref {
+		remembered[id] = true
+	}
+	pick := uint8(0)
 	for id := 1; id <= int(pipeline.VRFField.Max()); id++ {
-		if !used[uint8(id)] {
-			a.vrfs[name] = &vrfRef{ID: uint8(id), Refs: 1}
-			return nil
+		if used[uint8(id)] {
+			continue
+		}
+		if !remembered[uint8(id)] {
+			pick = uint8(id)
+			break
+		}
+		if pick == 0 {
+			pick = uint8(id)
 		}
 	}
-	return fmt.Errorf("agent: no free VRF id for %q", name)
+	if pick == 0 {
+		return fmt.Errorf("agent: no free VRF id for %q", name)
+	}
+	a.vrfs[name] = &vrfRef{ID: pick, Refs: 1}
+	if a.vrfPref == nil {
+		a.vrfPref = map[string]uint8{}
+	}
+	for n, id := range a.vrfPref {
+		if id == pick {
+			delete(a.vrfPref, n) // that tenant loses its remembered id
+		}
+	}
+	a.vrfPref[name] = pick
+	if a.cfg.OnVrfIDs != nil {
+		a.cfg.OnVrfIDs(maps.Clone(a.vrfPref))
+	}
+	return nil
 }
 
 func (a *Agent) unrefVrfLocked(name string) {

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +54,30 @@ func TestThreeHostsBridgeMode(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+
+	t.Run("inspect: netplugin's /inspect/driver and netmaster's /debug/ofnet", func(t *testing.T) {
+		var drv map[string]struct {
+			IsConnected bool
+			DpName      string
+			EndpointDb  map[string]json.RawMessage
+		}
+		h := tb.Hosts[0]
+		getJSON(t, h.HTTPClient(), "http://"+h.IP+":9090/inspect/driver", &drv)
+		if !drv["vxlan"].IsConnected || drv["vxlan"].DpName != "vxlan" || !drv["vlan"].IsConnected || drv["vlan"].DpName != "vlan" {
+			t.Errorf("inspect/driver: %+v", drv)
+		}
+		if len(drv["vxlan"].EndpointDb) < 8 || len(drv["vlan"].EndpointDb) < 6 {
+			t.Errorf("inspect/driver endpoint dbs: vxlan %d, vlan %d entries", len(drv["vxlan"].EndpointDb), len(drv["vlan"].EndpointDb))
+		}
+		var om struct {
+			AgentDb    map[string]json.RawMessage
+			EndpointDb map[string]json.RawMessage
+		}
+		getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/debug/ofnet", &om)
+		if len(om.AgentDb) != 6 || len(om.EndpointDb) != 14 {
+			t.Errorf("/debug/ofnet: %d agents (want 2 per host), %d endpoints (want 14)", len(om.AgentDb), len(om.EndpointDb))
+		}
+	})
 
 	t.Run("no container reaches another network or tenant", func(t *testing.T) {
 		for _, pair := range [][2]*ctr{
@@ -278,5 +305,21 @@ func waitNoPort(h *testbed.Host, bridge, port string, within time.Duration) erro
 			return fmt.Errorf("%s: port %s still on %s (%v):\n%s", h.Name, port, bridge, err, out)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func getJSON(t *testing.T, c *http.Client, url string, v any) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v\n%s", url, err, b)
 	}
 }
