@@ -20,6 +20,8 @@ import (
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // Daemon is one running netplugin.
@@ -166,7 +168,7 @@ func (d *Daemon) waitGlobalConfig(ctx context.Context) error {
 		if err != nil && !errors.Is(err, objdb.ErrNotFound) {
 			d.log.WithError(err).Debug("read global configuration")
 		}
-		if !sleepCtx(ctx, d.cfg.GlobalPoll) {
+		if !ctxutil.Sleep(ctx, d.cfg.GlobalPoll) {
 			return ctx.Err()
 		}
 	}
@@ -303,7 +305,7 @@ func (d *Daemon) finishRestart(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	if !sleepCtx(ctx, d.cfg.RestartSettle) {
+	if !ctxutil.Sleep(ctx, d.cfg.RestartSettle) {
 		return
 	}
 	for _, a := range []*agent.Agent{d.vx, d.vl} {

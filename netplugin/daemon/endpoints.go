@@ -13,6 +13,8 @@ import (
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/state"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // localEndpoint is an endpoint homed on this host with its OVS port.
@@ -258,7 +260,7 @@ func (d *Daemon) network(ctx context.Context, id string) (state.Network, error) 
 			return nw, nil
 		}
 		// Let the network watch add it to the datapath first.
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !ctxutil.Sleep(ctx, 50*time.Millisecond) {
 			return nw, ctx.Err()
 		}
 	}

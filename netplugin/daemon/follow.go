@@ -10,6 +10,8 @@ import (
 
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // handlers react to one kind of state object. put gets the previous value
@@ -88,7 +90,7 @@ func (f *follower[T]) run(ctx context.Context) {
 			f.log.WithError(err).Warn("state watch interrupted; re-listing")
 		}
 		for ctx.Err() == nil {
-			if !sleepCtx(ctx, f.retry) {
+			if !ctxutil.Sleep(ctx, f.retry) {
 				return
 			}
 			if err := f.sync(ctx); err != nil {
@@ -126,16 +128,4 @@ func sameJSON(a, b any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether ctx is still live.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

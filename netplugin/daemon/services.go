@@ -8,6 +8,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/objdb"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // serviceKey identifies one service instance.
@@ -37,7 +39,7 @@ func (f *serviceFollower) run(ctx context.Context) {
 		if err := f.once(ctx); err != nil && ctx.Err() == nil {
 			f.log.WithError(err).Warnf("watch of service %s interrupted; re-listing", f.name)
 		}
-		if !sleepCtx(ctx, f.retry) {
+		if !ctxutil.Sleep(ctx, f.retry) {
 			return
 		}
 	}
@@ -84,7 +86,7 @@ func (f *serviceFollower) arrive(ctx context.Context, s objdb.ServiceInfo) {
 	}
 	f.known[k] = s
 	f.add(ctx, s)
-	sleepCtx(ctx, f.pause)
+	ctxutil.Sleep(ctx, f.pause)
 }
 
 func (f *serviceFollower) leave(ctx context.Context, k string, s objdb.ServiceInfo) {
@@ -93,7 +95,7 @@ func (f *serviceFollower) leave(ctx context.Context, k string, s objdb.ServiceIn
 	}
 	delete(f.known, k)
 	f.del(ctx, s)
-	sleepCtx(ctx, f.pause)
+	ctxutil.Sleep(ctx, f.pause)
 }
 
 // keepRegistered registers the instances and re-registers any that the
@@ -118,7 +120,7 @@ func keepRegistered(ctx context.Context, reg objdb.ServiceRegistry, infos []objd
 	// The first registration always writes, binding the instances to this
 	// process's lease (a previous run's lease would expire under them).
 	register(true)
-	for sleepCtx(ctx, every) {
+	for ctxutil.Sleep(ctx, every) {
 		register(false)
 	}
 }

@@ -25,6 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/contiv/netplugin/objdb"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // DefaultEndpoint is the etcd client URL used when Config.Endpoints is empty
@@ -303,18 +305,6 @@ func (b *backoff) delay() time.Duration {
 
 func (b *backoff) reset() { b.next = 0 }
 
-// sleep waits d or until ctx ends; it reports whether the full d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // retry runs f with a per-attempt timeout until it succeeds, fails with a
 // non-transient error, ctx ends, the client is closed or the retry budget
 // is spent. Errors are wrapped with op and key; a spent budget wraps
@@ -356,7 +346,7 @@ func (c *Client) retry(ctx context.Context, op, key string, attemptTO time.Durat
 		c.log.WithFields(logrus.Fields{"op": op, "key": key, "attempt": attempt, "error": err}).
 			Warn("etcd request failed, retrying")
 		sctx, scancel := c.withClient(ctx)
-		sleep(sctx, d)
+		ctxutil.Sleep(sctx, d)
 		scancel()
 	}
 }

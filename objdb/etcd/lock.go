@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/contiv/netplugin/objdb"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // lockEventBuffer lets a few transitions queue up when the consumer is
@@ -215,7 +217,7 @@ func (l *lock) run(runCtx context.Context) {
 				}
 				log.WithError(err).WithField("attempt", attempt).Warn("cannot create lock session, retrying")
 				attempt++
-				sleep(waitCtx, bo.delay())
+				ctxutil.Sleep(waitCtx, bo.delay())
 				continue
 			}
 			sess, elec = s, concurrency.NewElection(s, l.pfx)
@@ -236,7 +238,7 @@ func (l *lock) run(runCtx context.Context) {
 		if err != nil {
 			log.WithError(err).WithField("attempt", attempt).Warn("lock campaign failed, retrying")
 			attempt++
-			sleep(waitCtx, bo.delay())
+			ctxutil.Sleep(waitCtx, bo.delay())
 			continue
 		}
 

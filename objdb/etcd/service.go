@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/contiv/netplugin/objdb"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // registration is one registered service instance: its key bound to a lease
@@ -160,7 +162,7 @@ func (c *Client) keepAlive(ctx context.Context, reg *registration) {
 		log.WithError(err).Warn("service keep-alive ended, checking the lease")
 		if time.Since(started) > 10*time.Second {
 			bo.reset()
-		} else if !sleep(ctx, bo.delay()) { // do not spin on a keep-alive that ends at once
+		} else if !ctxutil.Sleep(ctx, bo.delay()) { // do not spin on a keep-alive that ends at once
 			return
 		}
 		for attempt := 1; ; attempt++ {
@@ -188,7 +190,7 @@ func (c *Client) keepAlive(ctx context.Context, reg *registration) {
 				return
 			}
 			log.WithError(err).WithField("attempt", attempt).Warn("service re-registration failed, retrying")
-			if !sleep(ctx, bo.delay()) {
+			if !ctxutil.Sleep(ctx, bo.delay()) {
 				return
 			}
 		}
@@ -365,7 +367,7 @@ func (w *serviceWatch) run(ctx context.Context, kvs []objdb.KeyValue, rev int64)
 			return
 		}
 		if !compacted {
-			if !sleep(ctx, bo.delay()) {
+			if !ctxutil.Sleep(ctx, bo.delay()) {
 				return
 			}
 			continue
@@ -374,7 +376,7 @@ func (w *serviceWatch) run(ctx context.Context, kvs []objdb.KeyValue, rev int64)
 		kvs, lrev, err := w.c.list(ctx, w.prefix)
 		if err != nil {
 			log.WithError(err).Warn("service re-list failed, retrying")
-			if !sleep(ctx, bo.delay()) {
+			if !ctxutil.Sleep(ctx, bo.delay()) {
 				return
 			}
 			continue
