@@ -297,8 +297,12 @@ func (c *Client) GetPortList(ctx context.Context, bridge string) ([]string, erro
 	return names, nil
 }
 
-// ofportPoll is how often GetOFPort asks again.
-const ofportPoll = 100 * time.Millisecond
+// GetOFPort asks again after ofportPollMin, doubling up to ofportPollMax:
+// ovs-vswitchd usually assigns the number within a few milliseconds.
+const (
+	ofportPollMin = 2 * time.Millisecond
+	ofportPollMax = 100 * time.Millisecond
+)
 
 // GetOFPort returns the OpenFlow port number of interface ifName, waiting
 // (bounded by ctx) while ovs-vswitchd has not assigned one yet. It reads
@@ -306,6 +310,7 @@ const ofportPoll = 100 * time.Millisecond
 // wrapping ErrNotFound.
 func (c *Client) GetOFPort(ctx context.Context, ifName string) (int, error) {
 	var lastErr string
+	poll := ofportPollMin
 	for {
 		res, err := c.Transact(ctx, Select("Interface", []string{"ofport", "error"}, Eq("name", ifName)))
 		if err != nil {
@@ -319,7 +324,8 @@ func (c *Client) GetOFPort(ctx context.Context, ifName string) (int, error) {
 			return int(n), nil
 		}
 		lastErr = row.String("error")
-		t := time.NewTimer(ofportPoll)
+		t := time.NewTimer(poll)
+		poll = min(2*poll, ofportPollMax)
 		select {
 		case <-ctx.Done():
 			t.Stop()
