@@ -185,7 +185,19 @@ func TestThreeHostsBridgeMode(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		t.Logf("host %s dropped by its peers %v after it stopped (service TTL 10 s)", h.Name, time.Since(start).Round(100*time.Millisecond))
+		took := time.Since(start)
+		t.Logf("host %s dropped by its peers %v after it stopped (service TTL 10 s)", h.Name, took.Round(100*time.Millisecond))
+		if took > 15*time.Second {
+			t.Errorf("peers dropped the stopped host after %v: more than the service TTL (10 s) + 5 s", took)
+		}
+		// netmaster's ofnet master forgot the host's agents.
+		var om struct{ AgentDb map[string]json.RawMessage }
+		getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/debug/ofnet", &om)
+		for a := range om.AgentDb {
+			if strings.HasPrefix(a, h.IP+":") {
+				t.Errorf("ofnet master still lists agent %s of the stopped host", a)
+			}
+		}
 		if err := pingOK(byNet["vx"][0], byNet["vx"][2], 10*time.Second); err != nil {
 			t.Errorf("remaining hosts: %v", err)
 		}
