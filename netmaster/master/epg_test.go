@@ -323,7 +323,7 @@ func TestPluginAddresses(t *testing.T) {
 	if got := e.dump()["state/eps/web.default-d1"]; !strings.Contains(got, `"labels":{"app":"redis"}`) || !strings.Contains(got, `"containerId":"cid1"`) {
 		t.Fatalf("endpoint after start: %s", got)
 	}
-	if b := e.ok("POST", "/plugin/updateEndpoint", `{"ContainerID":"cid1","Event":"die"}`); b != "null\n" {
+	if b := e.ok("POST", "/plugin/updateEndpoint", `{"ContainerID":"cid1","Event":"die"}`); b != `{"IPAddress":""}`+"\n" {
 		t.Fatalf("die: %q", b)
 	}
 	e.fail("POST", "/plugin/updateEndpoint", `{"Event":"die"}`, "invalid containerID in UpdateEndpointRequest:(nil)")

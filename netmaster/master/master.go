@@ -59,9 +59,14 @@ type Config struct {
 	OfnetIP string
 	// OfnetPort is its port (ofrpc.MasterPort); 0 picks a free one.
 	OfnetPort int
-	// OfnetClearDelay is how long after a host's netplugin disappears its
-	// endpoints are withdrawn from the other hosts (0: DefaultOfnetClearDelay).
+	// OfnetClearDelay is how long a host's netplugin may stay away before
+	// the host is garbage-collected: its endpoints withdrawn from the other
+	// hosts and deleted from the store (0: DefaultOfnetClearDelay; absence
+	// re-checked every tenth of it; spec daemons.md §4.10.3).
 	OfnetClearDelay time.Duration
+	// NetpluginPort is the port of the netplugins' REST servers, asked to
+	// reclaim cleaned-up endpoints (0: DefaultNetpluginPort).
+	NetpluginPort int
 }
 
 // Leader implements daemon.Leader.
@@ -144,6 +149,8 @@ type master struct {
 	svc     objdb.ServiceRegistry // agent discovery (ofnet.go)
 	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
 	ofnetWG sync.WaitGroup
+
+	svcLB *svcLBCache // service load balancer (servicelb_cache.go)
 }
 
 // netState reads a network state through netCache.
@@ -172,14 +179,15 @@ func (m *master) epgState(ctx context.Context, epgID string) (state.EndpointGrou
 
 func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 	return &master{
-		cfg:  cfg,
-		log:  log,
-		kv:   kv,
-		st:   state.New(kv),
-		v4:   ipam.NewV4(kv),
-		v6:   ipam.NewV6(kv),
-		res:  resources.New(kv),
-		ctrs: map[string]*counters{},
+		cfg:   cfg,
+		log:   log,
+		kv:    kv,
+		st:    state.New(kv),
+		v4:    ipam.NewV4(kv),
+		v6:    ipam.NewV6(kv),
+		res:   resources.New(kv),
+		ctrs:  map[string]*counters{},
+		svcLB: newSvcLBCache(),
 	}
 }
 
@@ -207,6 +215,7 @@ func (m *master) controllers() contivmodel.Controllers {
 		AciGw:             aciGwCtl{m},
 		Bgp:               bgpCtl{m},
 		ExtContractsGroup: extContractsCtl{m},
+		ServiceLB:         serviceLBCtl{m},
 	}
 }
 
@@ -225,6 +234,9 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 		if err := m.sweepLeaks(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.restoreServices(ctx); err != nil {
+		return nil, fmt.Errorf("restore service load balancers: %w", err)
 	}
 	if err := m.reconcileCounters(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile endpoint counters: %w", err)
@@ -245,6 +257,8 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	}
 	router := contivmodel.NewRouter(m.reg)
 	m.addPluginRoutes(router)
+	m.addEpCleanupRoute(router)
+	m.addServiceRoutes(router)
 	m.startOfnet(ctx, router)
 	return router, nil
 }

@@ -24,7 +24,8 @@ const (
 
 // agentFollower turns `netplugin` service events into ofnet master calls:
 // Add → AddNode (retried until the agent answers), Del → RemoveNode and,
-// once the host has no agent left for the clear delay, ClearNode.
+// once the host has no agent left for the clear delay, the host GC
+// (ClearNode and the deletion of its endpoints, hostgc.go).
 //
 // Agents register with, and originate endpoints from, their VTEP IP, while
 // the `netplugin` entries carry the control IP (daemons.md §10 row 10). The
@@ -62,6 +63,7 @@ func newAgentFollower(m *master, om *ofmaster.Master) *agentFollower {
 func (f *agentFollower) run(ctx context.Context) {
 	defer f.wg.Wait()
 	var agents, vteps <-chan objdb.ServiceEvent
+	orphansChecked := false
 	for ctx.Err() == nil {
 		var err error
 		if agents == nil {
@@ -79,6 +81,10 @@ func (f *agentFollower) run(ctx context.Context) {
 				return
 			}
 			continue
+		}
+		if !orphansChecked {
+			orphansChecked = true
+			f.scheduleOrphans(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -140,7 +146,7 @@ func (f *agentFollower) handle(ctx context.Context, ev objdb.ServiceEvent) {
 		delete(f.ports[host], info.Port)
 		if len(f.ports[host]) == 0 {
 			delete(f.ports, host)
-			f.scheduleClear(ctx, host, vtep)
+			f.scheduleClear(ctx, host, info.Hostname, vtep)
 		}
 		f.log.WithFields(logrus.Fields{"agent": node.Addr(), "vtep": vtep}).Info("netplugin agent gone")
 	default:
@@ -205,9 +211,10 @@ func (f *agentFollower) startAdd(ctx context.Context, node ofrpc.OfnetNode) {
 	}()
 }
 
-// scheduleClear withdraws the endpoints of vtep after the delay unless the
-// host comes back first.
-func (f *agentFollower) scheduleClear(ctx context.Context, host, vtep string) {
+// scheduleClear garbage-collects the host after the delay unless it comes
+// back first (hostgc.go): its endpoints are withdrawn from the other agents
+// (under vtep) and deleted from the store (by hostname, when known).
+func (f *agentFollower) scheduleClear(ctx context.Context, host, hostname, vtep string) {
 	if cancel, ok := f.clears[host]; ok {
 		cancel()
 	}
@@ -216,11 +223,25 @@ func (f *agentFollower) scheduleClear(ctx context.Context, host, vtep string) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		if !sleepCtx(cctx, f.delay) {
+		if !f.awaitGone(cctx, host) {
 			return
 		}
-		if err := f.om.ClearNode(cctx, vtep); err != nil && cctx.Err() == nil {
-			f.log.WithError(err).WithField("host", vtep).Warn("clear endpoints of a departed host")
+		// A host that left before this term (vtep "") has no endpoints in
+		// this term's master.
+		if vtep != "" {
+			if err := f.om.ClearNode(cctx, vtep); err != nil && cctx.Err() == nil {
+				f.log.WithError(err).WithField("host", vtep).Warn("clear endpoints of a departed host")
+			}
 		}
+		if hostname == "" {
+			return
+		}
+		n, err := f.m.collectHost(cctx, hostname)
+		log := f.log.WithFields(logrus.Fields{"host": hostname, "endpoints": n})
+		if err != nil && cctx.Err() == nil {
+			log.WithError(err).Warn("host GC: delete endpoints of a departed host")
+			return
+		}
+		log.Info("host GC: endpoints of a departed host deleted")
 	}()
 }

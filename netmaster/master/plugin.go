@@ -242,6 +242,10 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 		if err != nil {
 			return resp, err
 		}
+		if _, err := m.kv.Put(ctx, ipallocKey(ref.netID, a), []byte(ref.netID)); err != nil {
+			m.releaseV6(ref.netID, a)
+			return resp, fmt.Errorf("record address %s: %w", a, err)
+		}
 		resp.IPv4Address = fmt.Sprintf("%s/%d", a, ns.IPv6SubnetLen)
 		return resp, nil
 	}
@@ -303,6 +307,41 @@ func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Ad
 	return a, err
 }
 
+// takeV6 allocates the IPv6 address of endpoint epID: the preferred one
+// (if given) may also be one epID holds already or one allocAddress handed
+// out and no endpoint holds. fresh reports a new allocation.
+func (m *master) takeV6(ctx context.Context, netID, epID, preferred string) (a netip.Addr, fresh bool, err error) {
+	a, err = m.allocV6(ctx, netID, preferred)
+	if !errors.Is(err, ipam.ErrInUse) {
+		return a, err == nil, err
+	}
+	pref, _ := netip.ParseAddr(preferred)
+	holder, herr := m.endpointHolding(ctx, netID, pref)
+	if herr != nil {
+		return netip.Addr{}, false, herr
+	}
+	if holder == epID {
+		return pref, false, nil
+	}
+	if holder == "" {
+		if rec, gerr := m.kv.Get(ctx, ipallocKey(netID, pref)); gerr == nil && !strings.HasPrefix(string(rec.Value), vipRecordPrefix) {
+			return pref, false, nil
+		} else if gerr != nil && !errors.Is(gerr, objdb.ErrNotFound) {
+			return netip.Addr{}, false, fmt.Errorf("read address record %s: %w", pref, gerr)
+		}
+	}
+	return netip.Addr{}, false, err
+}
+
+// releaseV6 gives an IPv6 address back during a rollback.
+func (m *master) releaseV6(netID string, a netip.Addr) {
+	ctx, cancel := undoCtx()
+	defer cancel()
+	if _, err := m.v6.Release(ctx, netID, a); err != nil {
+		m.log.WithError(err).WithField("network", netID).Error("roll back ipv6 address")
+	}
+}
+
 // releaseV4 gives an address back during a rollback.
 func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 	ctx, cancel := undoCtx()
@@ -324,6 +363,9 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
 		if _, err := m.v6.Release(ctx, ref.netID, a); err != nil {
 			return AddressReleaseResponse{}, err
+		}
+		if err := m.kv.Delete(ctx, ipallocKey(ref.netID, a)); err != nil {
+			return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", a, err)
 		}
 		return AddressReleaseResponse{Status: "success"}, nil
 	}
@@ -432,8 +474,20 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 		if herr != nil {
 			return resp, herr
 		}
-		if holder == "" || holder == epID {
+		switch {
+		case holder == epID:
 			ip, err = pref, nil
+		case holder == "":
+			// Only an address allocAddress handed out (its record names
+			// the network) may be taken over; the gateway, a group
+			// pool's range or a service VIP may not.
+			rec, gerr := m.kv.Get(ctx, ipallocKey(pool, pref))
+			switch {
+			case gerr == nil && !strings.HasPrefix(string(rec.Value), vipRecordPrefix):
+				ip, err = pref, nil
+			case gerr != nil && !errors.Is(gerr, objdb.ErrNotFound):
+				return resp, fmt.Errorf("read address record %s: %w", pref, gerr)
+			}
 		}
 	}
 	if err != nil {
@@ -446,25 +500,41 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 		undo = append(undo, func() { m.releaseV4(netID, pool, ip) })
 	}
 	ep.IPAddress, ep.MacAddress = ip.String(), macFor(ip)
+	v6TakenOver := false
 	if ns.IPv6Subnet != "" {
-		a6, err := m.allocV6(ctx, netID, req.ConfigEP.IPv6Address)
+		a6, fresh, err := m.takeV6(ctx, netID, epID, req.ConfigEP.IPv6Address)
 		if err != nil {
 			return resp, err
 		}
-		undo = append(undo, func() {
-			ctx, cancel := undoCtx()
-			defer cancel()
-			if _, err := m.v6.Release(ctx, netID, a6); err != nil {
-				m.log.WithError(err).Error("roll back ipv6 address")
-			}
-		})
+		if fresh {
+			undo = append(undo, func() { m.releaseV6(netID, a6) })
+		}
+		v6TakenOver = !fresh
 		ep.IPv6Address = a6.String()
 	}
 	if ns.NwType != "infra" && group != "" {
 		ep.EndpointGroupKey = gs.ID
 		ep.EndpointGroupID = gs.EndpointGroupID
 	}
-	if _, err = m.st.Endpoints.Write(ctx, ep, objdb.WithCreateOnly()); err != nil {
+	addrs := 0
+	if newlyTaken {
+		addrs = 1
+	}
+	// The record and the counters are written concurrently (see
+	// perf_counters.go); each failure path takes back what was stored.
+	var netErr, groupErr error
+	err = both(func() { netErr, groupErr = m.bumpEndpointCounters(ctx, netID, ep.EndpointGroupKey, 1, addrs) },
+		func() error {
+			_, err := m.st.Endpoints.Write(ctx, ep, objdb.WithCreateOnly())
+			return err
+		})
+	if netErr == nil {
+		undo = append(undo, func() { m.undoNetworkBump(netID, -1, -addrs) })
+	}
+	if groupErr == nil && ep.EndpointGroupKey != "" {
+		undo = append(undo, func() { m.undoGroupBump(ep.EndpointGroupKey, -1) })
+	}
+	if err != nil {
 		if errors.Is(err, objdb.ErrConflict) {
 			// A concurrent create of the same endpoint won: answer with it.
 			if r, ok := existing(); ok {
@@ -477,12 +547,6 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 		}
 		return resp, fmt.Errorf("write endpoint %q: %w", epID, err)
 	}
-	if !newlyTaken {
-		// The endpoint now owns an address allocAddress handed out.
-		if err = m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-			return resp, fmt.Errorf("take over address record %s: %w", ip, err)
-		}
-	}
 	undo = append(undo, func() {
 		ctx, cancel := undoCtx()
 		defer cancel()
@@ -490,33 +554,34 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			m.log.WithError(err).Error("roll back endpoint state")
 		}
 	})
-	if ep.EndpointGroupKey != "" {
-		if err = m.bumpGroup(ctx, ep.EndpointGroupKey, 1); err != nil {
-			return resp, err
-		}
-		undo = append(undo, func() {
-			ctx, cancel := undoCtx()
-			defer cancel()
-			if err := m.bumpGroup(ctx, ep.EndpointGroupKey, -1); err != nil {
-				m.log.WithError(err).Error("roll back group count")
-			}
-		})
-	}
-	addrs := 0
-	if newlyTaken {
-		addrs = 1
-	}
-	if err = m.bumpNetwork(ctx, netID, 1, addrs); err != nil {
+	if err = errors.Join(netErr, groupErr); err != nil {
 		return resp, err
+	}
+	if !newlyTaken {
+		// The endpoint now owns an address allocAddress handed out.
+		if err = m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
+			return resp, fmt.Errorf("take over address record %s: %w", ip, err)
+		}
+	}
+	if v6TakenOver {
+		if err = m.kv.Delete(ctx, ipallocKey(netID, netip.MustParseAddr(ep.IPv6Address))); err != nil {
+			return resp, fmt.Errorf("take over address record %s: %w", ep.IPv6Address, err)
+		}
 	}
 	return EndpointResponse{EndpointConfig: ep}, nil
 }
 
 func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest) (EndpointResponse, error) {
+	netID := netStateID(req.TenantName, req.NetworkName)
+	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
+}
+
+// removeEndpoint deletes endpoint state epID of network netID and gives
+// its addresses and counts back (spec daemons.md §4.10.2); the debug
+// cleanup and the host garbage collection use it too.
+func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (EndpointResponse, error) {
 	m.topo.RLock()
 	defer m.topo.RUnlock()
-	netID := netStateID(req.TenantName, req.NetworkName)
-	epID := netID + "-" + req.EndpointID
 	ep, ver, err := m.st.Endpoints.ReadVersion(ctx, epID)
 	if err != nil {
 		return EndpointResponse{}, storeErr("read endpoint "+epID, err)
@@ -534,33 +599,45 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 	if err != nil {
 		return resp, fmt.Errorf("read network state %q: %w", netID, err)
 	}
-	pool := netID
+	pool, group := netID, ""
 	if ep.EndpointGroupKey != "" {
 		if gs, err := m.epgState(ctx, ep.EndpointGroupKey); err == nil {
 			if gs.IPPool != "" {
 				pool = gs.ID
 			}
-			if err := m.bumpGroup(ctx, gs.ID, -1); err != nil {
-				return resp, err
-			}
+			group = gs.ID
 		}
 	}
+	// The group's counter is written concurrently with the releases (see
+	// perf_counters.go); the network's waits for the IPv4 release, which
+	// tells whether its address count goes down.
 	addrs := 0
-	if ip, err := netip.ParseAddr(ep.IPAddress); err == nil {
-		released, err := m.v4.Release(ctx, pool, ip)
-		if err != nil {
-			return resp, err
+	var groupErr error
+	err = both(func() {
+		if group != "" {
+			groupErr = m.bumpGroup(ctx, group, -1)
 		}
-		if released {
-			addrs = -1
-		}
-	}
-	if ns.IPv6Subnet != "" {
-		if ip, err := netip.ParseAddr(ep.IPv6Address); err == nil {
-			if _, err := m.v6.Release(ctx, netID, ip); err != nil {
-				return resp, err
+	}, func() error {
+		if ip, err := netip.ParseAddr(ep.IPAddress); err == nil {
+			released, err := m.v4.Release(ctx, pool, ip)
+			if err != nil {
+				return err
+			}
+			if released {
+				addrs = -1
 			}
 		}
+		if ns.IPv6Subnet != "" {
+			if ip, err := netip.ParseAddr(ep.IPv6Address); err == nil {
+				if _, err := m.v6.Release(ctx, netID, ip); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err = errors.Join(err, groupErr); err != nil {
+		return resp, err
 	}
 	if err := m.bumpNetwork(ctx, netID, -1, addrs); err != nil {
 		return resp, err
@@ -568,9 +645,10 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 	return resp, nil
 }
 
-// updateEndpoint records container start/stop notifications. Service load
-// balancing is not implemented: no container is ever a provider, so a
-// "die" answers null (spec rest-api.md §3.5).
+// updateEndpoint handles container start/stop notifications (spec
+// rest-api.md §3.5, daemons.md §4.12): a started container's labels, id
+// and name go into its endpoint and it becomes a provider of the matching
+// services; a "die" withdraws it ("null" for a container never started).
 func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest) (*UpdateEndpointResponse, error) {
 	resp := &UpdateEndpointResponse{IPAddress: req.IPAddress}
 	switch req.Event {
@@ -587,7 +665,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 			return nil, fmt.Errorf("read network state %q: %w", netID, err)
 		}
 		epID := netID + "-" + req.EndpointID
-		if _, err := casUpdate(ctx, m.st.Endpoints, epID, func(ep *state.Endpoint) error {
+		ep, err := casUpdate(ctx, m.st.Endpoints, epID, func(ep *state.Endpoint) error {
 			if ep.Labels == nil && len(req.Labels) > 0 {
 				ep.Labels = map[string]string{}
 			}
@@ -596,19 +674,26 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 			}
 			ep.ContainerID, ep.EPCommonName = req.ContainerID, req.EPCommonName
 			return nil
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, storeErr("update endpoint "+epID, err)
 		}
 		if req.ContainerID == "" {
 			b, _ := json.Marshal(req)
 			return nil, contivmodel.Errorf("invalid ProviderID from providerInfo:%s", b)
 		}
+		if err := m.providerStart(ctx, startedProvider(req, ep)); err != nil {
+			return nil, err
+		}
 		return resp, nil
 	case "die":
 		if req.ContainerID == "" {
 			return nil, contivmodel.Errorf("invalid containerID in UpdateEndpointRequest:(nil)")
 		}
-		return nil, nil
+		if known, err := m.providerDie(ctx, req.ContainerID); err != nil || !known {
+			return nil, err
+		}
+		return resp, nil
 	}
 	return resp, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -20,9 +21,9 @@ const ipallocPrefix = "state/ipalloc/"
 
 func ipallocKey(pool string, ip netip.Addr) string { return ipallocPrefix + pool + "/" + ip.String() }
 
-// sweepLeaks releases every address taken in a network or group pool that
-// no endpoint, allocAddress record or gateway accounts for, then corrects
-// the counters. Endpoint operations of this process wait meanwhile.
+// sweepLeaks releases every address taken in a network or group pool (IPv4)
+// or a network's IPv6 pool that no endpoint, allocAddress record or gateway
+// accounts for, then corrects the counters. Endpoint operations of this process wait meanwhile.
 func (m *master) sweepLeaks(ctx context.Context) error {
 	m.topo.Lock()
 	defer m.topo.Unlock()
@@ -67,6 +68,9 @@ func (m *master) sweepLeaks(ctx context.Context) error {
 		}
 	}
 	for _, ep := range eps {
+		if a, err := netip.ParseAddr(ep.IPv6Address); err == nil {
+			hold(ep.NetID, a) // IPv6 pools are per network
+		}
 		a, err := netip.ParseAddr(ep.IPAddress)
 		if err != nil {
 			continue
@@ -140,5 +144,35 @@ func (m *master) sweepLeaks(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, n := range nets {
+		if n.IPv6Subnet == "" {
+			continue
+		}
+		gw, _ := netip.ParseAddr(n.IPv6Gateway)
+		if err := m.sweepV6(ctx, n.ID, func(x netip.Addr) bool { return held[n.ID][x] || x == gw }); err != nil {
+			return err
+		}
+	}
 	return m.reconcileCounters(ctx)
+}
+
+// sweepV6 releases the addresses of the IPv6 pool of netID not kept.
+func (m *master) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) error {
+	taken, err := m.v6.Allocated(ctx, netID)
+	if errors.Is(err, ipam.ErrPoolNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	for _, x := range taken {
+		if keep(x) {
+			continue
+		}
+		if _, err := m.v6.Release(ctx, netID, x); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		m.log.WithField("pool", netID).Warnf("released leaked address %s", x)
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 // Package netmaster benchmarks the netmaster's endpoint path through its
 // REST /plugin API on an embedded etcd: create then delete endpoints at
-// concurrency 1 and 16, on a /24 and on a /8 network.
+// concurrency 1 and 16, on a /24 and on a /8 network. It also reports the
+// store operations per create and delete, and BenchmarkStorePut the rate
+// of single create-only writes on the same store, the floor the endpoint
+// path builds on.
 //
 //	go test ./test/bench/netmaster -run '^$' -bench . -benchtime 2000x
 package netmaster
@@ -23,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 )
@@ -38,6 +42,38 @@ func quiet() *logrus.Entry {
 type server struct {
 	url    string
 	client *http.Client
+	ops    *countingStore
+}
+
+// countingStore counts the key-value operations the netmaster makes.
+type countingStore struct {
+	objdb.Store
+	reads, writes atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) (objdb.KeyValue, error) {
+	c.reads.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *countingStore) List(ctx context.Context, prefix string) ([]objdb.KeyValue, error) {
+	c.reads.Add(1)
+	return c.Store.List(ctx, prefix)
+}
+
+func (c *countingStore) Put(ctx context.Context, key string, value []byte, opts ...objdb.OpOption) (int64, error) {
+	c.writes.Add(1)
+	return c.Store.Put(ctx, key, value, opts...)
+}
+
+func (c *countingStore) Delete(ctx context.Context, key string, opts ...objdb.OpOption) error {
+	c.writes.Add(1)
+	return c.Store.Delete(ctx, key, opts...)
+}
+
+// opsSince is the reads and writes made since the snapshot r, w.
+func (c *countingStore) opsSince(r, w int64) (int64, int64) {
+	return c.reads.Load() - r, c.writes.Load() - w
 }
 
 func start(b *testing.B) *server {
@@ -50,8 +86,9 @@ func start(b *testing.B) *server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	ops := &countingStore{Store: st}
 	lctx, lcancel := context.WithCancel(context.Background())
-	h, err := master.New(master.Config{FwdMode: "bridge", ClusterMode: "test"}, quiet()).Start(lctx, st)
+	h, err := master.New(master.Config{FwdMode: "bridge", ClusterMode: "test"}, quiet()).Start(lctx, ops)
 	if err != nil {
 		lcancel()
 		b.Fatal(err)
@@ -59,7 +96,7 @@ func start(b *testing.B) *server {
 	hs := httptest.NewServer(h)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(func() { tr.CloseIdleConnections(); hs.Close(); lcancel() })
-	return &server{url: hs.URL, client: &http.Client{Transport: tr}}
+	return &server{url: hs.URL, client: &http.Client{Transport: tr}, ops: ops}
 }
 
 func (s *server) post(path, body string) error {
@@ -125,10 +162,12 @@ func BenchmarkEndpoints(b *testing.B) {
 				}
 				var createLat, deleteLat []time.Duration
 				var createTime, deleteTime time.Duration
+				var createOps, deleteOps [2]int64 // reads, writes
 				b.ResetTimer()
 				for done := 0; done < b.N; {
 					n := min(250, b.N-done)
 					base := done
+					r0, w0 := s.ops.opsSince(0, 0)
 					lat, d, err := run(n, c, func(i int) error {
 						return s.post("/plugin/createEndpoint", fmt.Sprintf(`{"TenantName":"default","NetworkName":"net","ConfigEP":{"Container":"c%d","Host":"h1"}}`, base+i))
 					})
@@ -136,6 +175,9 @@ func BenchmarkEndpoints(b *testing.B) {
 						b.Fatal(err)
 					}
 					createLat, createTime = append(createLat, lat...), createTime+d
+					r, w := s.ops.opsSince(r0, w0)
+					createOps[0], createOps[1] = createOps[0]+r, createOps[1]+w
+					r0, w0 = s.ops.opsSince(0, 0)
 					lat, d, err = run(n, c, func(i int) error {
 						return s.post("/plugin/deleteEndpoint", fmt.Sprintf(`{"TenantName":"default","NetworkName":"net","EndpointID":"c%d"}`, base+i))
 					})
@@ -143,6 +185,8 @@ func BenchmarkEndpoints(b *testing.B) {
 						b.Fatal(err)
 					}
 					deleteLat, deleteTime = append(deleteLat, lat...), deleteTime+d
+					r, w = s.ops.opsSince(r0, w0)
+					deleteOps[0], deleteOps[1] = deleteOps[0]+r, deleteOps[1]+w
 					done += n
 				}
 				b.StopTimer()
@@ -152,10 +196,45 @@ func BenchmarkEndpoints(b *testing.B) {
 				b.ReportMetric(float64(pct(createLat, 0.99).Microseconds()), "create-p99-µs")
 				b.ReportMetric(float64(pct(deleteLat, 0.5).Microseconds()), "delete-p50-µs")
 				b.ReportMetric(float64(pct(deleteLat, 0.99).Microseconds()), "delete-p99-µs")
+				b.ReportMetric(float64(createOps[0])/float64(len(createLat)), "create-reads/op")
+				b.ReportMetric(float64(createOps[1])/float64(len(createLat)), "create-writes/op")
+				b.ReportMetric(float64(deleteOps[0])/float64(len(deleteLat)), "delete-reads/op")
+				b.ReportMetric(float64(deleteOps[1])/float64(len(deleteLat)), "delete-writes/op")
 				if os.Getenv("BENCH_VERBOSE") != "" {
 					b.Logf("%s c=%d: %d creates in %v, %d deletes in %v", nw.name, c, len(createLat), createTime, len(deleteLat), deleteTime)
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkStorePut writes b.N distinct keys with create-only puts at
+// concurrency 1 and 16 on a fresh embedded etcd: the cost of one store
+// round trip that each endpoint create waits for at least once.
+func BenchmarkStorePut(b *testing.B) {
+	val := []byte(`{"id":"net.default-c123","netID":"net.default","ipAddress":"10.1.1.123","macAddress":"02:02:0a:01:01:7b"}`)
+	for _, c := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) {
+			srv := objdbtest.StartEmbeddedEtcd(b)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			st, err := etcd.New(ctx, etcd.Config{Endpoints: []string{srv.Endpoint}, Root: objdbtest.UniqueRoot(b), Logger: quiet()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			b.ResetTimer()
+			lat, d, err := run(b.N, c, func(i int) error {
+				_, err := st.Put(ctx, fmt.Sprintf("bench/%d", i), val, objdb.WithCreateOnly())
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/d.Seconds(), "puts/s")
+			b.ReportMetric(float64(pct(lat, 0.5).Microseconds()), "p50-µs")
+			b.ReportMetric(float64(pct(lat, 0.99).Microseconds()), "p99-µs")
+		})
 	}
 }

@@ -1,0 +1,192 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+)
+
+// DefaultNetpluginPort is the port of netplugin's REST server (spec
+// daemons.md §6.5), where netmaster asks for an endpoint's reclaim.
+const DefaultNetpluginPort = 9090
+
+// Bounds of one reclaim request to a netplugin.
+const (
+	reclaimDialTimeout = 5 * time.Second
+	reclaimTimeout     = 15 * time.Second
+)
+
+// errNothingToClean answers a cleanup of a network or group without
+// endpoints (the original's empty 200).
+var errNothingToClean = errors.New("master: no endpoints to clean up")
+
+// addEpCleanupRoute serves DELETE /debug/epcleanup/tenant/{tenant}/{category}/{id}
+// (spec daemons.md §4.10.4, rest-api.md §3.10).
+func (m *master) addEpCleanupRoute(r *mux.Router) {
+	r.Methods(http.MethodDelete).Path("/debug/epcleanup/tenant/{tenant}/{category}/{id}").HandlerFunc(m.serveEpCleanup)
+}
+
+// serveEpCleanup always answers 200: the text line when every selected
+// endpoint was deleted and reclaimed, an empty body otherwise (failures
+// are logged; rest-api.md Appendix A Q12).
+func (m *master) serveEpCleanup(w http.ResponseWriter, r *http.Request) {
+	v := mux.Vars(r)
+	log := m.log.WithField("path", r.URL.Path)
+	msg, err := m.epCleanup(r.Context(), v["tenant"], v["category"], v["id"])
+	switch {
+	case errors.Is(err, errNothingToClean):
+		log.Info("endpoint cleanup: nothing to clean up")
+	case err != nil:
+		log.WithError(err).Warn("endpoint cleanup failed")
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, msg)
+}
+
+// epCleanup deletes the endpoints a cleanup request selects and asks
+// their hosts to reclaim them; it returns the answer's text line.
+func (m *master) epCleanup(ctx context.Context, tenant, category, id string) (string, error) {
+	var match func(state.Endpoint) bool
+	var what string
+	switch category {
+	case "net":
+		netID := netStateID(tenant, id)
+		ns, err := m.st.Networks.Read(ctx, netID) // not netCache: epCount is needed
+		if err != nil {
+			return "", fmt.Errorf("read network state %q: %w", netID, err)
+		}
+		if ns.EpCount == 0 {
+			return "", fmt.Errorf("network %q: %w", netID, errNothingToClean)
+		}
+		match = func(ep state.Endpoint) bool { return ep.NetID == netID }
+		what = "Network"
+	case "group":
+		epgID := epgStateID(tenant, id)
+		gs, err := m.st.EndpointGroups.Read(ctx, epgID)
+		if err != nil {
+			return "", fmt.Errorf("read group state %q: %w", epgID, err)
+		}
+		if gs.EpCount == 0 {
+			return "", fmt.Errorf("group %q: %w", epgID, errNothingToClean)
+		}
+		// The group's name, in any tenant (as the original).
+		match = func(ep state.Endpoint) bool { return ep.ServiceName == id }
+		what = "EPG"
+	case "ep":
+		match = func(ep state.Endpoint) bool { return strings.Contains(ep.EndpointID, id) }
+		what = "Endpoint"
+	default:
+		return "", fmt.Errorf("unknown cleanup category %q", category)
+	}
+	eps, err := m.allEndpoints(ctx)
+	if err != nil {
+		return "", err
+	}
+	var selected []state.Endpoint
+	for _, ep := range eps {
+		if match(ep) {
+			selected = append(selected, ep)
+		}
+	}
+	if len(selected) > 0 {
+		if err := m.cleanupEndpoints(ctx, selected); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("Received request to cleanup %s with ID: %s\n", what, id), nil
+}
+
+// cleanupEndpoints deletes each endpoint (as /plugin/deleteEndpoint does)
+// and asks the netplugin of its homing host to reclaim it. It goes on
+// after a failure and returns all failures.
+func (m *master) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) error {
+	vteps, err := m.vtepsByHost(ctx)
+	if err != nil {
+		return err
+	}
+	// One transport per request, without idle connections left behind.
+	client := &http.Client{
+		Timeout: reclaimTimeout,
+		Transport: &http.Transport{
+			DialContext:       (&net.Dialer{Timeout: reclaimDialTimeout}).DialContext,
+			DisableKeepAlives: true,
+		},
+	}
+	var errs []error
+	for _, ep := range eps {
+		if _, err := m.removeEndpoint(ctx, ep.NetID, ep.ID); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("delete endpoint %q: %w", ep.ID, err))
+			continue
+		}
+		vtep, ok := vteps[ep.HomingHost]
+		if !ok {
+			errs = append(errs, fmt.Errorf("reclaim endpoint %q: no %s registered for host %q", ep.ID, serviceVtep, ep.HomingHost))
+			continue
+		}
+		if err := m.reclaimEndpoint(ctx, client, vtep, ep.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.log.WithFields(map[string]any{"endpoint": ep.ID, "host": ep.HomingHost}).Info("endpoint cleaned up")
+	}
+	return errors.Join(errs...)
+}
+
+// vtepsByHost maps host names to the VTEP address their netplugin
+// registered.
+func (m *master) vtepsByHost(ctx context.Context) (map[string]string, error) {
+	if m.svc == nil {
+		return nil, errors.New("master: no service registry")
+	}
+	list, err := m.svc.GetService(ctx, serviceVtep)
+	if err != nil {
+		return nil, fmt.Errorf("list %s services: %w", serviceVtep, err)
+	}
+	out := make(map[string]string, len(list))
+	for _, s := range list {
+		if s.Hostname != "" {
+			out[s.Hostname] = s.HostAddr
+		}
+	}
+	return out, nil
+}
+
+// reclaimEndpoint sends DELETE /debug/reclaimEndpoint/<epID> to the
+// netplugin at vtep.
+func (m *master) reclaimEndpoint(ctx context.Context, client *http.Client, vtep, epID string) error {
+	port := m.cfg.NetpluginPort
+	if port == 0 {
+		port = DefaultNetpluginPort
+	}
+	u := "http://" + net.JoinHostPort(vtep, strconv.Itoa(port)) + "/debug/reclaimEndpoint/" + url.PathEscape(epID)
+	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return fmt.Errorf("reclaim endpoint %q: %w", epID, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("reclaim endpoint %q: %w", epID, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+		return fmt.Errorf("reclaim endpoint %q: DELETE %s answered %d %q", epID, u, resp.StatusCode, first)
+	}
+	return nil
+}

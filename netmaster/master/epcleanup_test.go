@@ -1,0 +1,237 @@
+package master_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/objdb"
+)
+
+// fakeNetplugins serves netplugin's DELETE /debug/reclaimEndpoint/{id} on
+// one port of several loopback addresses (one per simulated host) and
+// records "<ip> <path>" of every request. Paths in fail answer 500.
+type fakeNetplugins struct {
+	port int
+	fail map[string]bool
+
+	mu   sync.Mutex
+	reqs []string
+}
+
+func startFakeNetplugins(t *testing.T, ips ...string) *fakeNetplugins {
+	t.Helper()
+	var lns []net.Listener
+	for attempt := 0; ; attempt++ {
+		var err error
+		if lns, err = listenAll(ips, 0); err == nil {
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("listen on %v: %v", ips, err)
+		}
+	}
+	f := &fakeNetplugins{port: lns[0].Addr().(*net.TCPAddr).Port, fail: map[string]bool{}}
+	srv := &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	for _, ln := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("fake netplugin: %v", err)
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		wg.Wait()
+	})
+	return f
+}
+
+func (f *fakeNetplugins) serve(w http.ResponseWriter, r *http.Request) {
+	host, _, _ := net.SplitHostPort(r.Host)
+	f.mu.Lock()
+	f.reqs = append(f.reqs, r.Method+" "+host+" "+r.URL.EscapedPath())
+	fail := f.fail[r.URL.Path]
+	f.mu.Unlock()
+	if fail || r.Method != http.MethodDelete || !strings.HasPrefix(r.URL.Path, "/debug/reclaimEndpoint/") {
+		http.Error(w, "Error deleting endpoint: no such endpoint", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte("null\n"))
+}
+
+func (f *fakeNetplugins) failPath(p string) {
+	f.mu.Lock()
+	f.fail[p] = true
+	f.mu.Unlock()
+}
+
+// take returns the recorded requests, sorted, and forgets them.
+func (f *fakeNetplugins) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.reqs
+	f.reqs = nil
+	slices.Sort(out)
+	return out
+}
+
+// registerVtep registers a host's netplugin.vtep service.
+func (e *env) registerVtep(ip, hostname string) {
+	e.t.Helper()
+	e.register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: ip, Port: 4789, Hostname: hostname})
+}
+
+// cleanup sends a /debug/epcleanup request; it must answer 200 text/plain.
+func (e *env) cleanup(tenant, category, id string) string {
+	e.t.Helper()
+	code, body, hdr := doReq(e.t, e.srv.URL, "DELETE", "/debug/epcleanup/tenant/"+tenant+"/"+category+"/"+id, "")
+	if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+		e.t.Fatalf("epcleanup %s/%s/%s: %d %q %q", tenant, category, id, code, hdr.Get("Content-Type"), body)
+	}
+	return body
+}
+
+// epKeys lists the endpoint state ids.
+func (e *env) epKeys() []string {
+	e.t.Helper()
+	var out []string
+	for k := range e.dump() {
+		if id, ok := strings.CutPrefix(k, "state/eps/"); ok {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DELETE /debug/epcleanup/tenant/{tenant}/{category}/{id} (daemons.md
+// §4.10.4, rest-api.md §3.10): the selected endpoints are deleted as by
+// /plugin/deleteEndpoint and their hosts' netplugins asked to reclaim them;
+// every failure answers 200 with an empty body.
+func TestEpCleanup(t *testing.T) {
+	np := startFakeNetplugins(t, "127.0.0.1", "127.0.0.2")
+	cfg := defaultCfg()
+	cfg.NetpluginPort = np.port
+	e := newEnvCfg(t, cfg)
+	e.registerVtep("127.0.0.1", "host1")
+	e.registerVtep("127.0.0.2", "host2")
+	e.ok("POST", "/api/v1/tenants/t2/", `{"tenantName":"t2"}`)
+	e.createNet("default", "n1", "vlan", "198.18.50.0/24", "198.18.50.254", 0)
+	e.createNet("default", "n2", "vxlan", "198.18.51.0/24", "", 0)
+	e.createNet("t2", "n3", "vxlan", "198.18.52.0/24", "", 0)
+	e.createEPG("default", "g1", "n1", `"ipPool":"198.18.50.10-198.18.50.19"`)
+	e.createEPG("t2", "g1", "n3", "")
+	for _, ep := range [][4]string{
+		{"default", "n1", "g1", "e1"}, {"default", "n1", "", "e2"},
+		{"default", "n2", "", "e3"}, {"default", "n2", "", "web-4"}, {"t2", "n3", "g1", "web-5"},
+	} {
+		host := "host1"
+		if ep[3] == "e3" || ep[3] == "web-5" {
+			host = "host2"
+		}
+		e.createEndpoint(epBody(ep[0], ep[1], ep[2], ep[3], host, "", ""))
+	}
+
+	// Refusals: 200, empty body, nothing changed, nobody asked.
+	before := e.dump()
+	for _, c := range [][3]string{
+		{"default", "bogus", "n1"}, {"default", "net", "nosuch"}, {"nosuch", "net", "n1"}, {"default", "group", "nosuch"},
+	} {
+		if body := e.cleanup(c[0], c[1], c[2]); body != "" {
+			t.Fatalf("epcleanup %v: body %q", c, body)
+		}
+	}
+	if d := diffDumps(before, e.dump()); d != "" {
+		t.Fatalf("refused cleanups changed the store:\n%s", d)
+	}
+	if got := np.take(); len(got) != 0 {
+		t.Fatalf("refused cleanups asked netplugins: %v", got)
+	}
+
+	// group: by the group name in every tenant; addresses and counts given
+	// back (the group pool's address too).
+	if body := e.cleanup("default", "group", "g1"); body != "Received request to cleanup EPG with ID: g1\n" {
+		t.Fatalf("group cleanup body %q", body)
+	}
+	if got, want := np.take(), []string{
+		"DELETE 127.0.0.1 /debug/reclaimEndpoint/n1.default-e1", "DELETE 127.0.0.2 /debug/reclaimEndpoint/n3.t2-web-5",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("reclaims %v, want %v", got, want)
+	}
+	if got, want := e.epKeys(), []string{"n1.default-e2", "n2.default-e3", "n2.default-web-4"}; !slices.Equal(got, want) {
+		t.Fatalf("endpoints %v, want %v", got, want)
+	}
+	if gs, _ := e.groupState("default", "g1"); gs.EpCount != 0 {
+		t.Fatalf("group epCount %d", gs.EpCount)
+	}
+	var gi struct {
+		Oper struct{ AllocatedIPAddresses string }
+	}
+	e.inspect("endpointGroups/default:g1/", &gi)
+	if gi.Oper.AllocatedIPAddresses != "" {
+		t.Fatalf("group pool after cleanup: %q", gi.Oper.AllocatedIPAddresses)
+	}
+	// A group without endpoints: empty 200.
+	if body := e.cleanup("default", "group", "g1"); body != "" || len(np.take()) != 0 {
+		t.Fatalf("cleanup of an empty group: %q", body)
+	}
+
+	// net: the network's endpoints only.
+	if body := e.cleanup("default", "net", "n2"); body != "Received request to cleanup Network with ID: n2\n" {
+		t.Fatalf("net cleanup body %q", body)
+	}
+	if got, want := np.take(), []string{
+		"DELETE 127.0.0.1 /debug/reclaimEndpoint/n2.default-web-4", "DELETE 127.0.0.2 /debug/reclaimEndpoint/n2.default-e3",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("reclaims %v, want %v", got, want)
+	}
+	if ni := e.netOper("default", "n2"); ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.AllocatedIPAddresses != "" {
+		t.Fatalf("network n2 after cleanup: %+v", ni.Oper)
+	}
+	if body := e.cleanup("default", "net", "n2"); body != "" {
+		t.Fatalf("cleanup of an empty network: %q", body)
+	}
+
+	// ep: endpoint ids containing the id, in any tenant.
+	e.createEndpoint(epBody("t2", "n3", "", "web-6", "host2", "", ""))
+	if body := e.cleanup("default", "ep", "web-"); body != "Received request to cleanup Endpoint with ID: web-\n" {
+		t.Fatalf("ep cleanup body %q", body)
+	}
+	if got, want := np.take(), []string{"DELETE 127.0.0.2 /debug/reclaimEndpoint/n3.t2-web-6"}; !slices.Equal(got, want) {
+		t.Fatalf("reclaims %v, want %v", got, want)
+	}
+
+	// A failed reclaim (netplugin error, host without netplugin.vtep): the
+	// endpoint is deleted all the same, the answer is an empty 200.
+	np.failPath("/debug/reclaimEndpoint/n1.default-e7")
+	e.createEndpoint(epBody("default", "n1", "", "e7", "host1", "", ""))
+	e.createEndpoint(epBody("default", "n1", "", "e8", "host3", "", ""))
+	if body := e.cleanup("default", "net", "n1"); body != "" {
+		t.Fatalf("cleanup with failed reclaims: body %q", body)
+	}
+	if got, want := np.take(), []string{
+		"DELETE 127.0.0.1 /debug/reclaimEndpoint/n1.default-e2", "DELETE 127.0.0.1 /debug/reclaimEndpoint/n1.default-e7",
+	}; !slices.Equal(got, want) {
+		t.Fatalf("reclaims %v, want %v", got, want)
+	}
+	if got := e.epKeys(); len(got) != 0 {
+		t.Fatalf("endpoints left: %v", got)
+	}
+	if ni := e.netOper("default", "n1"); ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 ||
+		ni.Oper.AllocatedIPAddresses != "198.18.50.10-198.18.50.19, 198.18.50.254" {
+		t.Fatalf("network n1 after cleanup: %+v", ni.Oper)
+	}
+}

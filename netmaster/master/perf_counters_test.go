@@ -1,0 +1,219 @@
+package master_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// perfPost sends a plugin request from any goroutine (no t.Fatal).
+func perfPost(url, path, body string) (int, string, error) {
+	resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// inParallel runs fn(i) for i in [0,n) on c workers and returns the
+// first error.
+func inParallel(n, c int, fn func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := i >= n || first != nil
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// expandRuns reads an inspect address list ("a-b, c") into a set.
+func expandRuns(t *testing.T, runs string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, r := range strings.Split(runs, ", ") {
+		lo, hi, ok := strings.Cut(r, "-")
+		if !ok {
+			hi = lo
+		}
+		a, err1 := netip.ParseAddr(lo)
+		b, err2 := netip.ParseAddr(hi)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("address list %q: bad run %q", runs, r)
+		}
+		for ; a.Compare(b) <= 0 && len(out) <= 1<<16; a = a.Next() {
+			out[a.String()] = true
+		}
+	}
+	return out
+}
+
+// The counters are written concurrently with the endpoint record and the
+// address release; under concurrent creates and deletes (each endpoint
+// created twice and deleted twice at once, so that the losing create
+// takes its counters back) they still end exact, and no address is handed
+// out twice.
+func TestConcurrentEndpointCounters(t *testing.T) {
+	e := newEnv(t)
+	e.createNet("default", "cnt", "vxlan", "198.18.4.0/24", "198.18.4.254", 0)
+	e.createEPG("default", "cg", "cnt", "")
+	const n = 48
+	var mu sync.Mutex
+	addrOf := map[string]string{} // endpoint -> address
+	err := inParallel(2*n, 16, func(i int) error {
+		id := fmt.Sprintf("ep%d", i/2)
+		code, b, err := perfPost(e.srv.URL, "/plugin/createEndpoint", createEP("default", "cnt", "cg", id, ""))
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("create %s: %d %q %v", id, code, b, err)
+		}
+		var r epResp
+		if err := json.Unmarshal([]byte(b), &r); err != nil {
+			return fmt.Errorf("create %s: decode %q: %w", id, b, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, ok := addrOf[id]; ok && prev != r.EndpointConfig.IPAddress {
+			return fmt.Errorf("create %s twice: addresses %s and %s", id, prev, r.EndpointConfig.IPAddress)
+		}
+		addrOf[id] = r.EndpointConfig.IPAddress
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := map[string]string{}
+	for id, a := range addrOf {
+		if other, ok := holder[a]; ok {
+			t.Fatalf("address %s handed to %s and %s", a, other, id)
+		}
+		holder[a] = id
+	}
+	ni := e.netOper("default", "cnt")
+	if len(addrOf) != n || ni.Oper.NumEndpoints != n || ni.Oper.AllocatedAddressesCount != n {
+		t.Fatalf("after creates: %d endpoints, oper %d endpoints %d addresses, want %d",
+			len(addrOf), ni.Oper.NumEndpoints, ni.Oper.AllocatedAddressesCount, n)
+	}
+	// The pool holds exactly the endpoints' addresses and the gateway (a
+	// losing duplicate create gave its address back).
+	inPool := expandRuns(t, ni.Oper.AllocatedIPAddresses)
+	if len(inPool) != n+1 || !inPool["198.18.4.254"] {
+		t.Fatalf("allocated after creates: %q", ni.Oper.AllocatedIPAddresses)
+	}
+	for id, a := range addrOf {
+		if !inPool[a] {
+			t.Fatalf("%s's address %s not allocated in %q", id, a, ni.Oper.AllocatedIPAddresses)
+		}
+	}
+	if gs, _ := e.groupState("default", "cg"); gs.EpCount != n {
+		t.Fatalf("group epCount %d, want %d", gs.EpCount, n)
+	}
+
+	var deleted sync.Map
+	err = inParallel(2*n, 16, func(i int) error {
+		id := fmt.Sprintf("ep%d", i/2)
+		code, b, err := perfPost(e.srv.URL, "/plugin/deleteEndpoint", deleteEP("default", "cnt", "cg", id))
+		switch {
+		case err != nil:
+			return fmt.Errorf("delete %s: %w", id, err)
+		case code == http.StatusOK:
+			if _, dup := deleted.LoadOrStore(id, true); dup {
+				return fmt.Errorf("delete %s succeeded twice", id)
+			}
+		case !strings.HasPrefix(b, "key not found"):
+			return fmt.Errorf("delete %s: %d %q", id, code, b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ni = e.netOper("default", "cnt")
+	if ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.AllocatedIPAddresses != "198.18.4.254" {
+		t.Fatalf("after deletes: %+v", ni.Oper)
+	}
+	if gs, _ := e.groupState("default", "cg"); gs.EpCount != 0 {
+		t.Fatalf("group epCount %d after deletes", gs.EpCount)
+	}
+	// A new term recomputes the counters from the records: nothing to fix.
+	before := e.dump()
+	e.restart()
+	if d := diffDumps(before, e.dump()); d != "" {
+		t.Fatalf("restart corrected the counters:\n%s", d)
+	}
+}
+
+// A create whose counter write fails (here: the state object vanished
+// from under the term's cache) takes back everything it wrote: the
+// endpoint record, the address, and the other object's counter.
+func TestEndpointCounterFailureRollsBack(t *testing.T) {
+	e := newEnv(t)
+	e.createNet("default", "rb", "vxlan", "198.18.5.0/24", "198.18.5.254", 0)
+	e.createEPG("default", "rbg", "rb", "")
+	e.createEPG("default", "rbh", "rb", "")
+	// Warm the term's caches of both groups and the network.
+	for _, g := range []string{"rbg", "rbh"} {
+		e.createEndpoint(createEP("default", "rb", g, "warm-"+g, ""))
+	}
+	ctx := testCtx(t, 10*time.Second)
+
+	// Group state gone: the network's counters are taken back.
+	if err := e.st.Delete(ctx, "state/endpointGroups/rbg:default"); err != nil {
+		t.Fatal(err)
+	}
+	e.fail("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbg", "x1", ""), "")
+
+	// Network state gone: the group's counter is taken back too.
+	if err := e.st.Delete(ctx, "state/nets/rb.default"); err != nil {
+		t.Fatal(err)
+	}
+	e.fail("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbh", "x2", ""), "")
+}
+
+// Deleting an endpoint whose address was already given back through
+// releaseAddress lowers only the endpoint count.
+func TestDeleteEndpointOfReleasedAddress(t *testing.T) {
+	e := newEnv(t)
+	e.createNet("default", "rel", "vxlan", "198.18.6.0/24", "", 0)
+	e.createEndpoint(createEP("default", "rel", "", "keep", ""))
+	r := e.createEndpoint(createEP("default", "rel", "", "gone", ""))
+	e.ok("POST", "/plugin/releaseAddress", fmt.Sprintf(`{"NetworkID":"rel.default","IPv4Address":%q}`, r.EndpointConfig.IPAddress))
+	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 1 {
+		t.Fatalf("after release: %+v", ni.Oper)
+	}
+	e.ok("POST", "/plugin/deleteEndpoint", deleteEP("default", "rel", "", "gone"))
+	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 1 || ni.Oper.AllocatedAddressesCount != 1 {
+		t.Fatalf("after delete: %+v", ni.Oper)
+	}
+}

@@ -1,0 +1,235 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/state"
+)
+
+// serviceLBCtl is the serviceLB controller (spec rest-api.md §2.11,
+// daemons.md §4.12). Every refusal is decided before the first side
+// effect; the side effects (VIP, service record, provider list, cache) are
+// undone when the model commit fails.
+type serviceLBCtl struct{ m *master }
+
+// svcStateID is "<service>:<tenant>".
+func svcStateID(tenant, service string) string { return service + ":" + tenant }
+
+const msgBadPorts = "Invalid Port maping . Port format is - Port:TargetPort:Protocol"
+
+// validPort checks one "<servicePort>:<targetPort>:<protocol>" entry.
+func validPort(p string) bool {
+	parts := strings.Split(p, ":")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, n := range parts[:2] {
+		if n == "" || strings.TrimLeft(n, "0123456789") != "" {
+			return false
+		}
+		if v, err := strconv.Atoi(n); err != nil || v < 1 || v > 65535 {
+			return false
+		}
+	}
+	switch parts[2] {
+	case "TCP", "tcp", "Tcp", "UDP", "udp", "Udp":
+		return true
+	}
+	return false
+}
+
+// parseSelectors turns "key=value" entries into a map.
+func parseSelectors(sel []string) (map[string]string, error) {
+	out := make(map[string]string, len(sel))
+	for _, s := range sel {
+		if strings.Count(s, "=") != 1 {
+			return nil, contivmodel.Errorf("Invalid selector %s. selector format is key1=value1", s)
+		}
+		k, v, _ := strings.Cut(s, "=")
+		out[k] = v
+	}
+	return out, nil
+}
+
+// checkService runs the create refusals of §2.11 in order and returns the
+// parsed selectors.
+func checkService(tx *contivmodel.Tx, s *contivmodel.ServiceLB) (map[string]string, error) {
+	if s.ServiceName == "" {
+		return nil, contivmodel.Errorf("Invalid service name")
+	}
+	if len(s.Selectors) == 0 {
+		return nil, contivmodel.Errorf("Invalid selector options")
+	}
+	if len(s.Ports) == 0 {
+		return nil, contivmodel.Errorf(msgBadPorts)
+	}
+	for _, p := range s.Ports {
+		if !validPort(p) {
+			return nil, contivmodel.Errorf(msgBadPorts)
+		}
+	}
+	if s.TenantName == "" {
+		return nil, contivmodel.Errorf("Invalid tenant name")
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, s.TenantName); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, contivmodel.Errorf("Tenant %s not found", s.TenantName)
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Network](tx, modelKey(s.TenantName, s.NetworkName)); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, contivmodel.Errorf("Network %s not found", s.NetworkName)
+	}
+	return parseSelectors(s.Selectors)
+}
+
+// Create validates the request, sets up the service (VIP, record,
+// providers) and links it to its tenant and network.
+func (c serviceLBCtl) Create(ctx context.Context, tx *contivmodel.Tx, s *contivmodel.ServiceLB) error {
+	sel, err := checkService(tx, s)
+	if err != nil {
+		return err
+	}
+	if err := c.m.applyService(ctx, tx, s, sel); err != nil {
+		return err
+	}
+	s.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, s.TenantName)
+	return c.link(tx, s)
+}
+
+// link sets the network link and adds the service to the tenant's and
+// the network's Servicelbs.
+func (serviceLBCtl) link(tx *contivmodel.Tx, s *contivmodel.ServiceLB) error {
+	netKey := modelKey(s.TenantName, s.NetworkName)
+	s.Links.Network = contivmodel.NewLink(contivmodel.TypeNetwork, netKey)
+	self := contivmodel.NewLink(contivmodel.TypeServiceLB, s.Key)
+	if err := contivmodel.Modify(tx, s.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.Servicelbs.Add(self)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return contivmodel.Modify(tx, netKey, func(n *contivmodel.Network) error {
+		n.LinkSets.Servicelbs.Add(self)
+		return nil
+	})
+}
+
+// Update runs the create logic with the request; a changed network moves
+// the links. The stored config fields are then replaced by the request's.
+func (c serviceLBCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.ServiceLB) error {
+	sel, err := checkService(tx, req)
+	if err != nil {
+		return err
+	}
+	if err := c.m.applyService(ctx, tx, req, sel); err != nil {
+		return err
+	}
+	if stored.NetworkName != req.NetworkName {
+		oldNet := modelKey(stored.TenantName, stored.NetworkName)
+		if ok, err := contivmodel.Exists[contivmodel.Network](tx, oldNet); err != nil {
+			return err
+		} else if ok {
+			if err := contivmodel.Modify(tx, oldNet, func(n *contivmodel.Network) error {
+				n.LinkSets.Servicelbs.Remove(stored.Key)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	contivmodel.CopyConfig(stored, req)
+	stored.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, stored.TenantName)
+	return c.link(tx, stored)
+}
+
+// Delete releases the VIP, withdraws the providers and removes the
+// service record and links.
+func (c serviceLBCtl) Delete(ctx context.Context, tx *contivmodel.Tx, s *contivmodel.ServiceLB) error {
+	m := c.m
+	id := svcStateID(s.TenantName, s.ServiceName)
+	if _, err := m.st.ServiceLBs.Read(ctx, id); err != nil {
+		return storeErr("read service state "+id, err)
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, s.TenantName); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Tenant %s not found", s.TenantName)
+	}
+	netKey := modelKey(s.TenantName, s.NetworkName)
+	if ok, err := contivmodel.Exists[contivmodel.Network](tx, netKey); err != nil {
+		return err
+	} else if !ok {
+		return contivmodel.Errorf("Network %s not found in tenant %s", s.NetworkName, s.TenantName)
+	}
+	if err := m.removeService(ctx, tx, id); err != nil {
+		return err
+	}
+	if err := contivmodel.Modify(tx, s.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.Servicelbs.Remove(s.Key)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return contivmodel.Modify(tx, netKey, func(n *contivmodel.Network) error {
+		n.LinkSets.Servicelbs.Remove(s.Key)
+		return nil
+	})
+}
+
+// Oper reports the VIP and the providers from the runtime record.
+func (c serviceLBCtl) Oper(ctx context.Context, _ *contivmodel.Tx, s *contivmodel.ServiceLB) (any, error) {
+	m := c.m
+	svc, ok := m.svcLB.get(svcStateID(s.TenantName, s.ServiceName))
+	if !ok {
+		return nil, contivmodel.Errorf("invalid Service name. Oper state does not exist")
+	}
+	op := &contivmodel.ServiceLBOper{ServiceVip: svc.IPAddress, NumProviders: len(svc.Providers)}
+	keys := make([]string, 0, len(svc.Providers))
+	for k := range svc.Providers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := svc.Providers[k]
+		var eo contivmodel.EndpointOper
+		if ep, err := m.st.Endpoints.Read(ctx, p.EpIDKey); err == nil {
+			eo = endpointOper(ep)
+		} else {
+			eo = contivmodel.EndpointOper{IpAddress: []string{p.IPAddress, ""}, ContainerID: p.ContainerID,
+				Labels: fmt.Sprint(p.Labels)}
+		}
+		eo.ServiceName = s.ServiceName
+		op.Providers = append(op.Providers, eo)
+	}
+	return op, nil
+}
+
+// sameSpec reports whether a running service already has these ports and
+// selectors (port order does not matter).
+func sameSpec(svc *state.ServiceLB, network string, ports []string, sel map[string]string) bool {
+	if svc.Network != network || len(svc.Ports) != len(ports) || len(svc.Selectors) != len(sel) {
+		return false
+	}
+	a := append([]string(nil), svc.Ports...)
+	b := append([]string(nil), ports...)
+	sort.Strings(a)
+	sort.Strings(b)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	for k, v := range sel {
+		if w, ok := svc.Selectors[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,59 @@
+package master_test
+
+// Checks of rest-api.md §4 items that had no test of their own in this
+// package when the service LB was added (17, and the single-type cases of
+// 22; 30 is covered by TestExtContractsGroups). They live here because
+// they came with the same piece of work.
+
+import (
+	"strings"
+	"testing"
+)
+
+// 17: in ACI mode networks are created, inspected and deleted the same way.
+func TestACIModeNetworks(t *testing.T) {
+	e := newEnv(t)
+	e.setGlobal(globalBody("aci", "1-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"))
+	e.createNet("default", "aciv", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
+	e.createNet("default", "acix", "vxlan", "10.1.2.0/24", "", 0)
+	if ni := e.netOper("default", "aciv"); ni.Oper.PktTag != 1 || ni.Oper.AllocatedIPAddresses != "10.1.1.254" || ni.Oper.NetworkTag != "aciv.default" {
+		t.Fatalf("aci vlan network oper: %+v", ni.Oper)
+	}
+	if ni := e.netOper("default", "acix"); ni.Oper.PktTag != 1 || ni.Oper.ExternalPktTag != 1 {
+		t.Fatalf("aci vxlan network oper: %+v", ni.Oper)
+	}
+	if b := e.ok("GET", "/api/v1/networks/default:aciv/", ""); !strings.Contains(b, `"encap":"vlan"`) || !strings.Contains(b, `"nwType":"data"`) {
+		t.Fatalf("aci network GET: %s", b)
+	}
+	e.fail("POST", "/api/v1/networks/default:dup/", netBody("default", "dup", "vlan", "10.1.1.0/24", "", 0), "network aciv conflicts with subnet 10.1.1.0/24")
+	e.deleteNet("default", "aciv")
+	e.deleteNet("default", "acix")
+	for k := range e.dump() {
+		if strings.HasPrefix(k, "state/nets/") {
+			t.Fatalf("aci network delete left %s", k)
+		}
+	}
+	e.fail("DELETE", "/api/v1/networks/default:aciv/", "", "network not found")
+}
+
+// 22: a group may provide only, consume only, or both; an unknown
+// contracts group is refused.
+func TestGroupExtContractsKinds(t *testing.T) {
+	e := newEnv(t)
+	e.createNet("default", "net1", "vlan", "10.1.1.0/24", "", 0)
+	e.ok("POST", ecPath("default", "prov"), ecBody("default", "prov", "provided"))
+	e.ok("POST", ecPath("default", "cons"), ecBody("default", "cons", "consumed"))
+	for group, list := range map[string]string{"gp": `["prov"]`, "gc": `["cons"]`, "gb": `["prov","cons"]`} {
+		e.createEPG("default", group, "net1", `"extContractsGrps":`+list)
+	}
+	e.fail("POST", "/api/v1/endpointGroups/default:gx/", epgBody("default", "gx", "net1", `"extContractsGrps":["nosuch"]`),
+		"External contracts group nosuch not found")
+	if b := e.ok("GET", ecPath("default", "prov"), ""); !strings.Contains(b, `"default:gp"`) || !strings.Contains(b, `"default:gb"`) || strings.Contains(b, `"default:gc"`) {
+		t.Fatalf("provided group links: %s", b)
+	}
+	for _, g := range []string{"gp", "gc", "gb"} {
+		e.ok("DELETE", "/api/v1/endpointGroups/default:"+g+"/", "")
+	}
+	e.ok("DELETE", ecPath("default", "prov"), "")
+	e.ok("DELETE", ecPath("default", "cons"), "")
+}
