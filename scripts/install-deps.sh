@@ -28,6 +28,27 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/d
 	systemctl disable etcd >/dev/null 2>&1 || true
 fi
 
+# A Docker Engine for the docker-mode tests (netmaster creates docker
+# networks through it). Machines that already run one keep theirs; else
+# Debian's docker.io is installed and dockerd started in the background.
+if ! curl -fsS --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; then
+	if ! command -v dockerd >/dev/null 2>&1; then
+		log "apt-get install docker.io"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+	fi
+	if ! curl -fsS --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; then
+		log "starting dockerd"
+		if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then :; else
+			nohup dockerd >/var/log/contiv-dockerd.log 2>&1 &
+		fi
+		for _ in $(seq 1 60); do
+			curl -fsS --max-time 2 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1 && break
+			sleep 1
+		done
+	fi
+fi
+
 # Go toolchain: the one on the machine, else the official toolchain module
 # from the Go module proxy.
 export PATH=/usr/local/go/bin:$PATH
@@ -52,4 +73,4 @@ if [ ! -x "$CONSUL_BIN" ] || [ "$(cat "$CONSUL_BIN.stamp" 2>/dev/null)" != "$wan
 	mv "$CONSUL_BIN.tmp" "$CONSUL_BIN"
 	echo "$want" >"$CONSUL_BIN.stamp"
 fi
-log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN"
+log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, docker engine at /var/run/docker.sock"

@@ -81,6 +81,11 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 			return err
 		}
 	}
+	if m.dockerMode() {
+		if err := m.createDocknet(ctx, tx, ns, g.GroupName); err != nil {
+			return err
+		}
+	}
 	id, err := m.allocEPGID(ctx, epgID)
 	if err != nil {
 		return err
@@ -317,6 +322,13 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if g.Links.AppProfile.IsSet() {
 		return contivmodel.Errorf("Cannot delete %s, associated to appProfile %s", g.GroupName, g.Links.AppProfile.ObjKey)
 	}
+	if m.swarmMode() {
+		if id, err := m.mappedDocknet(ctx, g.TenantName, g.NetworkName, g.GroupName); err != nil {
+			return err
+		} else if id != "" {
+			return contivmodel.Errorf("cannot delete group %s mapped to docker network %s", g.GroupName, id)
+		}
+	}
 	epgID := epgStateID(g.TenantName, g.GroupName)
 	m.topo.Lock()
 	defer m.topo.Unlock()
@@ -376,6 +388,11 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	tx.OnAbort(func() { m.epgCache.Delete(epgID) })
 	if err := m.st.EndpointGroups.Clear(ctx, epgID); err != nil {
 		return fmt.Errorf("delete group state %q: %w", epgID, err)
+	}
+	if m.dockerMode() {
+		if err := m.deleteDocknet(ctx, tx, g.TenantName, g.NetworkName, g.GroupName); err != nil {
+			return err
+		}
 	}
 	if err := m.freeEPGID(ctx, gs.EndpointGroupID); err != nil {
 		return err

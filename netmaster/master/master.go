@@ -26,6 +26,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/netmaster/docknet"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/objdb"
@@ -67,6 +68,12 @@ type Config struct {
 	// NetpluginPort is the port of the netplugins' REST servers, asked to
 	// reclaim cleaned-up endpoints (0: DefaultNetpluginPort).
 	NetpluginPort int
+	// PluginName is the docker network and IPAM driver name (--name;
+	// "": DefaultPluginName), used in docker mode only.
+	PluginName string
+	// DockerSocket is the Docker Engine's API socket used in docker mode
+	// ("": docknet.DefaultSocket). No other mode talks to Docker.
+	DockerSocket string
 }
 
 // Leader implements daemon.Leader.
@@ -85,7 +92,7 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -151,6 +158,8 @@ type master struct {
 	ofnetWG sync.WaitGroup
 
 	svcLB *svcLBCache // service load balancer (servicelb_cache.go)
+
+	docker *docknet.Client // docker mode only (docknet.go)
 }
 
 // netState reads a network state through netCache.
@@ -178,7 +187,7 @@ func (m *master) epgState(ctx context.Context, epgID string) (state.EndpointGrou
 }
 
 func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
-	return &master{
+	m := &master{
 		cfg:   cfg,
 		log:   log,
 		kv:    kv,
@@ -189,6 +198,10 @@ func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 		ctrs:  map[string]*counters{},
 		svcLB: newSvcLBCache(),
 	}
+	if cfg.ClusterMode == daemonflags.ModeDocker {
+		m.docker = docknet.NewClient(cfg.DockerSocket)
+	}
+	return m
 }
 
 func (m *master) close() {
@@ -196,6 +209,9 @@ func (m *master) close() {
 		m.sweepWG.Wait() // it ends with the term's context
 		m.ofnetWG.Wait() // so does the ofnet master
 		m.v4.Close()
+		if m.docker != nil {
+			m.docker.Close()
+		}
 	})
 }
 

@@ -194,6 +194,11 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if _, err := m.st.Networks.Write(ctx, ns); err != nil {
 		return fmt.Errorf("write network state %q: %w", netID, err)
 	}
+	if m.dockerMode() && ns.NwType != "infra" && !isACI(tx) {
+		if err := m.createDocknet(ctx, tx, ns, ""); err != nil {
+			return err
+		}
+	}
 	nw.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, nw.TenantName)
 	return contivmodel.Modify(tx, nw.TenantName, func(t *contivmodel.Tenant) error {
 		t.LinkSets.Networks.Add(contivmodel.NewLink(contivmodel.TypeNetwork, nw.Key))
@@ -260,6 +265,13 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if n := len(nw.LinkSets.Servicelbs); n > 0 {
 		return contivmodel.Errorf("cannot delete %s has %d services ", nw.NetworkName, n)
 	}
+	if m.swarmMode() {
+		if id, err := m.mappedDocknet(ctx, nw.TenantName, nw.NetworkName, ""); err != nil {
+			return err
+		} else if id != "" {
+			return contivmodel.Errorf("cannot delete network %s mapped to docker network %s", nw.NetworkName, id)
+		}
+	}
 	netID := netStateID(nw.TenantName, nw.NetworkName)
 	m.topo.Lock()
 	defer m.topo.Unlock()
@@ -269,6 +281,11 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	}
 	if ns.NwType != "infra" && ns.EpCount > 0 {
 		return contivmodel.Errorf("Error: Network has active endpoints")
+	}
+	if m.dockerMode() && ns.NwType != "infra" && !isACI(tx) {
+		if err := m.deleteDocknet(ctx, tx, nw.TenantName, nw.NetworkName, ""); err != nil {
+			return err
+		}
 	}
 	undo, err := m.snapshot(ctx, m.st.Networks.Key(netID))
 	if err != nil {

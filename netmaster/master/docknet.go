@@ -1,0 +1,124 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/daemonflags"
+)
+
+// DefaultPluginName is the docker driver name when Config.PluginName is "".
+const DefaultPluginName = "netplugin"
+
+// dockerMode: this netmaster creates and removes docker networks (spec
+// daemons.md §4.4, §4.14). Only then is m.docker set.
+func (m *master) dockerMode() bool { return m.cfg.ClusterMode == daemonflags.ModeDocker }
+
+func (m *master) swarmMode() bool { return m.cfg.ClusterMode == daemonflags.ModeSwarm }
+
+func (m *master) pluginName() string {
+	if m.cfg.PluginName == "" {
+		return DefaultPluginName
+	}
+	return m.cfg.PluginName
+}
+
+// docknetSpec is the docker network of network state ns (group "" for the
+// network itself).
+func docknetSpec(ns state.Network, group string) docknet.Spec {
+	s := docknet.Spec{
+		Tenant: ns.Tenant, Network: ns.NetworkName, Group: group, Encap: ns.PktTagType,
+		PktTag: ns.PktTag, Subnet: fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen), Gateway: ns.Gateway,
+	}
+	if ns.PktTagType == "vxlan" {
+		s.PktTag = ns.ExtPktTag
+	}
+	if ns.IPv6Subnet != "" {
+		s.IPv6Subnet = fmt.Sprintf("%s/%d", ns.IPv6Subnet, ns.IPv6SubnetLen)
+		s.IPv6Gateway = ns.IPv6Gateway
+	}
+	return s
+}
+
+// createDocknet creates (or reuses) the docker network of a contiv network
+// or group and records the mapping in oper/docknet; a later abort removes
+// a network it created and restores the mapping key.
+func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state.Network, group string) error {
+	spec := docknetSpec(ns, group)
+	id, created, err := docknet.Create(ctx, m.docker, m.pluginName(), spec)
+	if errors.Is(err, docknet.ErrOtherDriver) {
+		return &contivmodel.Error{Msg: docknet.ErrOtherDriver.Error(), Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		tx.OnAbort(func() {
+			ctx, cancel := undoCtx()
+			defer cancel()
+			if err := m.docker.RemoveNetwork(ctx, id); err != nil && !errors.Is(err, docknet.ErrNotFound) {
+				m.log.WithError(err).WithField("docknet", id).Error("roll back docker network")
+			}
+		})
+	}
+	sid := docknet.StateID(ns.Tenant, ns.NetworkName, group)
+	undo, err := m.snapshot(ctx, m.st.Docknets.Key(sid))
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	dn := state.Docknet{Common: state.Common{ID: sid}, TenantName: ns.Tenant, NetworkName: ns.NetworkName,
+		ServiceName: group, DocknetUUID: id}
+	if _, err := m.st.Docknets.Write(ctx, dn); err != nil {
+		return fmt.Errorf("write docknet state %q: %w", sid, err)
+	}
+	return nil
+}
+
+// deleteDocknet removes the docker network of a contiv network or group
+// (absence tolerated) and its mapping. A missing mapping is an error only
+// when the docker network was still there (spec daemons.md §4.14; the
+// docker removal itself cannot be rolled back).
+func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, network, group string) error {
+	existed, err := docknet.Remove(ctx, m.docker, tenant, network, group)
+	if err != nil {
+		return err
+	}
+	sid := docknet.StateID(tenant, network, group)
+	if _, err := m.st.Docknets.Read(ctx, sid); errors.Is(err, objdb.ErrNotFound) {
+		if !existed {
+			return nil
+		}
+		return fmt.Errorf("docker network %q removed but its mapping: %w", docknet.Name(tenant, network, group), err)
+	} else if err != nil {
+		return fmt.Errorf("read docknet state %q: %w", sid, err)
+	}
+	undo, err := m.snapshot(ctx, m.st.Docknets.Key(sid))
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	if err := m.st.Docknets.Clear(ctx, sid); err != nil {
+		return fmt.Errorf("delete docknet state %q: %w", sid, err)
+	}
+	return nil
+}
+
+// mappedDocknet is the docker network id a contiv network or group is
+// mapped to ("" when none): the swarm-mode delete refusals.
+func (m *master) mappedDocknet(ctx context.Context, tenant, network, group string) (string, error) {
+	sid := docknet.StateID(tenant, network, group)
+	dn, err := m.st.Docknets.Read(ctx, sid)
+	if errors.Is(err, objdb.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read docknet state %q: %w", sid, err)
+	}
+	return dn.DocknetUUID, nil
+}
