@@ -3,10 +3,8 @@ package master
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,9 +19,6 @@ import (
 // each object is mirrored to state/bgp/<hostname>, which the netplugin of
 // that host watches.
 type bgpCtl struct{ m *master }
-
-// bgpAgentPort is the netplugin REST port serving /inspect/bgp.
-const bgpAgentPort = 9090
 
 // checkBgp applies the create/update refusals.
 func checkBgp(tx *contivmodel.Tx, b *contivmodel.Bgp) error {
@@ -123,34 +118,34 @@ func (c bgpCtl) Oper(ctx context.Context, _ *contivmodel.Tx, b *contivmodel.Bgp)
 	addr := c.bgpAgentAddr(ctx, b.Hostname)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(addr, strconv.Itoa(bgpAgentPort)) + "/inspect/bgp"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.m.netpluginURL(addr, "/inspect/bgp"), nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fetch bgp state of %s: %w", b.Hostname, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, err
 	}
+	// The agent's errors reach the client verbatim (rest-api.md §2.12).
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return nil, errors.New("page not found")
+		return nil, contivmodel.Errorf("page not found")
 	case http.StatusForbidden:
-		return nil, errors.New("access denied")
+		return nil, contivmodel.Errorf("access denied")
 	case http.StatusInternalServerError:
-		return nil, errors.New(strings.TrimSpace(string(body)))
+		return nil, &contivmodel.Error{Msg: strings.TrimSpace(string(body))}
 	default:
-		return nil, errors.New(resp.Status)
+		return nil, &contivmodel.Error{Msg: resp.Status}
 	}
 	var in bgpInspect
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("decode bgp inspect: %w", err)
+		return nil, contivmodel.Errorf("decode bgp inspect of %s: %w", b.Hostname, err)
 	}
 	op := &contivmodel.BgpOper{Routes: in.Dsts, NumRoutes: len(in.Dsts)}
 	if len(in.Peers) > 0 {

@@ -86,3 +86,70 @@ func TestBgp(t *testing.T) {
 	}
 	e.setGlobal(globalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"))
 }
+
+// 35: inspect fetches the live state from the agent registered with the
+// object's host name: the first peer's session and admin state and the
+// routes; the agent's errors reach the client as 500 with their text.
+func TestBgpInspect(t *testing.T) {
+	np := startFakeNetplugins(t, "127.0.0.2", "127.0.0.3")
+	cfg := defaultCfg()
+	cfg.NetpluginPort = np.port
+	e := newEnvCfg(t, cfg)
+	e.setGlobal(globalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"))
+	e.registerNetplugin("127.0.0.2", 9002, "hostA")
+	e.registerNetplugin("127.0.0.3", 9002, "hostB")
+	e.ok("POST", bgpPath("hostA"), bgpBody("hostA", "65.1.1.1/24", "65001", "16.1.2.3", "65002"))
+	e.ok("POST", bgpPath("hostB"), bgpBody("hostB", "65.1.1.2/24", "65001", "16.1.2.3", "65002"))
+
+	np.setBgp("127.0.0.2", fakeAnswer{200, `{"Peers":[{"Conf":{"NeighborAddress":"16.1.2.3"},"State":{"SessionState":"established","AdminState":"up"}},` +
+		`{"State":{"SessionState":"idle","AdminState":"down"}}],"Dsts":["198.18.7.0/24","198.18.8.0/24"]}`})
+	np.setBgp("127.0.0.3", fakeAnswer{200, `{"Peers":[{"State":{"SessionState":6,"AdminState":0}}],"Dsts":[]}`})
+	type inspectAnswer struct {
+		Config map[string]any
+		Oper   struct {
+			AdminStatus    string   `json:"adminStatus"`
+			NeighborStatus string   `json:"neighborStatus"`
+			NumRoutes      int      `json:"numRoutes"`
+			Routes         []string `json:"routes"`
+		}
+	}
+	var got inspectAnswer
+	inspect := func(host string) {
+		t.Helper()
+		got = inspectAnswer{}
+		if err := json.Unmarshal([]byte(e.ok("GET", "/api/v1/inspect/Bgps/"+host+"/", "")), &got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inspect("hostA")
+	if o := got.Oper; o.AdminStatus != "up" || o.NeighborStatus != "established" || o.NumRoutes != 2 ||
+		strings.Join(o.Routes, ",") != "198.18.7.0/24,198.18.8.0/24" {
+		t.Fatalf("hostA oper %+v", o)
+	}
+	if got.Config["hostname"] != "hostA" || got.Config["routerip"] != "65.1.1.1/24" {
+		t.Fatalf("hostA config %v", got.Config)
+	}
+	// The agent is chosen by host name; numeric states are shown as numbers.
+	inspect("hostB")
+	if o := got.Oper; o.AdminStatus != "0" || o.NeighborStatus != "6" || o.NumRoutes != 0 {
+		t.Fatalf("hostB oper %+v", o)
+	}
+	reqs := np.take()
+	if strings.Join(reqs, "|") != "GET 127.0.0.2 /inspect/bgp|GET 127.0.0.3 /inspect/bgp" {
+		t.Fatalf("agent requests %v", reqs)
+	}
+
+	// Agent errors: its 500 body, "page not found" for 404, the status otherwise.
+	np.setBgp("127.0.0.2", fakeAnswer{500, "Error fetching bgp\n"})
+	e.fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "Error fetching bgp")
+	np.setBgp("127.0.0.2", fakeAnswer{403, ""})
+	e.fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "access denied")
+	np.setBgp("127.0.0.2", fakeAnswer{418, ""})
+	e.fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "418 I'm a teapot")
+	np.setBgp("127.0.0.2", fakeAnswer{200, "{not json"})
+	e.fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "decode bgp inspect of hostA: invalid character 'n' looking for beginning of object key string")
+	np.mu.Lock()
+	delete(np.bgp, "127.0.0.2")
+	np.mu.Unlock()
+	e.fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "page not found")
+}

@@ -164,14 +164,19 @@ func (m *master) vtepsByHost(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// reclaimEndpoint sends DELETE /debug/reclaimEndpoint/<epID> to the
-// netplugin at vtep.
-func (m *master) reclaimEndpoint(ctx context.Context, client *http.Client, vtep, epID string) error {
+// netpluginURL is path on the REST server of the netplugin at addr.
+func (m *master) netpluginURL(addr, path string) string {
 	port := m.cfg.NetpluginPort
 	if port == 0 {
 		port = DefaultNetpluginPort
 	}
-	u := "http://" + net.JoinHostPort(vtep, strconv.Itoa(port)) + "/debug/reclaimEndpoint/" + url.PathEscape(epID)
+	return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + path
+}
+
+// reclaimEndpoint sends DELETE /debug/reclaimEndpoint/<epID> to the
+// netplugin at vtep.
+func (m *master) reclaimEndpoint(ctx context.Context, client *http.Client, vtep, epID string) error {
+	u := m.netpluginURL(vtep, "/debug/reclaimEndpoint/"+url.PathEscape(epID))
 	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodDelete, u, nil)

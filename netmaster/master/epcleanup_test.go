@@ -14,12 +14,15 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// fakeNetplugins serves netplugin's DELETE /debug/reclaimEndpoint/{id} on
-// one port of several loopback addresses (one per simulated host) and
-// records "<ip> <path>" of every request. Paths in fail answer 500.
+// fakeNetplugins serves netplugin's DELETE /debug/reclaimEndpoint/{id} and
+// GET /inspect/bgp on one port of several loopback addresses (one per
+// simulated host) and records "<ip> <path>" of every request. Paths in
+// fail answer 500.
 type fakeNetplugins struct {
 	port int
 	fail map[string]bool
+	// bgp is the /inspect/bgp answer of each address (absent: 404).
+	bgp map[string]fakeAnswer
 
 	mu   sync.Mutex
 	reqs []string
@@ -37,7 +40,7 @@ func startFakeNetplugins(t *testing.T, ips ...string) *fakeNetplugins {
 			t.Fatalf("listen on %v: %v", ips, err)
 		}
 	}
-	f := &fakeNetplugins{port: lns[0].Addr().(*net.TCPAddr).Port, fail: map[string]bool{}}
+	f := &fakeNetplugins{port: lns[0].Addr().(*net.TCPAddr).Port, fail: map[string]bool{}, bgp: map[string]fakeAnswer{}}
 	srv := &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	for _, ln := range lns {
@@ -63,13 +66,36 @@ func (f *fakeNetplugins) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, r.Method+" "+host+" "+r.URL.EscapedPath())
 	fail := f.fail[r.URL.Path]
+	bgp, bgpOK := f.bgp[host]
 	f.mu.Unlock()
+	if r.Method == http.MethodGet && r.URL.Path == "/inspect/bgp" {
+		if !bgpOK {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(bgp.code)
+		_, _ = w.Write([]byte(bgp.body))
+		return
+	}
 	if fail || r.Method != http.MethodDelete || !strings.HasPrefix(r.URL.Path, "/debug/reclaimEndpoint/") {
 		http.Error(w, "Error deleting endpoint: no such endpoint", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte("null\n"))
+}
+
+// fakeAnswer is a canned HTTP answer.
+type fakeAnswer struct {
+	code int
+	body string
+}
+
+// setBgp sets the /inspect/bgp answer of the host at ip.
+func (f *fakeNetplugins) setBgp(ip string, a fakeAnswer) {
+	f.mu.Lock()
+	f.bgp[ip] = a
+	f.mu.Unlock()
 }
 
 func (f *fakeNetplugins) failPath(p string) {
