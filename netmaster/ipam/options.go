@@ -9,6 +9,9 @@ const (
 	DefaultKeyPrefix = "state/ipam/"
 	// DefaultCommitTimeout bounds one store round of a batch of requests.
 	DefaultCommitTimeout = 30 * time.Second
+	// DefaultReserveIdle is how long an unused IPv4 reserve is kept
+	// (v4reserve.go).
+	DefaultReserveIdle = 200 * time.Millisecond
 	// maxConflicts bounds how often one request is retried after losing a
 	// compare-and-swap race before it fails.
 	maxConflicts = 1000
@@ -17,6 +20,7 @@ const (
 type options struct {
 	prefix        string
 	commitTimeout time.Duration
+	reserveIdle   time.Duration
 }
 
 // Option configures an allocator.
@@ -30,8 +34,12 @@ func WithKeyPrefix(prefix string) Option { return func(o *options) { o.prefix = 
 // (DefaultCommitTimeout when not given).
 func WithCommitTimeout(d time.Duration) Option { return func(o *options) { o.commitTimeout = d } }
 
+// WithReserveIdle sets how long an unused IPv4 reserve is kept before it
+// goes back to the store (DefaultReserveIdle when not given).
+func WithReserveIdle(d time.Duration) Option { return func(o *options) { o.reserveIdle = d } }
+
 func applyOptions(opts []Option) options {
-	o := options{prefix: DefaultKeyPrefix, commitTimeout: DefaultCommitTimeout}
+	o := options{prefix: DefaultKeyPrefix, commitTimeout: DefaultCommitTimeout, reserveIdle: DefaultReserveIdle}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -43,6 +51,9 @@ func applyOptions(opts []Option) options {
 	}
 	if o.commitTimeout <= 0 {
 		o.commitTimeout = DefaultCommitTimeout
+	}
+	if o.reserveIdle <= 0 {
+		o.reserveIdle = DefaultReserveIdle
 	}
 	return o
 }

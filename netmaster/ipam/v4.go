@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/contiv/netplugin/objdb"
 )
@@ -59,14 +60,21 @@ func NewV4(kv objdb.KV, opts ...Option) *V4 {
 	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{}}
 }
 
-// Close fails requests still queued and waits for the committers to stop.
+// Close gives back the pools' reserves (best effort, a few seconds at
+// most), fails requests still queued and waits for the committers to stop.
 func (a *V4) Close() {
+	ctx, cancel := context.WithTimeout(a.ctx, closeFlushTimeout)
+	a.flushAll(ctx)
+	cancel()
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
 	a.cancel()
 	a.wg.Wait()
 }
+
+// closeFlushTimeout bounds the reserve hand-back at Close.
+const closeFlushTimeout = 3 * time.Second
 
 func (a *V4) keys(id string) keys4 { return keys4{p: a.opts.prefix + id + "/v4/"} }
 
@@ -261,6 +269,16 @@ func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) 
 		p = &pool4{id: id, keys: a.keys(id)}
 		a.pools[id] = p
 	}
+	if r.kind == reqAuto {
+		if addr, ok, start := p.popReserve(); ok {
+			if start {
+				a.wg.Add(1)
+				go p.run(a)
+			}
+			a.mu.Unlock()
+			return result{addr: addr, changed: true}, nil
+		}
+	}
 	if p.enqueue(r) {
 		a.wg.Add(1)
 		go p.run(a)
@@ -309,6 +327,12 @@ type pool4 struct {
 	mu      sync.Mutex
 	queue   []*request
 	running bool
+	// The reserve (v4reserve.go), guarded by mu.
+	reserve []netip.Addr // taken in the store, not handed out; ascending
+	target  int          // size the committer refills the reserve to
+	refill  bool         // the committer should refill
+	lastPop time.Time
+	trim    *time.Timer // gives back an idle reserve
 
 	invalid atomic.Bool // drop the cache before the next round
 
@@ -341,15 +365,15 @@ func (p *pool4) run(a *V4) {
 	defer a.wg.Done()
 	for {
 		p.mu.Lock()
-		batch := p.queue
-		p.queue = nil
-		if len(batch) == 0 {
+		batch, refill := p.queue, p.refill
+		p.queue, p.refill = nil, false
+		if len(batch) == 0 && !refill {
 			p.running = false
 			p.mu.Unlock()
 			return
 		}
 		p.mu.Unlock()
-		if retry := p.round(a, batch); len(retry) > 0 {
+		if retry := p.round(a, batch, refill); len(retry) > 0 {
 			p.mu.Lock()
 			p.queue = append(retry, p.queue...)
 			p.mu.Unlock()
@@ -359,6 +383,13 @@ func (p *pool4) run(a *V4) {
 
 func (p *pool4) reset() {
 	p.lay, p.chunks, p.full, p.fullVer = nil, nil, nil, 0
+}
+
+// stale drops everything cached, the reserve included: the pool was
+// deleted and re-created behind this process.
+func (p *pool4) stale() {
+	p.reset()
+	p.dropReserve()
 }
 
 // complete delivers res to r's caller; if the caller gave up, an address
@@ -391,9 +422,10 @@ type pending struct {
 	res result
 }
 
-// round applies one batch. It returns the requests to run again (lost a
-// CAS race, or waiting for a re-scan).
-func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
+// round applies one batch, and refills the reserve when asked or when the
+// batch shows concurrent demand. It returns the requests to run again
+// (lost a CAS race, or waiting for a re-scan).
+func (p *pool4) round(a *V4, batch []*request, refill bool) (retry []*request) {
 	ctx, cancel := context.WithTimeout(a.ctx, a.opts.commitTimeout)
 	defer cancel()
 
@@ -403,7 +435,14 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 			live = append(live, r)
 		}
 	}
-	if len(live) == 0 {
+	autos := 0
+	for _, r := range live {
+		if r.kind == reqAuto {
+			autos++
+		}
+	}
+	p.noteConcurrency(autos)
+	if len(live) == 0 && !refill {
 		return nil
 	}
 	failAll := func(err error) []*request {
@@ -426,7 +465,7 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 	if p.needSync {
 		if err := p.resync(ctx, a); err != nil {
 			if errors.Is(err, errStale) {
-				p.reset()
+				p.stale()
 				return notDone(live)
 			}
 			return failAll(err)
@@ -467,12 +506,16 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 			seenFull = append(seenFull, full...)
 			if err != nil {
 				if errors.Is(err, errStale) {
-					p.reset()
+					p.stale()
 					return notDone(live)
 				}
 				return failAll(err)
 			}
 			if !found {
+				if addr, ok := p.takeReserved(); ok {
+					p.complete(r, result{addr: addr, changed: true})
+					continue
+				}
 				if synced || r.waitSync {
 					p.complete(r, result{err: userErr(ErrExhausted, "auto allocation failed - address exhaustion in %s", l.desc)})
 				} else {
@@ -487,6 +530,11 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 			dirty[c] = true
 			perChunk[c] = append(perChunk[c], pending{r, result{addr: l.addr(host), changed: true}})
 		case reqSpecific, reqRelease:
+			if r.kind == reqRelease {
+				// Releasing a reserved address (a caller that never got it)
+				// must not leave it in the reserve once freed.
+				p.claimReserved(r.ip)
+			}
 			host, err := l.host(r.ip)
 			if err != nil {
 				p.complete(r, result{err: err})
@@ -505,7 +553,7 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 			w, err := getWork(c)
 			if err != nil {
 				if errors.Is(err, errStale) {
-					p.reset()
+					p.stale()
 					return notDone(live)
 				}
 				return failAll(err)
@@ -513,6 +561,8 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 			word, bit := (host%chunkBits)/64, uint64(1)<<uint(host%64)
 			taken := w[word]&bit != 0
 			switch {
+			case r.kind == reqSpecific && taken && p.claimReserved(r.ip):
+				p.complete(r, result{addr: r.ip, changed: true})
 			case r.kind == reqSpecific && taken:
 				perChunk[c] = append(perChunk[c], pending{r, result{err: userErr(ErrInUse, "ip address %s is not available", r.ip)}})
 			case r.kind == reqSpecific:
@@ -527,6 +577,23 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 				perChunk[c] = append(perChunk[c], pending{r, result{addr: r.ip, changed: true}})
 			}
 		}
+	}
+
+	// Reserve: more addresses in the same chunk writes.
+	extras := map[int][]netip.Addr{}
+	for n := p.wantReserve(); n > 0; n-- {
+		host, found, full, err := p.search(ctx, a, work, getWork)
+		seenFull = append(seenFull, full...)
+		if err != nil || !found {
+			break // the requests above decide; a failed extra is just not taken
+		}
+		c := int(host / chunkBits)
+		work[c][(host%chunkBits)/64] |= 1 << uint(host%64)
+		dirty[c] = true
+		if perChunk[c] == nil {
+			perChunk[c] = []pending{}
+		}
+		extras[c] = append(extras[c], l.addr(host))
 	}
 
 	// Commit: one CAS write per changed chunk.
@@ -567,6 +634,7 @@ func (p *pool4) round(a *V4, batch []*request) (retry []*request) {
 			for _, pd := range perChunk[c] {
 				p.complete(pd.r, pd.res)
 			}
+			p.addReserve(a, extras[c])
 			if multi && !hasFree && !p.isFull(c) {
 				nowFull = append(nowFull, c)
 			}

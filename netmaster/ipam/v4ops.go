@@ -26,6 +26,9 @@ func (a *V4) CreateSubPool(ctx context.Context, parentID, id, pool string) (Pool
 		return PoolInfo{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("create ip pool %q in pool %q: %w", id, parentID, err) }
+	if err := a.flushReserve(ctx, parentID); err != nil {
+		return PoolInfo{}, wrap(err)
+	}
 	pl, err := a.readLayout(ctx, parentID)
 	if err != nil {
 		return PoolInfo{}, wrap(err)
@@ -257,6 +260,9 @@ func (a *V4) snapshot(ctx context.Context, id string) (*layout, map[int]*[chunkW
 	if err := checkPoolID(id); err != nil {
 		return nil, nil, err
 	}
+	if err := a.flushReserve(ctx, id); err != nil {
+		return nil, nil, err
+	}
 	l, err := a.readLayout(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -372,6 +378,9 @@ func (a *V4) lists(ctx context.Context, id string) (used, free string, err error
 func (a *V4) IsAllocated(ctx context.Context, id string, ip netip.Addr) (bool, error) {
 	if err := checkPoolID(id); err != nil {
 		return false, err
+	}
+	if err := a.flushReserve(ctx, id); err != nil {
+		return false, fmt.Errorf("check address %s in pool %q: %w", ip, id, err)
 	}
 	l, err := a.readLayout(ctx, id)
 	if err != nil {
