@@ -85,9 +85,9 @@ func (netprofileCtl) Oper(context.Context, *contivmodel.Tx, *contivmodel.Netprof
 	return nil, nil
 }
 
-// policyCtl is the policy controller (spec rest-api.md §2.7). Rules are
-// not implemented (no rule controller): a policy holds no rules and
-// attaching it to a group only links the two.
+// policyCtl is the policy controller (spec rest-api.md §2.7). Its rules
+// are managed by the rule controller (rule.go); a policy delete runs each
+// rule's delete.
 type policyCtl struct{ m *master }
 
 // Create links a policy to its tenant.
