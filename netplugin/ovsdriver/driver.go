@@ -85,9 +85,14 @@ type Driver struct {
 	log       logrus.FieldLogger
 	closeOnce sync.Once
 
-	// numMu serialises port number allocation and the persisted state.
+	// numMu guards the in-memory port counter.
 	numMu   sync.Mutex
 	portNum int
+
+	// operMu guards the queue of persisted-state changes (updateOper).
+	operMu    sync.Mutex
+	operQueue []*operReq
+	operBusy  bool // a request is committing the queue
 }
 
 // New dials OVSDB and reads the persisted driver state.

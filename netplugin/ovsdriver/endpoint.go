@@ -120,8 +120,14 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 	if err := d.deleteStalePort(ctx, res.PortName); err != nil {
 		return fail(err)
 	}
+	mtu := spec.MTU
 	if !spec.Infra {
-		if err := d.addVeth(res.IntfName, res.PortName); err != nil {
+		if mtu == 0 {
+			if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
+				return fail(err)
+			}
+		}
+		if err := d.addVeth(res.IntfName, res.PortName, mtu, spec.MAC); err != nil {
 			return fail(err)
 		}
 	}
@@ -137,12 +143,17 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 	if res.OFPort, err = d.ofport(ctx, res.PortName); err != nil {
 		return fail(err)
 	}
-	linkName := res.IntfName
 	if spec.Infra {
-		linkName = res.PortName
-	}
-	if err := d.configureLink(ctx, linkName, spec); err != nil {
-		return fail(err)
+		if err := d.configureInfraLink(ctx, res.PortName, spec); err != nil {
+			return fail(err)
+		}
+	} else if spec.MTU == 0 {
+		// Links ovs-vswitchd creates for a new bridge appear
+		// asynchronously: the MTU is what the namespace's links say now
+		// that the port exists.
+		if err := d.correctMTU(res.IntfName, mtu, spec.Bridge == VxlanBridge); err != nil {
+			return fail(err)
+		}
 	}
 	info := &state.LocalEpInfo{Ovsportname: res.PortName, EpgKey: spec.EpgKey, BridgeType: bridgeType(spec.Bridge)}
 	if err := d.recordEndpoint(ctx, spec.EndpointID, info); err != nil {
@@ -167,41 +178,53 @@ func (d *Driver) deleteStalePort(ctx context.Context, name string) error {
 	return nil
 }
 
-// addVeth creates the veth pair and sets the OVS side up.
-func (d *Driver) addVeth(contName, ovsName string) error {
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: contName}, PeerName: ovsName}
+// addVeth creates the veth pair in one netlink request: the OVS side up,
+// the container side (down) with its MTU and MAC (nil: the kernel's).
+// Every link change in its namespace makes ovs-vswitchd reconfigure all
+// bridges and revalidate every datapath flow, work that grows with the
+// number of ports; one request is one such change where creating, raising
+// and configuring the ends one by one were four. (correctMTU may add one
+// when the namespace's MTU changed meanwhile.)
+func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr) error {
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ovsName, Flags: net.FlagUp},
+		PeerName: contName, PeerMTU: uint32(mtu), PeerHardwareAddr: mac}
 	if err := d.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth pair %s/%s: %w", contName, ovsName, err)
-	}
-	peer, err := d.nl.LinkByName(ovsName)
-	if err != nil {
-		return fmt.Errorf("look up veth end %q: %w", ovsName, err)
-	}
-	if err := d.nl.LinkSetUp(peer); err != nil {
-		return fmt.Errorf("set %q up: %w", ovsName, err)
 	}
 	return nil
 }
 
-// configureLink sets MTU and MAC of the container side (or of the infra
-// internal interface, which ovs-vswitchd creates asynchronously).
-func (d *Driver) configureLink(ctx context.Context, name string, spec EndpointSpec) error {
-	if spec.Infra && spec.MTU == 0 && spec.MAC == nil {
+// correctMTU sets the container side's MTU again when EndpointMTU no
+// longer gives the one it was created with (rarely: only the links of a
+// bridge created a moment ago can change it).
+func (d *Driver) correctMTU(name string, created int, vxlan bool) error {
+	mtu, err := EndpointMTU(d.nl, vxlan)
+	if err != nil || mtu == created {
+		return err
+	}
+	link, err := d.nl.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("look up link %q: %w", name, err)
+	}
+	if err := d.nl.LinkSetMTU(link, mtu); err != nil {
+		return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+	}
+	return nil
+}
+
+// configureInfraLink sets MTU and MAC of an infra endpoint's internal
+// interface, which ovs-vswitchd creates asynchronously.
+func (d *Driver) configureInfraLink(ctx context.Context, name string, spec EndpointSpec) error {
+	if spec.MTU == 0 && spec.MAC == nil {
 		return nil
 	}
 	link, err := d.waitLink(ctx, name)
 	if err != nil {
 		return err
 	}
-	mtu := spec.MTU
-	if mtu == 0 && !spec.Infra {
-		if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
-			return err
-		}
-	}
-	if mtu != 0 {
-		if err := d.nl.LinkSetMTU(link, mtu); err != nil {
-			return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+	if spec.MTU != 0 {
+		if err := d.nl.LinkSetMTU(link, spec.MTU); err != nil {
+			return fmt.Errorf("set MTU %d on %q: %w", spec.MTU, name, err)
 		}
 	}
 	if spec.MAC != nil {

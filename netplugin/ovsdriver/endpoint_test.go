@@ -275,7 +275,8 @@ func TestPortCounterPersists(t *testing.T) {
 
 func TestConcurrentEndpoints(t *testing.T) {
 	e := newEnv(t)
-	d := e.driver(t, newStore(t))
+	st := newStore(t)
+	d := e.driver(t, st)
 	ensureBridge(t, e, d, ovsdriver.VlanBridge)
 	const total, workers = 50, 8
 	jobs := make(chan int)
@@ -318,6 +319,19 @@ func TestConcurrentEndpoints(t *testing.T) {
 	existing, err := d.ExistingEndpoints(e.ctx, ovsdriver.VlanBridge)
 	if err != nil || len(existing) != total {
 		t.Fatalf("ExistingEndpoints: %d, %v", len(existing), err)
+	}
+	// The concurrent changes of the persisted state are all kept.
+	oper, err := st.OvsDriverOper.Read(e.ctx, "host1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oper.CurrPortNum != total || len(oper.LocalEpInfo) != total {
+		t.Fatalf("persisted counter %d and %d endpoints, want %d and %d", oper.CurrPortNum, len(oper.LocalEpInfo), total, total)
+	}
+	for _, p := range ports {
+		if i := oper.LocalEpInfo[p.EndpointID]; i == nil || i.Ovsportname != p.PortName {
+			t.Errorf("LocalEpInfo[%s] = %+v, want port %s", p.EndpointID, i, p.PortName)
+		}
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -37,13 +39,102 @@ func (d *Driver) readOper(ctx context.Context) (state.OvsDriverOper, error) {
 	return st, nil
 }
 
-// updateOper applies fn to the persisted driver state with compare-and-swap
-// retries, so two drivers of one host label cannot lose each other's
-// changes. Without a store it does nothing.
-func (d *Driver) updateOper(ctx context.Context, fn func(*state.OvsDriverOper)) error {
+// operCommitTimeout bounds one commit of queued state changes. A commit
+// runs on behalf of every request in its batch, so it does not end with
+// the context of the request that happens to run it.
+const operCommitTimeout = 30 * time.Second
+
+// operReq is one change of the persisted driver state waiting to be
+// committed. fn reports whether it changed anything.
+type operReq struct {
+	fn   func(*state.OvsDriverOper) bool
+	done chan error    // receives the commit's result (buffered)
+	lead chan struct{} // closed when this request is to commit the queue
+	// Guarded by Driver.operMu.
+	taken    bool // in a batch being committed
+	promoted bool // lead was closed
+}
+
+// updateOper applies fn to the persisted driver state and returns once
+// the change is stored. Changes are group-committed: while one commit (a
+// read and a compare-and-swap write of the one state object) is under
+// way, further changes queue up, and the next commit applies all of them
+// at once. So concurrent attaches share store round trips instead of
+// taking turns for them, and two drivers of one host label still cannot
+// lose each other's changes. Without a store it does nothing.
+func (d *Driver) updateOper(ctx context.Context, fn func(*state.OvsDriverOper) bool) error {
 	if d.cfg.Store == nil {
 		return nil
 	}
+	req := &operReq{fn: fn, done: make(chan error, 1), lead: make(chan struct{})}
+	d.operMu.Lock()
+	d.operQueue = append(d.operQueue, req)
+	if !d.operBusy {
+		d.operBusy = true
+		d.operMu.Unlock()
+		return d.commitQueued(ctx, req)
+	}
+	d.operMu.Unlock()
+	select {
+	case err := <-req.done:
+		return err
+	case <-req.lead:
+		return d.commitQueued(ctx, req)
+	case <-ctx.Done():
+	}
+	d.operMu.Lock()
+	if req.taken {
+		// A commit is storing the change already: its result stands.
+		d.operMu.Unlock()
+		return <-req.done
+	}
+	d.operQueue = slices.DeleteFunc(d.operQueue, func(r *operReq) bool { return r == req })
+	if req.promoted {
+		d.handOffLocked()
+	}
+	d.operMu.Unlock()
+	return fmt.Errorf("update ovs driver state of %q: %w", d.cfg.HostLabel, ctx.Err())
+}
+
+// commitQueued commits every queued change (own among them) and hands the
+// next batch to the first request queued meanwhile.
+func (d *Driver) commitQueued(ctx context.Context, own *operReq) error {
+	d.operMu.Lock()
+	batch := d.operQueue
+	d.operQueue = nil
+	for _, r := range batch {
+		r.taken = true
+	}
+	d.operMu.Unlock()
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), operCommitTimeout)
+	err := d.commitOper(cctx, batch)
+	cancel()
+	for _, r := range batch {
+		r.done <- err
+	}
+
+	d.operMu.Lock()
+	d.handOffLocked()
+	d.operMu.Unlock()
+	return <-own.done
+}
+
+// handOffLocked lets the first queued request commit the queue, or marks
+// the committer idle when nothing is queued. d.operMu must be held.
+func (d *Driver) handOffLocked() {
+	if len(d.operQueue) == 0 {
+		d.operBusy = false
+		return
+	}
+	next := d.operQueue[0]
+	next.promoted = true
+	close(next.lead)
+}
+
+// commitOper applies a batch of changes to the persisted state with
+// compare-and-swap retries; nothing is written when no change applies.
+func (d *Driver) commitOper(ctx context.Context, batch []*operReq) error {
 	coll := d.cfg.Store.OvsDriverOper
 	for {
 		cur, ver, err := coll.ReadVersion(ctx, d.cfg.HostLabel)
@@ -55,7 +146,15 @@ func (d *Driver) updateOper(ctx context.Context, fn func(*state.OvsDriverOper)) 
 			return fmt.Errorf("read ovs driver state of %q: %w", d.cfg.HostLabel, err)
 		}
 		cur.ID = d.cfg.HostLabel
-		fn(&cur)
+		changed := false
+		for _, r := range batch {
+			if r.fn(&cur) {
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
 		_, err = coll.Write(ctx, cur, opt)
 		if errors.Is(err, objdb.ErrConflict) {
 			continue
@@ -69,8 +168,33 @@ func (d *Driver) updateOper(ctx context.Context, fn func(*state.OvsDriverOper)) 
 
 // allocPortNum takes the next port number whose names are free (no link
 // vport<N>/vvport<N> and no OVS port vvport<N>) and persists the counter
-// before returning it, so a crash never hands a number out twice.
+// before returning it, so a crash never hands a number out twice. The
+// number is taken under numMu; the counter is stored outside it, so
+// concurrent allocations share the store round trip (see updateOper).
 func (d *Driver) allocPortNum(ctx context.Context) (int, error) {
+	n, err := d.takePortNum()
+	if err != nil {
+		return 0, err
+	}
+	// The latest number taken is stored, whichever allocation's change
+	// the commit applies last.
+	err = d.updateOper(ctx, func(st *state.OvsDriverOper) bool {
+		d.numMu.Lock()
+		defer d.numMu.Unlock()
+		if st.CurrPortNum == d.portNum {
+			return false
+		}
+		st.CurrPortNum = d.portNum
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("allocate port number: %w", err)
+	}
+	return n, nil
+}
+
+// takePortNum advances the in-memory counter to the next free number.
+func (d *Driver) takePortNum() (int, error) {
 	d.numMu.Lock()
 	defer d.numMu.Unlock()
 	n := d.portNum
@@ -84,14 +208,10 @@ func (d *Driver) allocPortNum(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if !free {
-			continue
+		if free {
+			d.portNum = n
+			return n, nil
 		}
-		if err := d.updateOper(ctx, func(st *state.OvsDriverOper) { st.CurrPortNum = n }); err != nil {
-			return 0, fmt.Errorf("allocate port number: %w", err)
-		}
-		d.portNum = n
-		return n, nil
 	}
 	return 0, fmt.Errorf("allocate port number: no free vport name after %d tries from %d", portNumTries, d.portNum)
 }
@@ -117,45 +237,30 @@ func (d *Driver) portNumFree(n int) (bool, error) {
 // recordEndpoint stores (or with info nil removes) an endpoint in the
 // persisted LocalEpInfo map.
 func (d *Driver) recordEndpoint(ctx context.Context, epID string, info *state.LocalEpInfo) error {
-	d.numMu.Lock()
-	defer d.numMu.Unlock()
-	return d.updateOper(ctx, func(st *state.OvsDriverOper) {
+	return d.updateOper(ctx, func(st *state.OvsDriverOper) bool {
 		if info == nil {
+			_, had := st.LocalEpInfo[epID]
 			delete(st.LocalEpInfo, epID)
-			return
+			return had
 		}
 		if st.LocalEpInfo == nil {
 			st.LocalEpInfo = map[string]*state.LocalEpInfo{}
 		}
 		st.LocalEpInfo[epID] = info
+		return true
 	})
 }
 
 // forgetPort removes every LocalEpInfo entry of an OVS port name.
 func (d *Driver) forgetPort(ctx context.Context, portName string) error {
-	d.numMu.Lock()
-	defer d.numMu.Unlock()
-	if d.cfg.Store == nil {
-		return nil
-	}
-	st, err := d.readOper(ctx)
-	if err != nil {
-		return err
-	}
-	found := false
-	for _, info := range st.LocalEpInfo {
-		if info != nil && info.Ovsportname == portName {
-			found = true
-		}
-	}
-	if !found {
-		return nil
-	}
-	return d.updateOper(ctx, func(st *state.OvsDriverOper) {
+	return d.updateOper(ctx, func(st *state.OvsDriverOper) bool {
+		found := false
 		for id, info := range st.LocalEpInfo {
 			if info != nil && info.Ovsportname == portName {
 				delete(st.LocalEpInfo, id)
+				found = true
 			}
 		}
+		return found
 	})
 }
