@@ -12,15 +12,6 @@ import (
 // bridgeProtocols are the OpenFlow versions the contiv bridges speak.
 var bridgeProtocols = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlow13"}
 
-// datapathMatches reports whether an existing bridge's datapath_type column
-// is what the driver is configured for ("" is OVS's default, system).
-func datapathMatches(have, want string) bool {
-	if have == "" {
-		have = "system"
-	}
-	return have == want
-}
-
 // EnsureBridge makes sure bridge name exists with the columns of spec
 // dataplane.md §1.2: protocols OpenFlow10..13, fail_mode secure, the
 // configured datapath_type (omitted for "system"), no LOCAL port, and the
@@ -41,21 +32,13 @@ func (d *Driver) EnsureBridge(ctx context.Context, name string, controllerPort i
 		Protocols:   bridgeProtocols,
 		Controllers: []string{"tcp:127.0.0.1:" + strconv.Itoa(controllerPort)},
 	}
-	info, err := d.ovs.GetBridge(ctx, name)
-	switch {
-	case err == nil:
-		if !datapathMatches(info.DatapathType, d.cfg.DatapathType) {
-			return fmt.Errorf("%w: bridge %q already exists but has datapath_type %q, not %q",
-				ErrMismatch, name, info.DatapathType, d.cfg.DatapathType)
-		}
-	case errors.Is(err, ovsdb.ErrNotFound):
-		if d.cfg.DatapathType != "system" {
-			spec.DatapathType = d.cfg.DatapathType
-		}
-	default:
-		return fmt.Errorf("ensure bridge %q: %w", name, err)
+	if d.cfg.DatapathType != "system" {
+		spec.DatapathType = d.cfg.DatapathType
 	}
-	if err := d.ovs.CreateBridge(ctx, spec); err != nil {
+	spec.KeepDatapathType = true
+	if err := d.ovs.CreateBridge(ctx, spec); errors.Is(err, ovsdb.ErrMismatch) {
+		return fmt.Errorf("%w: %v", ErrMismatch, err)
+	} else if err != nil {
 		return fmt.Errorf("ensure bridge %q: %w", name, err)
 	}
 	return nil

@@ -27,6 +27,11 @@ type BridgeSpec struct {
 	Name string
 	// DatapathType is "system" or "netdev"; "" leaves the OVS default.
 	DatapathType string
+	// KeepDatapathType: an existing bridge of another datapath type
+	// ("" counts as system) is not converted; the call fails with
+	// ErrMismatch instead. The check is made on the view the change is
+	// computed from, so a bridge created meanwhile is caught too.
+	KeepDatapathType bool
 	// FailMode is "secure" or "standalone"; "" leaves it unset.
 	FailMode string
 	// Protocols are OpenFlow versions, e.g. {"OpenFlow13"}.
@@ -87,6 +92,14 @@ func (c *Client) CreateBridge(ctx context.Context, spec BridgeSpec) error {
 	return nil
 }
 
+// orSystem is a datapath type with OVS's default ("") spelled out.
+func orSystem(t string) string {
+	if t == "" {
+		return "system"
+	}
+	return t
+}
+
 // bridgeOpsFromView computes the operations that take the cached state to
 // spec; none when it already matches.
 func bridgeOpsFromView(v View, spec BridgeSpec) ([]Operation, error) {
@@ -120,6 +133,10 @@ func bridgeOpsFromView(v View, spec BridgeSpec) ([]Operation, error) {
 		), nil
 	}
 
+	if spec.KeepDatapathType && orSystem(br.String("datapath_type")) != orSystem(spec.DatapathType) {
+		return nil, fmt.Errorf("%w: bridge %q already exists but has datapath_type %q, not %q",
+			ErrMismatch, spec.Name, br.String("datapath_type"), orSystem(spec.DatapathType))
+	}
 	var ops []Operation
 	row := Row{}
 	if spec.DatapathType != "" && br.String("datapath_type") != spec.DatapathType {
