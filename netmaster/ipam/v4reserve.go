@@ -146,10 +146,20 @@ func (a *V4) trimReserve(p *pool4) {
 		p.mu.Unlock()
 		return
 	}
-	p.queue = append(p.queue, p.drainReserveLocked()...)
-	start := !p.running
-	p.running = true
+	releases := p.drainReserveLocked()
 	p.mu.Unlock()
+	a.queueLocked(p, releases)
+}
+
+// queueLocked queues rs on p and starts its committer if it is idle.
+// a.mu must be held (so Close cannot miss the committer).
+func (a *V4) queueLocked(p *pool4, rs []*request) {
+	start := false
+	for _, r := range rs {
+		if p.enqueue(r) {
+			start = true
+		}
+	}
 	if start {
 		a.wg.Add(1)
 		go p.run(a)
@@ -172,14 +182,8 @@ func (a *V4) flushReserve(ctx context.Context, id string) error {
 		a.mu.Unlock()
 		return nil
 	}
-	p.queue = append(p.queue, rs...)
-	start := !p.running
-	p.running = true
 	p.mu.Unlock()
-	if start {
-		a.wg.Add(1)
-		go p.run(a)
-	}
+	a.queueLocked(p, rs)
 	a.mu.Unlock()
 	for _, r := range rs {
 		select {
