@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 )
@@ -47,6 +48,15 @@ func TestVTEP(t *testing.T) {
 	// A tunnel to the same peer under another name is replaced.
 	e.vsctl(t, "add-port", ovsdriver.VxlanBridge, "oldtun", "--", "set", "Interface", "oldtun", "type=vxlan",
 		"options:remote_ip=198.18.0.3", "options:key=flow")
+	// The driver decides from its OVSDB cache, which learns of changes made
+	// by other clients asynchronously: wait until it has seen oldtun.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if vteps, err := d.VTEPs(e.ctx, ovsdriver.VxlanBridge); err == nil && vteps["198.18.0.3"] != 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the driver never saw oldtun: %v, %v", vteps, err)
+		}
+	}
 	if _, err := d.EnsureVTEP(e.ctx, ovsdriver.VxlanBridge, "198.18.0.3", 0); err != nil {
 		t.Fatal(err)
 	}
