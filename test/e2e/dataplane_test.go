@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -76,6 +77,21 @@ func TestThreeHostsBridgeMode(t *testing.T) {
 		getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/debug/ofnet", &om)
 		if len(om.AgentDb) != 6 || len(om.EndpointDb) != 14 {
 			t.Errorf("/debug/ofnet: %d agents (want 2 per host), %d endpoints (want 14)", len(om.AgentDb), len(om.EndpointDb))
+		}
+		// One identity per host although its control and VTEP addresses
+		// differ (daemons.md §10 row 10): the ofnet master knows the agents
+		// by VTEP address, the `netplugin` service lists the control ones.
+		var info testbed.Info
+		getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/info", &info)
+		for _, h := range tb.Hosts {
+			for _, port := range []string{":9002", ":9003"} {
+				if _, ok := om.AgentDb[h.IP+port]; !ok {
+					t.Errorf("/debug/ofnet: no agent %s%s (host %s's VTEP address); agents %v", h.IP, port, h.Name, slices.Sorted(maps.Keys(om.AgentDb)))
+				}
+			}
+			if !slices.Contains(info.NetpluginNodes, h.CtrlIP) {
+				t.Errorf("/info netplugin-nodes %v: no %s (host %s's control address)", info.NetpluginNodes, h.CtrlIP, h.Name)
+			}
 		}
 	})
 

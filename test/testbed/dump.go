@@ -25,7 +25,7 @@ func (tb *Testbed) dump() string {
 	var b strings.Builder
 	b.WriteString(tb.masterLogTails(200))
 	for _, h := range tb.Hosts {
-		fmt.Fprintf(&b, "=== host %s (%s), netplugin %s ===\n", h.Name, h.IP, runState(h.netplugin))
+		fmt.Fprintf(&b, "=== host %s (vtep %s, ctrl %s), netplugin %s ===\n", h.Name, h.IP, h.CtrlIP, runState(h.netplugin))
 		fmt.Fprintf(&b, "--- netplugin log (tail) ---\n%s\n", h.netplugin.logs(80))
 		if h.OVS == nil || h.stopped.Load() {
 			continue

@@ -13,14 +13,16 @@ import (
 
 // Names of the fabric's bridges and of the links in the other namespaces.
 const (
+	MgmtBridge     = "mgmt"
 	UnderlayBridge = "underlay"
 	VlanBridge     = "vlanfab"
-	UnderlayIf     = "eth1"   // underlay link in master, store and host namespaces
+	MgmtIf         = "eth0"   // management link in master, store and host namespaces
+	UnderlayIf     = "eth1"   // underlay link in master and host namespaces
 	TrunkIf        = "eth2"   // host's link into the VLAN trunk
 	PhyBridge      = "br-phy" // host OVS bridge carrying the underlay address
 )
 
-// buildFabric creates the fabric namespace and its two bridges. Bridged
+// buildFabric creates the fabric namespace and its three bridges. Bridged
 // frames must not meet netfilter there (br_netfilter may be loaded on the
 // machine), so its bridge-nf hooks are switched off in that namespace.
 func (tb *Testbed) buildFabric() error {
@@ -28,7 +30,7 @@ func (tb *Testbed) buildFabric() error {
 	if err := addNetNS(ns); err != nil {
 		return err
 	}
-	for _, br := range []string{UnderlayBridge, VlanBridge} {
+	for _, br := range []string{MgmtBridge, UnderlayBridge, VlanBridge} {
 		if err := ipIn(ns, "link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0"); err != nil {
 			return fmt.Errorf("bridge %s: %w", br, err)
 		}
@@ -55,15 +57,26 @@ func (tb *Testbed) plug(bridge, fabIf, ns, nsIf string) error {
 	return ipIn(tb.FabricNS, "link", "set", fabIf, "master", bridge)
 }
 
-// addNode creates a namespace on the underlay with address ip on eth1.
-func (tb *Testbed) addNode(ns, fabIf, ip string) error {
-	if err := addNetNS(ns); err != nil {
+// plugAddr plugs ns into a fabric bridge (see plug) and gives nsIf the
+// address ip/24.
+func (tb *Testbed) plugAddr(bridge, fabIf, ns, nsIf, ip string) error {
+	if err := tb.plug(bridge, fabIf, ns, nsIf); err != nil {
 		return err
 	}
-	if err := tb.plug(UnderlayBridge, fabIf, ns, UnderlayIf); err != nil {
-		return err
-	}
-	if err := ipIn(ns, "addr", "add", ip+"/24", "dev", UnderlayIf); err != nil {
+	return ipIn(ns, "addr", "add", ip+"/24", "dev", nsIf)
+}
+
+// plugMgmt plugs ns into the management network with address ip on eth0.
+// Management traffic stays in the kernel (veths and a Linux bridge).
+func (tb *Testbed) plugMgmt(ns, fabIf, ip string) error {
+	return tb.plugAddr(MgmtBridge, fabIf, ns, MgmtIf, ip)
+}
+
+// plugUnderlay plugs a master's namespace into the underlay with address
+// ip on eth1. Its traffic reaches the hosts' OVS, so TX checksum offload
+// is switched off (see DisableTxOffload).
+func (tb *Testbed) plugUnderlay(ns, fabIf, ip string) error {
+	if err := tb.plugAddr(UnderlayBridge, fabIf, ns, UnderlayIf, ip); err != nil {
 		return err
 	}
 	return DisableTxOffload(ns, UnderlayIf)
@@ -99,7 +112,10 @@ func (tb *Testbed) startStore(t testing.TB) {
 	t.Helper()
 	tb.StoreNS = tb.Prefix + "st"
 	tb.StoreIP = StoreIP
-	if err := tb.addNode(tb.StoreNS, "st", StoreIP); err != nil {
+	if err := addNetNS(tb.StoreNS); err != nil {
+		t.Fatalf("testbed: store namespace: %v", err)
+	}
+	if err := tb.plugMgmt(tb.StoreNS, "st", StoreIP); err != nil {
 		t.Fatalf("testbed: store namespace: %v", err)
 	}
 	dir, err := tb.stateDir("st")
@@ -135,24 +151,28 @@ func (tb *Testbed) startStore(t testing.TB) {
 	}
 }
 
-// addHost creates host i: namespace, underlay and trunk links, its own
-// OVS with br-phy holding the underlay address.
+// addHost creates host i: namespace, management, underlay and trunk
+// links, its own OVS with br-phy holding the underlay (VTEP) address.
 func (tb *Testbed) addHost(t testing.TB, i int) {
 	t.Helper()
 	h := &Host{
-		Index: i,
-		Name:  fmt.Sprintf("%sh%d", tb.Prefix, i),
-		IP:    HostIP(i),
-		tb:    tb,
+		Index:  i,
+		Name:   fmt.Sprintf("%sh%d", tb.Prefix, i),
+		IP:     HostIP(i),
+		CtrlIP: HostCtrlIP(i),
+		tb:     tb,
 	}
 	h.NS = h.Name
-	h.fabUnderlay, h.fabTrunk = fmt.Sprintf("h%du", i), fmt.Sprintf("h%dv", i)
+	h.fabMgmt, h.fabUnderlay, h.fabTrunk = fmt.Sprintf("h%dm", i), fmt.Sprintf("h%du", i), fmt.Sprintf("h%dv", i)
 	var err error
 	if h.Dir, err = tb.stateDir(fmt.Sprintf("h%d", i)); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
 	if err := addNetNS(h.NS); err != nil {
 		t.Fatalf("testbed: host %d: %v", i, err)
+	}
+	if err := tb.plugMgmt(h.NS, h.fabMgmt, h.CtrlIP); err != nil {
+		t.Fatalf("testbed: host %d management: %v", i, err)
 	}
 	if err := tb.plug(UnderlayBridge, h.fabUnderlay, h.NS, UnderlayIf); err != nil {
 		t.Fatalf("testbed: host %d underlay: %v", i, err)

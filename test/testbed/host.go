@@ -21,14 +21,17 @@ type Host struct {
 	Index int
 	Name  string // host label (--host) and namespace name
 	NS    string
-	IP    string // underlay address (on br-phy), also vtep and ctrl IP
-	Dir   string // OVS state, sockets, netplugin.log
-	OVS   *ovstest.OVS
+	IP    string // underlay address (on br-phy): --vtep-ip
+	// CtrlIP is its management address (on eth0): --ctrl-ip, and the
+	// source of its traffic to netmaster and the store.
+	CtrlIP string
+	Dir    string // OVS state, sockets, netplugin.log
+	OVS    *ovstest.OVS
 
-	tb                    *Testbed
-	netplugin             *daemon
-	fabUnderlay, fabTrunk string      // this host's links on the fabric side
-	stopped               atomic.Bool // StopHost ran: OVS is down
+	tb                             *Testbed
+	netplugin                      *daemon
+	fabMgmt, fabUnderlay, fabTrunk string      // this host's links on the fabric side
+	stopped                        atomic.Bool // StopHost ran: OVS is down
 }
 
 // AttachSocket is the unix socket of netplugin's attach API.
@@ -39,7 +42,7 @@ func (h *Host) NetpluginArgs() []string {
 	cfg := h.tb.Config
 	args := []string{
 		"--mode", "test", "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
-		"--host", h.Name, "--vtep-ip", h.IP, "--ctrl-ip", h.IP,
+		"--host", h.Name, "--vtep-ip", h.IP, "--ctrl-ip", h.CtrlIP,
 		"--vlan-uplinks", TrunkIf,
 		"--etcd-endpoints", fmt.Sprintf("http://%s:%d", h.tb.StoreIP, EtcdPort),
 		"--ovsdb-socket", h.OVS.DBSock, "--ovs-datapath", "netdev",
@@ -105,15 +108,16 @@ func (h *Host) RestartVswitchd(t testing.TB) {
 }
 
 // StopHost takes the host off the cluster as if it had crashed: netplugin
-// is killed, both OVS daemons stop, and its underlay and trunk links go
-// down on both sides. Its namespace stays until the testbed's cleanup.
+// is killed, both OVS daemons stop, and its management, underlay and
+// trunk links go down on both sides. Its namespace stays until the testbed's cleanup.
 func (h *Host) StopHost(t testing.TB) {
 	t.Helper()
 	h.KillNetplugin(t)
 	h.stopped.Store(true)
 	h.OVS.KillVswitchd(t)
 	h.OVS.KillOVSDB(t)
-	for _, l := range [][2]string{{h.tb.FabricNS, h.fabUnderlay}, {h.tb.FabricNS, h.fabTrunk}, {h.NS, UnderlayIf}, {h.NS, TrunkIf}} {
+	for _, l := range [][2]string{{h.tb.FabricNS, h.fabMgmt}, {h.tb.FabricNS, h.fabUnderlay}, {h.tb.FabricNS, h.fabTrunk},
+		{h.NS, MgmtIf}, {h.NS, UnderlayIf}, {h.NS, TrunkIf}} {
 		if err := ipIn(l[0], "link", "set", l[1], "down"); err != nil {
 			t.Fatalf("testbed: stop host %s: %v", h.Name, err)
 		}

@@ -17,8 +17,11 @@ import (
 type Master struct {
 	Index int
 	NS    string
-	IP    string // underlay address; REST API on IP:9999
-	Dir   string // embedded etcd data and netmaster.log
+	IP    string // management address: REST API on IP:9999, ofnet master, embedded etcd
+	// UnderlayIP is its address on the underlay, where it reaches the
+	// ofnet agents at their VTEP addresses.
+	UnderlayIP string
+	Dir        string // embedded etcd data and netmaster.log
 
 	tb   *Testbed
 	proc *daemon
@@ -35,13 +38,19 @@ type Info struct {
 
 func (tb *Testbed) addMaster(t testing.TB, i int) {
 	t.Helper()
-	m := &Master{Index: i, NS: fmt.Sprintf("%sm%d", tb.Prefix, i), IP: MasterIP(i), tb: tb}
+	m := &Master{Index: i, NS: fmt.Sprintf("%sm%d", tb.Prefix, i), IP: MasterIP(i), UnderlayIP: MasterUnderlayIP(i), tb: tb}
 	var err error
 	if m.Dir, err = tb.stateDir(fmt.Sprintf("m%d", i)); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
-	if err := tb.addNode(m.NS, fmt.Sprintf("m%d", i), m.IP); err != nil {
+	if err := addNetNS(m.NS); err != nil {
 		t.Fatalf("testbed: master %d: %v", i, err)
+	}
+	if err := tb.plugMgmt(m.NS, fmt.Sprintf("m%dm", i), m.IP); err != nil {
+		t.Fatalf("testbed: master %d management: %v", i, err)
+	}
+	if err := tb.plugUnderlay(m.NS, fmt.Sprintf("m%d", i), m.UnderlayIP); err != nil {
+		t.Fatalf("testbed: master %d underlay: %v", i, err)
 	}
 	cfg := tb.Config
 	args := []string{

@@ -2,16 +2,20 @@
 // machine for end-to-end tests: every host is a network namespace with its
 // own Open vSwitch (ovsdb-server + ovs-vswitchd, userspace datapath) and a
 // real netplugin process; netmaster(s) and the cluster store run in further
-// namespaces; a fabric namespace joins them with two Linux bridges, the IP
-// underlay (198.18.0.0/24) and an L2 trunk for VLAN uplinks. Containers are
-// namespaces that netplugin attaches through its attach socket.
+// namespaces; a fabric namespace joins them with three Linux bridges: a
+// management network (198.18.1.0/24) for control traffic (REST, store,
+// ofnet RPC to the agents' control addresses), the IP underlay
+// (198.18.0.0/24) for VXLAN, and an L2 trunk for VLAN uplinks. Containers
+// are namespaces that netplugin attaches through its attach socket.
 //
 //	tb := testbed.New(t, testbed.Config{Hosts: 3, NetMode: "vxlan", FwdMode: "routing"})
 //	out, err := tb.Netctl("network", "create", "--subnet", "198.19.1.0/24", "n1")
 //	c := tb.Hosts[0].NewContainerNS(t, "web1")
 //
-// Addresses: netmaster i at 198.18.0.<1+i>, the external etcd at
-// 198.18.0.5, host i at 198.18.0.<11+i> (on its br-phy bridge). Nothing is
+// Addresses: netmaster i at 198.18.1.<1+i> (management) and 198.18.0.<1+i>
+// (underlay, to reach the agents' VTEP addresses), the external etcd at
+// 198.18.1.5, host i at 198.18.1.<11+i> (management, --ctrl-ip) and
+// 198.18.0.<11+i> (underlay on its br-phy bridge, --vtep-ip). Nothing is
 // added to the root namespace except the namespaces themselves; every name
 // starts with a random prefix ("tb3fa1-"), so parallel runs cannot collide.
 // Everything is destroyed in t.Cleanup, on SIGINT/SIGTERM, and, for test
@@ -55,17 +59,24 @@ func (m StoreMode) String() string {
 
 // Well-known addresses and ports of the simulated cluster.
 const (
+	MgmtSubnet     = "198.18.1.0/24"
 	UnderlaySubnet = "198.18.0.0/24"
-	StoreIP        = "198.18.0.5" // ExternalEtcd
+	StoreIP        = "198.18.1.5" // ExternalEtcd, management network only
 	NetmasterPort  = 9999
 	EtcdPort       = 2379
 )
 
-// MasterIP is the underlay address of netmaster i.
-func MasterIP(i int) string { return fmt.Sprintf("198.18.0.%d", 1+i) }
+// MasterIP is the management address of netmaster i, where it serves.
+func MasterIP(i int) string { return fmt.Sprintf("198.18.1.%d", 1+i) }
 
-// HostIP is the underlay address of host i.
+// MasterUnderlayIP is the underlay address of netmaster i.
+func MasterUnderlayIP(i int) string { return fmt.Sprintf("198.18.0.%d", 1+i) }
+
+// HostIP is the underlay (VTEP) address of host i.
 func HostIP(i int) string { return fmt.Sprintf("198.18.0.%d", 11+i) }
+
+// HostCtrlIP is the management (control) address of host i.
+func HostCtrlIP(i int) string { return fmt.Sprintf("198.18.1.%d", 11+i) }
 
 // Bounded waits of New.
 const (
