@@ -102,6 +102,12 @@ func (c bgpCtl) bgpAgentAddr(ctx context.Context, hostname string) string {
 	return "localhost"
 }
 
+// Bounds of the agent's /inspect/bgp call.
+const (
+	bgpInspectTimeout = 10 * time.Second
+	maxBgpInspect     = 8 << 20
+)
+
 // bgpInspect is the part of the agent's /inspect/bgp answer used here.
 type bgpInspect struct {
 	Peers []struct {
@@ -116,20 +122,21 @@ type bgpInspect struct {
 // Oper fetches the live BGP state from the host's agent.
 func (c bgpCtl) Oper(ctx context.Context, _ *contivmodel.Tx, b *contivmodel.Bgp) (any, error) {
 	addr := c.bgpAgentAddr(ctx, b.Hostname)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.m.netpluginURL(addr, "/inspect/bgp"), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := agentHTTPClient(bgpInspectTimeout).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch bgp state of %s: %w", b.Hostname, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBgpInspect+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fetch bgp state of %s: %w", b.Hostname, err)
+	}
+	if len(body) > maxBgpInspect {
+		return nil, contivmodel.Errorf("bgp state of %s: the agent's answer exceeds %d bytes", b.Hostname, maxBgpInspect)
 	}
 	// The agent's errors reach the client verbatim (rest-api.md §2.12).
 	switch resp.StatusCode {

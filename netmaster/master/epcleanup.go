@@ -117,14 +117,7 @@ func (m *master) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) err
 	if err != nil {
 		return err
 	}
-	// One transport per request, without idle connections left behind.
-	client := &http.Client{
-		Timeout: reclaimTimeout,
-		Transport: &http.Transport{
-			DialContext:       (&net.Dialer{Timeout: reclaimDialTimeout}).DialContext,
-			DisableKeepAlives: true,
-		},
-	}
+	client := agentHTTPClient(reclaimTimeout)
 	var errs []error
 	for _, ep := range eps {
 		if _, err := m.removeEndpoint(ctx, ep.NetID, ep.ID); err != nil && !errors.Is(err, objdb.ErrNotFound) {
@@ -171,6 +164,19 @@ func (m *master) netpluginURL(addr, path string) string {
 		port = DefaultNetpluginPort
 	}
 	return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + path
+}
+
+// agentHTTPClient is a client for netplugin's REST server: bounded by
+// timeout, dials bounded by reclaimDialTimeout, no idle connection left
+// behind.
+func agentHTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext:       (&net.Dialer{Timeout: reclaimDialTimeout}).DialContext,
+			DisableKeepAlives: true,
+		},
+	}
 }
 
 // reclaimEndpoint sends DELETE /debug/reclaimEndpoint/<epID> to the
