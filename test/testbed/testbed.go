@@ -4,8 +4,9 @@
 // real netplugin process; netmaster(s) and the cluster store run in further
 // namespaces; a fabric namespace joins them with three Linux bridges: a
 // management network (198.18.1.0/24) for control traffic (REST, store,
-// ofnet RPC to the agents' control addresses), the IP underlay
-// (198.18.0.0/24) for VXLAN, and an L2 trunk for VLAN uplinks. Containers
+// the agents' ofnet RPC to netmaster), the IP underlay (198.18.0.0/24) for
+// VXLAN and for netmaster's RPC to the agents, which register with their
+// VTEP address, and an L2 trunk for VLAN uplinks. Containers
 // are namespaces that netplugin attaches through its attach socket.
 //
 //	tb := testbed.New(t, testbed.Config{Hosts: 3, NetMode: "vxlan", FwdMode: "routing"})
