@@ -57,6 +57,7 @@ type KV interface {
 	Put(ctx context.Context, key string, value []byte, opts ...OpOption) (int64, error)
 	// Delete removes the key. Deleting an absent key is not an error unless
 	// WithPrevVersion is given (then ErrNotFound or ErrConflict).
+	// WithPrevKV returns the removed value, atomically with the removal.
 	Delete(ctx context.Context, key string, opts ...OpOption) error
 	// List returns every key under prefix (recursively), sorted by key.
 	// A missing prefix is an empty list, not an error.
@@ -117,13 +118,20 @@ type OpOption func(*Op)
 
 // Op is the set of options of one Put or Delete (read by backends).
 type Op struct {
-	PrevVersion int64 // >0: compare-and-swap against this version
-	CreateOnly  bool  // write only if absent
+	PrevVersion int64     // >0: compare-and-swap against this version
+	CreateOnly  bool      // write only if absent
+	PrevKV      *KeyValue // Delete only: receives the removed key
 }
 
 // WithPrevVersion makes the operation a compare-and-swap on the key's
 // current Version.
 func WithPrevVersion(v int64) OpOption { return func(o *Op) { o.PrevVersion = v } }
+
+// WithPrevKV makes Delete store in dst the key as it was when it removed
+// it, in the same atomic step; dst.Version is 0 when there was nothing to
+// remove. Of several concurrent deletes of a key exactly one receives its
+// value. Put refuses the option (ErrInvalid).
+func WithPrevKV(dst *KeyValue) OpOption { return func(o *Op) { o.PrevKV = dst } }
 
 // WithCreateOnly makes Put succeed only if the key does not exist.
 func WithCreateOnly() OpOption { return func(o *Op) { o.CreateOnly = true } }

@@ -121,6 +121,25 @@ func (c Collection[T]) Clear(ctx context.Context, id string) error {
 	return nil
 }
 
+// Take deletes the object and returns it, in one atomic store operation:
+// of several concurrent Takes exactly one gets it, the others an error
+// wrapping objdb.ErrNotFound, as does a Take of a missing object. A stored
+// value that does not decode is removed all the same, and the error says so.
+func (c Collection[T]) Take(ctx context.Context, id string) (T, error) {
+	var zero T
+	if err := checkID(id); err != nil {
+		return zero, err
+	}
+	var prev objdb.KeyValue
+	if err := c.kv.Delete(ctx, c.Key(id), objdb.WithPrevKV(&prev)); err != nil {
+		return zero, fmt.Errorf("take state %q: %w", c.Key(id), err)
+	}
+	if prev.Version == 0 {
+		return zero, fmt.Errorf("take state %q: %w", c.Key(id), objdb.ErrNotFound)
+	}
+	return c.decode(prev)
+}
+
 // ReadAll returns every object directly under the prefix, sorted by ID, and
 // the highest version seen (a Watch started from it misses nothing). Keys
 // deeper than one segment are not objects of this kind and are ignored.

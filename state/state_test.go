@@ -140,6 +140,28 @@ func TestReadWriteClear(t *testing.T) {
 	}
 }
 
+func TestTake(t *testing.T) {
+	ctx := ctxT(t)
+	s, kv := open(t)
+	ep := state.Endpoint{Common: state.Common{ID: "net1.default-ep1"}, NetID: "net1.default", IPAddress: "198.18.0.7"}
+	if _, err := s.Endpoints.Write(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Endpoints.Take(ctx, ep.ID)
+	if err != nil || got.IPAddress != "198.18.0.7" || got.NetID != "net1.default" {
+		t.Fatalf("take: %+v %v", got, err)
+	}
+	if _, err := kv.Get(ctx, s.Endpoints.Key(ep.ID)); !errors.Is(err, objdb.ErrNotFound) {
+		t.Fatalf("after take: %v", err)
+	}
+	if _, err := s.Endpoints.Take(ctx, ep.ID); !errors.Is(err, objdb.ErrNotFound) || !strings.Contains(err.Error(), "key not found") {
+		t.Fatalf("take twice: %v", err)
+	}
+	if _, err := s.Endpoints.Take(ctx, "a/b"); !errors.Is(err, objdb.ErrInvalid) {
+		t.Fatalf("take id a/b: %v", err)
+	}
+}
+
 func TestCompareAndSwapWrite(t *testing.T) {
 	ctx := ctxT(t)
 	s, _ := open(t)

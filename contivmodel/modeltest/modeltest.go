@@ -61,6 +61,9 @@ func (m *MemKV) Put(ctx context.Context, key string, value []byte, opts ...objdb
 		}
 	}
 	o := objdb.ApplyOps(opts)
+	if o.PrevKV != nil {
+		return 0, fmt.Errorf("put %q: %w: WithPrevKV is a Delete option", key, objdb.ErrInvalid)
+	}
 	cur, exists := m.data[key]
 	if o.CreateOnly && exists {
 		return 0, fmt.Errorf("put %q: %w", key, objdb.ErrConflict)
@@ -93,6 +96,12 @@ func (m *MemKV) Delete(ctx context.Context, key string, opts ...objdb.OpOption) 
 		}
 		if cur.Version != o.PrevVersion {
 			return fmt.Errorf("delete %q: %w", key, objdb.ErrConflict)
+		}
+	}
+	if o.PrevKV != nil {
+		*o.PrevKV = objdb.KeyValue{Key: key}
+		if exists {
+			*o.PrevKV = cur
 		}
 	}
 	delete(m.data, key)

@@ -582,13 +582,11 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (EndpointResponse, error) {
 	m.topo.RLock()
 	defer m.topo.RUnlock()
-	ep, ver, err := m.st.Endpoints.ReadVersion(ctx, epID)
+	// Removing the record first, and getting it back in the same store
+	// operation, makes exactly one of several concurrent deletes do the
+	// bookkeeping.
+	ep, err := m.st.Endpoints.Take(ctx, epID)
 	if err != nil {
-		return EndpointResponse{}, storeErr("read endpoint "+epID, err)
-	}
-	// Removing the record first, by compare-and-swap, makes exactly one
-	// of several concurrent deletes do the bookkeeping.
-	if err := m.kv.Delete(ctx, m.st.Endpoints.Key(epID), objdb.WithPrevVersion(ver)); err != nil {
 		return EndpointResponse{}, storeErr("delete endpoint "+epID, err)
 	}
 	resp := EndpointResponse{EndpointConfig: ep}

@@ -89,6 +89,9 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objd
 	if o.PrevVersion < 0 {
 		return 0, fmt.Errorf("put %q: %w: negative version %d", key, objdb.ErrInvalid, o.PrevVersion)
 	}
+	if o.PrevKV != nil {
+		return 0, fmt.Errorf("put %q: %w: WithPrevKV is a Delete option", key, objdb.ErrInvalid)
+	}
 	op := &api.KVTxnOp{Verb: api.KVSet, Key: c.full(key), Value: value}
 	switch {
 	case o.PrevVersion > 0:
@@ -137,6 +140,9 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 	}
 	o := objdb.ApplyOps(opts)
 	what := fmt.Sprintf("delete %q", key)
+	if o.PrevKV != nil {
+		return c.deleteReturning(ctx, what, key, o)
+	}
 	if o.PrevVersion <= 0 {
 		return c.retry(ctx, what, func(ctx context.Context) error {
 			_, err := c.api.KV().Delete(c.full(key), wopts(ctx))
@@ -159,6 +165,42 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 		return fmt.Errorf("delete %q at version %d: %w", key, o.PrevVersion, objdb.ErrNotFound)
 	}
 	return fmt.Errorf("delete %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict)
+}
+
+// deleteReturning is Delete with WithPrevKV: one transaction (checks the
+// version when set,) reads the key and deletes it. When its first
+// operation fails the key was absent (or, with a version, had changed).
+func (c *Client) deleteReturning(ctx context.Context, what, key string, o objdb.Op) error {
+	var ops api.TxnOps
+	if o.PrevVersion > 0 {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.full(key), Index: uint64(o.PrevVersion)}})
+	}
+	ops = append(ops,
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGet, Key: c.full(key)}},
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.full(key)}})
+	ok, resp, err := c.txn(ctx, what, ops)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if len(resp.Errors) == 0 || resp.Errors[0].OpIndex != 0 {
+			return fmt.Errorf("%s: consul refused the delete: %s", what, txnErrors(resp))
+		}
+		if o.PrevVersion <= 0 {
+			*o.PrevKV = objdb.KeyValue{Key: key}
+			return nil
+		}
+		if _, err := c.Get(ctx, key); errors.Is(err, objdb.ErrNotFound) {
+			return fmt.Errorf("delete %q at version %d: %w", key, o.PrevVersion, objdb.ErrNotFound)
+		}
+		return fmt.Errorf("delete %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict)
+	}
+	got := len(ops) - 2 // the get's result
+	if len(resp.Results) <= got || resp.Results[got].KV == nil {
+		return fmt.Errorf("%s: consul transaction returned no value", what)
+	}
+	*o.PrevKV = c.keyValue(resp.Results[got].KV)
+	return nil
 }
 
 // List returns every key under prefix, sorted by key. "" lists the whole

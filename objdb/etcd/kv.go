@@ -45,6 +45,9 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objd
 	if o.PrevVersion < 0 || (o.PrevVersion > 0 && o.CreateOnly) {
 		return 0, fmt.Errorf("put %q: %w: previous version %d with create-only %t", key, objdb.ErrInvalid, o.PrevVersion, o.CreateOnly)
 	}
+	if o.PrevKV != nil {
+		return 0, fmt.Errorf("put %q: %w: WithPrevKV is a Delete option", key, objdb.ErrInvalid)
+	}
 	full := c.full(key)
 	if o.PrevVersion == 0 && !o.CreateOnly {
 		var resp *clientv3.PutResponse
@@ -110,17 +113,26 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 		return fmt.Errorf("delete %q: %w: previous version %d", key, objdb.ErrInvalid, o.PrevVersion)
 	}
 	full := c.full(key)
+	var delOpts []clientv3.OpOption
+	if o.PrevKV != nil {
+		delOpts = append(delOpts, clientv3.WithPrevKV())
+	}
 	if o.PrevVersion == 0 {
-		return c.do(ctx, "delete", key, func(actx context.Context) error {
-			_, err := c.cli.Delete(actx, full)
+		var resp *clientv3.DeleteResponse
+		err := c.do(ctx, "delete", key, func(actx context.Context) (err error) {
+			resp, err = c.cli.Delete(actx, full, delOpts...)
 			return err
 		})
+		if err == nil && o.PrevKV != nil {
+			*o.PrevKV = removed(key, resp.PrevKvs)
+		}
+		return err
 	}
 	var resp *clientv3.TxnResponse
 	err := c.do(ctx, "delete", key, func(actx context.Context) (err error) {
 		resp, err = c.cli.Txn(actx).
 			If(clientv3.Compare(clientv3.ModRevision(full), "=", o.PrevVersion)).
-			Then(clientv3.OpDelete(full)).
+			Then(clientv3.OpDelete(full, delOpts...)).
 			Else(clientv3.OpGet(full)).
 			Commit()
 		return err
@@ -135,7 +147,18 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 		}
 		return fmt.Errorf("delete %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion)
 	}
+	if o.PrevKV != nil {
+		*o.PrevKV = removed(key, resp.Responses[0].GetResponseDeleteRange().GetPrevKvs())
+	}
 	return nil
+}
+
+// removed is the key a delete with WithPrevKV removed (Version 0: none).
+func removed(key string, prev []*mvccpb.KeyValue) objdb.KeyValue {
+	if len(prev) == 0 {
+		return objdb.KeyValue{Key: key}
+	}
+	return objdb.KeyValue{Key: key, Value: prev[0].Value, Version: prev[0].ModRevision}
 }
 
 // List returns every key under prefix, sorted by key. "" lists the whole

@@ -38,6 +38,7 @@ func RunSuite(t *testing.T, b Backend, s Server) {
 		{"RootsAreIsolated", testRootsIsolated},
 		{"CAS", testCAS},
 		{"CASConcurrentIncrements", testCASConcurrent},
+		{"DeleteReturnsValue", testDeletePrevKV},
 		{"WatchOrder", testWatchOrder},
 		{"WatchStartVersion", testWatchStartVersion},
 		{"WatchAcrossStoreRestart", testWatchAcrossRestart},
@@ -218,6 +219,80 @@ func testCAS(t *testing.T, b Backend, s Server) {
 	if err := st.Delete(ctx, "k", objdb.WithPrevVersion(v2)); err == nil {
 		t.Fatal("delete-if-version of an absent key succeeded")
 	}
+}
+
+func testDeletePrevKV(t *testing.T, b Backend, s Server) {
+	ctx := Context(t, 60*time.Second)
+	root := UniqueRoot(t)
+	st := Open(t, b, s.Endpoint, root)
+
+	v1, err := st.Put(ctx, "k", []byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev objdb.KeyValue
+	if err := st.Delete(ctx, "k", objdb.WithPrevKV(&prev)); err != nil {
+		t.Fatalf("delete returning: %v", err)
+	}
+	if prev.Key != "k" || string(prev.Value) != "one" || prev.Version != v1 {
+		t.Fatalf("removed %+v, want k=one at version %d", prev, v1)
+	}
+	if _, err := st.Get(ctx, "k"); !errors.Is(err, objdb.ErrNotFound) {
+		t.Fatalf("after the delete: %v", err)
+	}
+	prev = objdb.KeyValue{Value: []byte("stale")}
+	if err := st.Delete(ctx, "k", objdb.WithPrevKV(&prev)); err != nil || prev.Version != 0 || prev.Value != nil {
+		t.Fatalf("delete returning of an absent key: %+v, %v", prev, err)
+	}
+
+	// With a version: a stale one removes nothing, the current one
+	// returns the value.
+	v2, err := st.Put(ctx, "k", []byte("two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, "k", objdb.WithPrevVersion(v1), objdb.WithPrevKV(&prev)); !errors.Is(err, objdb.ErrConflict) {
+		t.Fatalf("delete returning at a stale version: want ErrConflict, got %v", err)
+	}
+	if err := st.Delete(ctx, "k", objdb.WithPrevVersion(v2), objdb.WithPrevKV(&prev)); err != nil || string(prev.Value) != "two" || prev.Version != v2 {
+		t.Fatalf("delete returning at the current version: %+v, %v", prev, err)
+	}
+	if err := st.Delete(ctx, "k", objdb.WithPrevVersion(v2), objdb.WithPrevKV(&prev)); !errors.Is(err, objdb.ErrNotFound) {
+		t.Fatalf("delete returning at a version of an absent key: want ErrNotFound, got %v", err)
+	}
+	if _, err := st.Put(ctx, "k", []byte("x"), objdb.WithPrevKV(&prev)); !errors.Is(err, objdb.ErrInvalid) {
+		t.Fatalf("put with WithPrevKV: want ErrInvalid, got %v", err)
+	}
+
+	// Of concurrent deletes from two clients exactly one gets the value.
+	other := Open(t, b, s.Endpoint, root)
+	for round := range 20 {
+		if _, err := st.Put(ctx, "race", []byte(strconv.Itoa(round))); err != nil {
+			t.Fatal(err)
+		}
+		var got [2]objdb.KeyValue
+		var wg sync.WaitGroup
+		for i, c := range []objdb.Store{st, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.Delete(ctx, "race", objdb.WithPrevKV(&got[i])); err != nil {
+					t.Errorf("concurrent delete returning: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := btoi(got[0].Version != 0) + btoi(got[1].Version != 0); n != 1 {
+			t.Fatalf("round %d: %d of 2 concurrent deletes received the value: %+v", round, n, got)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // casIncrements runs workers×n Update increments of one counter spread over
