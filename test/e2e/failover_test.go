@@ -8,13 +8,19 @@ import (
 	"github.com/contiv/netplugin/test/testbed"
 )
 
-// TestLeaderFailoverKeepsForwarding: two netmasters on an external etcd;
-// the leader is killed while containers ping across hosts. The dataplane
-// keeps forwarding, the other netmaster takes over, and new endpoints can
-// be attached afterwards and reach the old ones.
+// TestLeaderFailoverKeepsForwarding: two netmasters on an external etcd,
+// then on a consul server; the leader is killed while containers ping
+// across hosts. The dataplane keeps forwarding, the other netmaster takes
+// over, and new endpoints can be attached afterwards and reach the old ones.
 func TestLeaderFailoverKeepsForwarding(t *testing.T) {
+	for _, store := range []testbed.StoreMode{testbed.ExternalEtcd, testbed.ExternalConsul} {
+		t.Run(store.String(), func(t *testing.T) { leaderFailover(t, store) })
+	}
+}
+
+func leaderFailover(t *testing.T, store testbed.StoreMode) {
 	tb := testbed.New(t, testbed.Config{Hosts: 2, NetMode: "vlan", FwdMode: "bridge",
-		Netmasters: 2, Store: testbed.ExternalEtcd, LeaderTTL: 3 * time.Second})
+		Netmasters: 2, Store: store, LeaderTTL: 3 * time.Second})
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.6.0/24", "--gateway", "198.19.6.254", "fo")
 	netctl(t, tb, "net", "create", "--encap", "vlan", "--subnet", "198.19.7.0/24", "--gateway", "198.19.7.254", "fl")
 	a := attachNew(t, tb.Hosts[0], "fa", "default", "fo", "")

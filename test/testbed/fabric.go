@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/ovstest"
 )
 
@@ -106,9 +108,9 @@ func etcdBinary() (string, error) {
 	return "", err
 }
 
-// startStore runs the external etcd in its own namespace and waits until
-// it is healthy.
-func (tb *Testbed) startStore(t testing.TB) {
+// storeNode creates the external store's namespace on the management
+// network and its state folder.
+func (tb *Testbed) storeNode(t testing.TB) string {
 	t.Helper()
 	tb.StoreNS = tb.Prefix + "st"
 	tb.StoreIP = StoreIP
@@ -122,13 +124,21 @@ func (tb *Testbed) startStore(t testing.TB) {
 	if err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
+	return dir
+}
+
+// startEtcd runs the external etcd in its own namespace and waits until
+// it is healthy.
+func (tb *Testbed) startEtcd(t testing.TB) {
+	t.Helper()
+	dir := tb.storeNode(t)
 	bin, err := etcdBinary()
 	if err != nil {
 		t.Fatalf("testbed: etcd: %v", err)
 	}
 	client := fmt.Sprintf("http://%s:%d", StoreIP, EtcdPort)
 	peer := "http://127.0.0.1:2380"
-	tb.etcd = &daemon{
+	tb.store = &daemon{
 		name: "etcd", ns: tb.StoreNS, bin: bin, logPath: filepath.Join(dir, "etcd.log"),
 		args: []string{
 			"--name", "testbed", "--data-dir", filepath.Join(dir, "data"),
@@ -138,16 +148,50 @@ func (tb *Testbed) startStore(t testing.TB) {
 			"--logger", "zap", "--log-level", "warn",
 		},
 	}
-	if err := tb.etcd.start(); err != nil {
+	if err := tb.store.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
 	hc := nsHTTPClient(tb.StoreNS)
 	hc.Timeout = 2 * time.Second
-	err = poll(storeReadyTimeout, tb.etcd.exited(), func() error {
+	err = poll(storeReadyTimeout, tb.store.exited(), func() error {
 		return checkEtcdHealth(hc, client+"/health")
 	})
 	if err != nil {
-		t.Fatalf("testbed: etcd at %s: %v\n%s", client, err, tb.etcd.logs(40))
+		t.Fatalf("testbed: etcd at %s: %v\n%s", client, err, tb.store.logs(40))
+	}
+}
+
+// startConsul runs a single-server consul agent (its own raft, data on
+// disk) in the store's namespace and waits until it has a leader.
+// session_ttl_min is lowered so that short leader TTLs work.
+func (tb *Testbed) startConsul(t testing.TB) {
+	t.Helper()
+	dir := tb.storeNode(t)
+	bin, err := objdbtest.FindConsul()
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	tb.store = &daemon{
+		name: "consul", ns: tb.StoreNS, bin: bin, logPath: filepath.Join(dir, "consul.log"),
+		args: []string{
+			"agent", "-server", "-bootstrap-expect", "1", "-node", "testbed",
+			"-bind", StoreIP, "-client", StoreIP, "-http-port", strconv.Itoa(ConsulPort),
+			"-dns-port", "-1", "-grpc-port", "-1",
+			"-hcl", `session_ttl_min = "1s"`, "-hcl", `performance { raft_multiplier = 1 }`,
+			"-data-dir", filepath.Join(dir, "data"), "-log-level", "warn",
+		},
+	}
+	if err := tb.store.start(); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	hc := nsHTTPClient(tb.StoreNS)
+	hc.Timeout = 2 * time.Second
+	url := fmt.Sprintf("http://%s:%d/v1/status/leader", StoreIP, ConsulPort)
+	err = poll(storeReadyTimeout, tb.store.exited(), func() error {
+		return checkConsulLeader(hc, url)
+	})
+	if err != nil {
+		t.Fatalf("testbed: consul at %s: %v\n%s", url, err, tb.store.logs(40))
 	}
 }
 

@@ -44,11 +44,11 @@ func (h *Host) NetpluginArgs() []string {
 		"--mode", "test", "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
 		"--host", h.Name, "--vtep-ip", h.IP, "--ctrl-ip", h.CtrlIP,
 		"--vlan-uplinks", TrunkIf,
-		"--etcd-endpoints", fmt.Sprintf("http://%s:%d", h.tb.StoreIP, EtcdPort),
 		"--ovsdb-socket", h.OVS.DBSock, "--ovs-datapath", "netdev",
 		"--attach-socket", h.AttachSocket(),
 		"--log-level", "debug",
 	}
+	args = append(args, h.tb.StoreArgs()...)
 	return append(args, cfg.NetpluginArgs...)
 }
 

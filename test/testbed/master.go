@@ -55,9 +55,9 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 	cfg := tb.Config
 	args := []string{
 		"--mode", "test", "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
-		"--etcd-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, EtcdPort),
 		"--external-address", m.Addr(), "--internal-address", m.Addr(),
 	}
+	args = append(args, tb.StoreArgs()...)
 	if cfg.Store == Embedded {
 		args = append(args, "--embedded-etcd-dir", filepath.Join(m.Dir, "etcd"),
 			"--embedded-etcd-peer-url", "http://127.0.0.1:2380")
@@ -202,6 +202,21 @@ func runState(d *daemon) string {
 		return s
 	}
 	return "not started"
+}
+
+// checkConsulLeader is one probe of consul's /v1/status/leader: it names
+// a leader once the agent's raft has elected one.
+func checkConsulLeader(hc *http.Client, url string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusOK || len(bytes.Trim(bytes.TrimSpace(body), `"`)) == 0 {
+		return fmt.Errorf("leader: status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return nil
 }
 
 // checkEtcdHealth is one probe of etcd's /health.

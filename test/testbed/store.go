@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/objdb/consul"
 	"github.com/contiv/netplugin/objdb/etcd"
 )
 
-// Store opens an objdb client (etcd, default root) to the cluster store.
+// Store opens an objdb client (etcd or consul, default root) to the
+// cluster store.
 // The store is only routable inside the testbed, so the client talks to a
 // loopback proxy of the test process whose upstream connections are
 // opened inside the store's namespace. The client is closed in t.Cleanup.
@@ -24,13 +26,22 @@ func (tb *Testbed) Store(t testing.TB) objdb.Store {
 	if tb.StoreNS != "" {
 		ns = tb.StoreNS
 	}
-	addr, err := tb.proxy.start(ns, fmt.Sprintf("%s:%d", tb.StoreIP, EtcdPort))
+	port := EtcdPort
+	if tb.Config.Store == ExternalConsul {
+		port = ConsulPort
+	}
+	addr, err := tb.proxy.start(ns, fmt.Sprintf("%s:%d", tb.StoreIP, port))
 	if err != nil {
 		t.Fatalf("testbed: store proxy: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeReadyTimeout)
 	defer cancel()
-	st, err := etcd.New(ctx, etcd.Config{Endpoints: []string{"http://" + addr}})
+	var st objdb.Store
+	if tb.Config.Store == ExternalConsul {
+		st, err = consul.New(ctx, consul.Config{Endpoints: []string{addr}})
+	} else {
+		st, err = etcd.New(ctx, etcd.Config{Endpoints: []string{"http://" + addr}})
+	}
 	if err != nil {
 		t.Fatalf("testbed: open store: %v", err)
 	}

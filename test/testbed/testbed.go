@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/ovstest"
 )
 
@@ -46,14 +47,20 @@ type StoreMode int
 const (
 	// Embedded: one netmaster runs etcd in-process on its own address.
 	Embedded StoreMode = iota
-	// ExternalEtcd: an etcd process in its own namespace (198.18.0.5)
+	// ExternalEtcd: an etcd process in its own namespace (198.18.1.5)
 	// serves one or two netmasters.
 	ExternalEtcd
+	// ExternalConsul: a consul server agent in its own namespace
+	// (198.18.1.5) serves one or two netmasters.
+	ExternalConsul
 )
 
 func (m StoreMode) String() string {
-	if m == ExternalEtcd {
+	switch m {
+	case ExternalEtcd:
 		return "external-etcd"
+	case ExternalConsul:
+		return "external-consul"
 	}
 	return "embedded"
 }
@@ -62,9 +69,10 @@ func (m StoreMode) String() string {
 const (
 	MgmtSubnet     = "198.18.1.0/24"
 	UnderlaySubnet = "198.18.0.0/24"
-	StoreIP        = "198.18.1.5" // ExternalEtcd, management network only
+	StoreIP        = "198.18.1.5" // external stores, management network only
 	NetmasterPort  = 9999
 	EtcdPort       = 2379
+	ConsulPort     = 8500
 )
 
 // MasterIP is the management address of netmaster i, where it serves.
@@ -91,7 +99,7 @@ type Config struct {
 	Hosts      int    // simulated hosts (0..200)
 	NetMode    string // vxlan (default) or vlan
 	FwdMode    string // bridge or routing; default routing for vxlan, bridge for vlan
-	Netmasters int    // 1 (default) or 2 (ExternalEtcd only)
+	Netmasters int    // 1 (default) or 2 (external stores only)
 	Store      StoreMode
 	// LeaderTTL is passed as --leader-ttl when non-zero.
 	LeaderTTL time.Duration
@@ -132,7 +140,7 @@ func (c *Config) setDefaults() error {
 	case c.Netmasters < 1 || c.Netmasters > 2:
 		return fmt.Errorf("testbed: Netmasters %d: want 1 or 2", c.Netmasters)
 	case c.Store == Embedded && c.Netmasters != 1:
-		return fmt.Errorf("testbed: the embedded store runs in the single netmaster: use ExternalEtcd for %d netmasters", c.Netmasters)
+		return fmt.Errorf("testbed: the embedded store runs in the single netmaster: use an external store for %d netmasters", c.Netmasters)
 	}
 	return nil
 }
@@ -149,7 +157,7 @@ type Testbed struct {
 	Hosts    []*Host
 	Bins     Binaries // Netplugin is empty until needed
 
-	etcd  *daemon
+	store *daemon // the external etcd or consul
 	httpc *http.Client
 	proxy storeProxy
 
@@ -207,8 +215,11 @@ func New(t testing.TB, cfg Config) *Testbed {
 		t.Fatalf("testbed: fabric: %v", err)
 	}
 	tb.StoreIP = MasterIP(0)
-	if cfg.Store == ExternalEtcd {
-		tb.startStore(t)
+	switch cfg.Store {
+	case ExternalEtcd:
+		tb.startEtcd(t)
+	case ExternalConsul:
+		tb.startConsul(t)
 	}
 	for i := 0; i < cfg.Netmasters; i++ {
 		tb.addMaster(t, i)
@@ -242,9 +253,13 @@ func requireTools(t testing.TB, cfg Config) {
 			requireComponent(t, tool, err)
 		}
 	}
-	if cfg.Store == ExternalEtcd {
+	switch cfg.Store {
+	case ExternalEtcd:
 		_, err := etcdBinary()
 		requireComponent(t, "etcd server binary (Debian package etcd-server)", err)
+	case ExternalConsul:
+		_, err := objdbtest.FindConsul()
+		requireComponent(t, "consul agent", err)
 	}
 }
 
@@ -273,8 +288,8 @@ func (tb *Testbed) teardown(t testing.TB) {
 	for _, m := range tb.Masters {
 		m.proc.stop(syscall.SIGKILL, stopGrace)
 	}
-	if tb.etcd != nil {
-		tb.etcd.stop(syscall.SIGKILL, stopGrace)
+	if tb.store != nil {
+		tb.store.stop(syscall.SIGKILL, stopGrace)
 	}
 	if err := destroy(tb.Prefix, tb.Dir); err != nil {
 		t.Errorf("testbed: %v", err)
@@ -330,6 +345,15 @@ func (tb *Testbed) MasterURL() string {
 func (tb *Testbed) Netctl(args ...string) (string, error) {
 	full := append([]string{"--netmaster", tb.MasterURL()}, args...)
 	return nsExec(tb.Masters[0].NS, tb.Bins.Netctl, full...)
+}
+
+// StoreArgs are the daemons' store flags: --etcd-endpoints or
+// --consul-endpoints.
+func (tb *Testbed) StoreArgs() []string {
+	if tb.Config.Store == ExternalConsul {
+		return []string{"--consul-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, ConsulPort)}
+	}
+	return []string{"--etcd-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, EtcdPort)}
 }
 
 // netpluginBinary returns the netplugin to run, building it on first use.

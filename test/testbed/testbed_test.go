@@ -311,8 +311,8 @@ func daemonPids(tb *Testbed) []int {
 	for _, m := range tb.Masters {
 		ds = append(ds, m.proc)
 	}
-	if tb.etcd != nil {
-		ds = append(ds, tb.etcd)
+	if tb.store != nil {
+		ds = append(ds, tb.store)
 	}
 	var pids []int
 	for _, d := range ds {
