@@ -217,27 +217,33 @@ func (a *consulAgent) stop() {
 	}
 }
 
+// CheckConsulLeader is one probe of a consul agent's /v1/status/leader
+// URL: it names a leader once the servers' raft has elected one.
+func CheckConsulLeader(hc *http.Client, url string) error {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	leader := string(bytes.Trim(bytes.TrimSpace(body), `"`))
+	if resp.StatusCode != http.StatusOK || leader == "" {
+		return fmt.Errorf("leader %q (HTTP %d)", leader, resp.StatusCode)
+	}
+	return nil
+}
+
 // waitConsulLeader polls GET /v1/status/leader until it names a leader,
 // the agent exits, or the timeout passes.
 func waitConsulLeader(addr string, exited <-chan struct{}, exitErr func() error, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	url := "http://" + addr + "/v1/status/leader"
 	var last error
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			leader := string(bytes.Trim(bytes.TrimSpace(body), `"`))
-			if resp.StatusCode == http.StatusOK && leader != "" {
-				return nil
-			}
-			last = fmt.Errorf("leader %q (HTTP %d)", leader, resp.StatusCode)
-		} else {
-			last = err
+		if last = CheckConsulLeader(client, url); last == nil {
+			return nil
 		}
 		select {
 		case <-exited:

@@ -269,7 +269,7 @@ func (p *etcdProc) waitHealthy(d time.Duration) error {
 			return errors.New("etcd exited before it was healthy")
 		default:
 		}
-		last = checkHealth(hc, url)
+		last = CheckEtcdHealth(hc, url)
 		if last == nil {
 			return nil
 		}
@@ -278,7 +278,8 @@ func (p *etcdProc) waitHealthy(d time.Duration) error {
 	return fmt.Errorf("etcd at %s not healthy after %v: %v", p.clientAddr, d, last)
 }
 
-func checkHealth(hc *http.Client, url string) error {
+// CheckEtcdHealth is one probe of an etcd's /health URL.
+func CheckEtcdHealth(hc *http.Client, url string) error {
 	resp, err := hc.Get(url)
 	if err != nil {
 		return err

@@ -154,7 +154,7 @@ func (tb *Testbed) startEtcd(t testing.TB) {
 	hc := nsHTTPClient(tb.StoreNS)
 	hc.Timeout = 2 * time.Second
 	err = poll(storeReadyTimeout, tb.store.exited(), func() error {
-		return checkEtcdHealth(hc, client+"/health")
+		return objdbtest.CheckEtcdHealth(hc, client+"/health")
 	})
 	if err != nil {
 		t.Fatalf("testbed: etcd at %s: %v\n%s", client, err, tb.store.logs(40))
@@ -188,7 +188,7 @@ func (tb *Testbed) startConsul(t testing.TB) {
 	hc.Timeout = 2 * time.Second
 	url := fmt.Sprintf("http://%s:%d/v1/status/leader", StoreIP, ConsulPort)
 	err = poll(storeReadyTimeout, tb.store.exited(), func() error {
-		return checkConsulLeader(hc, url)
+		return objdbtest.CheckConsulLeader(hc, url)
 	})
 	if err != nil {
 		t.Fatalf("testbed: consul at %s: %v\n%s", url, err, tb.store.logs(40))

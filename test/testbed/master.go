@@ -203,32 +203,3 @@ func runState(d *daemon) string {
 	}
 	return "not started"
 }
-
-// checkConsulLeader is one probe of consul's /v1/status/leader: it names
-// a leader once the agent's raft has elected one.
-func checkConsulLeader(hc *http.Client, url string) error {
-	resp, err := hc.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	if resp.StatusCode != http.StatusOK || len(bytes.Trim(bytes.TrimSpace(body), `"`)) == 0 {
-		return fmt.Errorf("leader: status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
-	}
-	return nil
-}
-
-// checkEtcdHealth is one probe of etcd's /health.
-func checkEtcdHealth(hc *http.Client, url string) error {
-	resp, err := hc.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"health":"true"`)) {
-		return fmt.Errorf("health: status %d: %s", resp.StatusCode, bytes.TrimSpace(body))
-	}
-	return nil
-}
