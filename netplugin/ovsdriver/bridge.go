@@ -36,9 +36,7 @@ func (d *Driver) EnsureBridge(ctx context.Context, name string, controllerPort i
 		spec.DatapathType = d.cfg.DatapathType
 	}
 	spec.KeepDatapathType = true
-	if err := d.ovs.CreateBridge(ctx, spec); errors.Is(err, ovsdb.ErrMismatch) {
-		return fmt.Errorf("%w: %v", ErrMismatch, err)
-	} else if err != nil {
+	if err := d.ovs.CreateBridge(ctx, spec); err != nil {
 		return fmt.Errorf("ensure bridge %q: %w", name, err)
 	}
 	return nil

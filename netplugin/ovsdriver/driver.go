@@ -44,8 +44,9 @@ var (
 	ErrInvalid = errors.New("ovsdriver: invalid argument")
 	// ErrMismatch is wrapped when an object of the requested name exists
 	// with attributes the driver will not change (e.g. another datapath
-	// type, another port type).
-	ErrMismatch = errors.New("ovsdriver: already exists with different attributes")
+	// type, another port type). It is the OVSDB client's sentinel, so the
+	// refusals made there match it too.
+	ErrMismatch = ovsdb.ErrMismatch
 	// ErrNotFound is wrapped when a bridge or port the call needs is
 	// missing.
 	ErrNotFound = errors.New("ovsdriver: not found")

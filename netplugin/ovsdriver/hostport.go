@@ -47,7 +47,7 @@ func PrivateAddr(pvtSubnet string, n int) (*net.IPNet, net.HardwareAddr, error) 
 // It then adds, if absent, the rule "-t nat POSTROUTING -s <pvtSubnet> !
 // -o contivh0 -j MASQUERADE" when the iptables program exists (it only
 // logs otherwise). Idempotent; a contivh0 port of another type is refused
-// (ErrMismatch via ovsdb).
+// (ErrMismatch).
 func (d *Driver) EnsureHostPort(ctx context.Context, pvtSubnet string) (EndpointPort, error) {
 	addr, mac, err := PrivateAddr(pvtSubnet, hostPortNum)
 	if err != nil {
