@@ -49,9 +49,8 @@ func (e *APIError) Error() string {
 
 // Client talks to one Docker Engine. It is safe for concurrent use.
 type Client struct {
-	socket string
-	hc     *http.Client
-	ua     string
+	hc *http.Client
+	ua string
 
 	mu      sync.Mutex
 	version string // negotiated API version, "" until first use
@@ -72,17 +71,13 @@ func NewClient(socket string) *Client {
 		IdleConnTimeout: 30 * time.Second,
 	}
 	return &Client{
-		socket: socket,
-		hc:     &http.Client{Transport: tr, Timeout: 60 * time.Second},
-		ua:     fmt.Sprintf("Docker-Client/%s (%s)", BaseAPIVersion, runtime.GOOS),
+		hc: &http.Client{Transport: tr, Timeout: 60 * time.Second},
+		ua: fmt.Sprintf("Docker-Client/%s (%s)", BaseAPIVersion, runtime.GOOS),
 	}
 }
 
 // Close drops idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
-
-// Socket is the engine's socket path.
-func (c *Client) Socket() string { return c.socket }
 
 // APIVersion is the version used in request paths: BaseAPIVersion, or the
 // engine's MinAPIVersion when that is newer. It asks the engine once.

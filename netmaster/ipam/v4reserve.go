@@ -19,9 +19,11 @@ import (
 // out yet. Every reader of a pool's usage (snapshot, IsAllocated) and
 // CreateSubPool first gives the reserve back (flushReserve), so what a
 // reader sees never includes them; a reserve unused for reserveIdle is
-// given back by itself (WithReserveIdle); Close gives back what it can. A netmaster killed
-// with a reserve leaves those addresses without an owner record, which
-// the next leader's sweep releases, as for any interrupted allocation.
+// given back by itself (WithReserveIdle); Close gives back what it can. A
+// netmaster killed with a reserve leaves those addresses without an owner
+// record, which the next leader's sweep releases, as for any interrupted
+// allocation.
+
 // maxReserve bounds the addresses one pool holds ahead of demand.
 const maxReserve = 32
 
@@ -42,11 +44,9 @@ func (p *pool4) noteConcurrency(autos int) {
 func (p *pool4) popReserve() (addr netip.Addr, ok, start bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.reserve) == 0 {
+	if addr, ok = p.takeLowestLocked(); !ok {
 		return netip.Addr{}, false, false
 	}
-	addr = p.reserve[0]
-	p.reserve = p.reserve[1:]
 	p.lastPop = time.Now()
 	if len(p.reserve) <= p.target/2 {
 		p.refill = true
@@ -63,6 +63,12 @@ func (p *pool4) popReserve() (addr netip.Addr, ok, start bool) {
 func (p *pool4) takeReserved() (netip.Addr, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.takeLowestLocked()
+}
+
+// takeLowestLocked removes and returns the lowest reserved address.
+// p.mu must be held.
+func (p *pool4) takeLowestLocked() (netip.Addr, bool) {
 	if len(p.reserve) == 0 {
 		return netip.Addr{}, false
 	}
@@ -117,7 +123,7 @@ func (p *pool4) dropReserve() {
 	p.mu.Unlock()
 }
 
-// drainReserve empties the reserve and stops refills until concurrency is
+// drainReserveLocked empties the reserve and stops refills until concurrency is
 // seen again; it returns release requests for the drained addresses.
 // Called with p.mu held.
 func (p *pool4) drainReserveLocked() []*request {

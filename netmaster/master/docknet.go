@@ -109,16 +109,23 @@ func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, 
 	return nil
 }
 
-// mappedDocknet is the docker network id a contiv network or group is
-// mapped to ("" when none): the swarm-mode delete refusals.
-func (m *master) mappedDocknet(ctx context.Context, tenant, network, group string) (string, error) {
+// refuseSwarmDelete refuses, in swarm mode, the delete of a contiv network
+// or group (kind "network" or "group", called name) that is mapped to a
+// docker network.
+func (m *master) refuseSwarmDelete(ctx context.Context, kind, name, tenant, network, group string) error {
+	if !m.swarmMode() {
+		return nil
+	}
 	sid := docknet.StateID(tenant, network, group)
 	dn, err := m.st.Docknets.Read(ctx, sid)
 	if errors.Is(err, objdb.ErrNotFound) {
-		return "", nil
+		return nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read docknet state %q: %w", sid, err)
+		return fmt.Errorf("read docknet state %q: %w", sid, err)
 	}
-	return dn.DocknetUUID, nil
+	if dn.DocknetUUID == "" {
+		return nil
+	}
+	return contivmodel.Errorf("cannot delete %s %s mapped to docker network %s", kind, name, dn.DocknetUUID)
 }

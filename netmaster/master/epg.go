@@ -322,12 +322,8 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if g.Links.AppProfile.IsSet() {
 		return contivmodel.Errorf("Cannot delete %s, associated to appProfile %s", g.GroupName, g.Links.AppProfile.ObjKey)
 	}
-	if m.swarmMode() {
-		if id, err := m.mappedDocknet(ctx, g.TenantName, g.NetworkName, g.GroupName); err != nil {
-			return err
-		} else if id != "" {
-			return contivmodel.Errorf("cannot delete group %s mapped to docker network %s", g.GroupName, id)
-		}
+	if err := m.refuseSwarmDelete(ctx, "group", g.GroupName, g.TenantName, g.NetworkName, g.GroupName); err != nil {
+		return err
 	}
 	epgID := epgStateID(g.TenantName, g.GroupName)
 	m.topo.Lock()

@@ -265,12 +265,8 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if n := len(nw.LinkSets.Servicelbs); n > 0 {
 		return contivmodel.Errorf("cannot delete %s has %d services ", nw.NetworkName, n)
 	}
-	if m.swarmMode() {
-		if id, err := m.mappedDocknet(ctx, nw.TenantName, nw.NetworkName, ""); err != nil {
-			return err
-		} else if id != "" {
-			return contivmodel.Errorf("cannot delete network %s mapped to docker network %s", nw.NetworkName, id)
-		}
+	if err := m.refuseSwarmDelete(ctx, "network", nw.NetworkName, nw.TenantName, nw.NetworkName, ""); err != nil {
+		return err
 	}
 	netID := netStateID(nw.TenantName, nw.NetworkName)
 	m.topo.Lock()
