@@ -31,19 +31,20 @@ fi
 # A Docker Engine for the docker-mode tests (netmaster creates docker
 # networks through it). Machines that already run one keep theirs; else
 # Debian's docker.io is installed and dockerd started in the background.
-if ! curl -fsS --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; then
+docker_up() { curl -fsS --max-time 2 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; }
+if ! docker_up; then
 	if ! command -v dockerd >/dev/null 2>&1; then
 		log "apt-get install docker.io"
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
 	fi
-	if ! curl -fsS --max-time 5 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1; then
+	if ! docker_up; then
 		log "starting dockerd"
 		if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then :; else
 			nohup dockerd >/var/log/contiv-dockerd.log 2>&1 &
 		fi
 		for _ in $(seq 1 60); do
-			curl -fsS --max-time 2 --unix-socket /var/run/docker.sock http://docker/_ping >/dev/null 2>&1 && break
+			docker_up && break
 			sleep 1
 		done
 	fi
