@@ -56,6 +56,7 @@ type Config struct {
 	Common          daemonflags.Common
 	Infra           string
 	PluginName      string
+	DockerSocket    string // the Docker Engine's API socket (docker mode)
 	ExternalAddress string // ip:port the API listens on
 	InternalAddress string // ip:port: leader identity, proxy target, registered service
 	LeaderTTL       time.Duration

@@ -92,7 +92,7 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket}, log), nil
 }
 
 // New returns a Leader with cfg.

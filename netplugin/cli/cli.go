@@ -51,6 +51,9 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "ovs-datapath", EnvVar: env("OVS_DATAPATH"), Value: "system", Usage: "OVS datapath type of the bridges: system (kernel) or netdev (userspace)"},
 		cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
 		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
+		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name, as netmaster's --name (docker and swarm-mode)"},
+		cli.StringFlag{Name: "docker-plugin-dir", EnvVar: env("DOCKER_PLUGIN_DIR"), Value: "/run/docker/plugins", Usage: "directory of the docker plugin socket <name>.sock"},
+		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
 	)
 	app.Action = func(c *cli.Context) error {
@@ -83,17 +86,20 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		return daemon.Config{}, err
 	}
 	cfg := daemon.Config{
-		Common:         common,
-		HostLabel:      strings.TrimSpace(c.String("host")),
-		VtepIP:         strings.TrimSpace(c.String("vtep-ip")),
-		CtrlIP:         strings.TrimSpace(c.String("ctrl-ip")),
-		VlanUplinks:    daemonflags.SplitList(c.String("vlan-uplinks")),
-		VxlanPort:      c.Int("vxlan-port"),
-		OVSDatapath:    strings.ToLower(strings.TrimSpace(c.String("ovs-datapath"))),
-		OVSDBSocket:    c.String("ovsdb-socket"),
-		AttachSocket:   c.String("attach-socket"),
-		InspectAddress: c.String("inspect-address"),
-		Version:        Version,
+		Common:           common,
+		HostLabel:        strings.TrimSpace(c.String("host")),
+		VtepIP:           strings.TrimSpace(c.String("vtep-ip")),
+		CtrlIP:           strings.TrimSpace(c.String("ctrl-ip")),
+		VlanUplinks:      daemonflags.SplitList(c.String("vlan-uplinks")),
+		VxlanPort:        c.Int("vxlan-port"),
+		OVSDatapath:      strings.ToLower(strings.TrimSpace(c.String("ovs-datapath"))),
+		OVSDBSocket:      c.String("ovsdb-socket"),
+		AttachSocket:     c.String("attach-socket"),
+		InspectAddress:   c.String("inspect-address"),
+		DockerPluginName: strings.TrimSpace(c.String("name")),
+		DockerPluginDir:  c.String("docker-plugin-dir"),
+		DockerSocket:     c.String("docker-socket"),
+		Version:          Version,
 	}
 	if cfg.HostLabel == "" {
 		h, err := os.Hostname()
@@ -133,6 +139,12 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	}
 	if cfg.OVSDBSocket == "" {
 		return cfg, fmt.Errorf("--ovsdb-socket must not be empty")
+	}
+	if cfg.DockerPluginName == "" || strings.ContainsAny(cfg.DockerPluginName, "/\x00 ") {
+		return cfg, fmt.Errorf("invalid --name %q: must be a non-empty name without '/' or spaces", cfg.DockerPluginName)
+	}
+	if !strings.HasPrefix(cfg.DockerPluginDir, "/") {
+		return cfg, fmt.Errorf("invalid --docker-plugin-dir %q: must be an absolute path", cfg.DockerPluginDir)
 	}
 	if _, _, err := net.SplitHostPort(cfg.InspectAddress); err != nil {
 		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)

@@ -29,6 +29,11 @@ type Config struct {
 	OVSDBSocket    string
 	AttachSocket   string
 	InspectAddress string
+	// Docker front end (docker and swarm-mode, docs/docker.md): driver
+	// name (netmaster's --name), plugin socket directory, engine socket.
+	DockerPluginName string
+	DockerPluginDir  string
+	DockerSocket     string
 	Version        string
 
 	// Knobs with the original's values as defaults; tests shorten them.
@@ -55,6 +60,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.AttachSocket == "" {
 		c.AttachSocket = DefaultAttachSocket
+	}
+	if c.DockerPluginName == "" {
+		c.DockerPluginName = "netplugin"
+	}
+	if c.DockerPluginDir == "" {
+		c.DockerPluginDir = "/run/docker/plugins"
+	}
+	if c.DockerSocket == "" {
+		c.DockerSocket = "/var/run/docker.sock"
 	}
 	if c.InspectAddress == "" {
 		c.InspectAddress = ":9090"

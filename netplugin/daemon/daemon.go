@@ -40,6 +40,7 @@ type Daemon struct {
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
 	locals   map[string]*localEndpoint      // by endpoint state id
+	pending  map[string]struct{}            // endpoint state ids being attached
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
 
@@ -53,7 +54,7 @@ type Daemon struct {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
+		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
 	return d.run(ctx)
 }
 
@@ -96,6 +97,19 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
+	errc := make(chan error, 3)
+	if d.cfg.dockerMode() {
+		docknets, err := d.startDocker(ctx, &wg, errc)
+		if err != nil {
+			return err
+		}
+		if docknets != nil {
+			if err := docknets.sync(ctx); err != nil {
+				return fmt.Errorf("read docker network mappings: %w", err)
+			}
+			goRun(ctx, &wg, docknets.run)
+		}
+	}
 
 	vtepIP := d.cfg.VtepIP
 	infos := []objdb.ServiceInfo{
@@ -118,7 +132,6 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, glob.run)
 	goRun(ctx, &wg, d.finishRestart)
 
-	errc := make(chan error, 2)
 	goRun(ctx, &wg, func(ctx context.Context) {
 		if err := d.serveInspect(ctx); err != nil {
 			errc <- fmt.Errorf("inspect server: %w", err)
