@@ -113,6 +113,17 @@ type Config struct {
 	// NetpluginBinary, when set, is run instead of building
 	// ./cmd/netplugin.
 	NetpluginBinary string
+	// Docker runs netmaster and netplugin in docker mode and gives every
+	// host its own Docker Engine (docker.go), started after netplugin.
+	Docker bool
+}
+
+// mode is the daemons' --mode.
+func (c *Config) mode() string {
+	if c.Docker {
+		return "docker"
+	}
+	return "test"
 }
 
 func (c *Config) setDefaults() error {
@@ -176,6 +187,12 @@ func New(t testing.TB, cfg Config) *Testbed {
 		t.Fatal(err)
 	}
 	requireTools(t, cfg)
+	if cfg.Docker {
+		requireDocker(t)
+		if cfg.SkipNetplugin {
+			t.Fatal("testbed: Docker needs the netplugins")
+		}
+	}
 	reapOrphans(t)
 
 	buildStart := time.Now()
@@ -235,6 +252,11 @@ func New(t testing.TB, cfg Config) *Testbed {
 			h.StartNetplugin(t)
 		}
 		tb.WaitNetplugins(t, len(tb.Hosts), netpluginReadyTimeout)
+	}
+	if cfg.Docker {
+		for _, h := range tb.Hosts {
+			h.StartEngine(t)
+		}
 	}
 	t.Logf("testbed %s: %d host(s), %d netmaster(s), %s store, %s/%s up in %v (build %v)",
 		prefix, cfg.Hosts, cfg.Netmasters, cfg.Store, cfg.NetMode, cfg.FwdMode,
