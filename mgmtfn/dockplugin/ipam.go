@@ -50,11 +50,9 @@ func (p *Plugin) requestPool(ctx context.Context, req *RequestPoolRequest) (Requ
 	if err != nil {
 		return RequestPoolResponse{}, fmt.Errorf("contiv network %s: %w", n.networkID(), err)
 	}
-	if n.Group != "" {
-		if _, err := p.cfg.Backend.Group(ctx, n.Group+":"+n.Tenant); err != nil {
-			return RequestPoolResponse{}, fmt.Errorf("contiv group %s of network %s: %w", n.Group, n.networkID(), err)
-		}
-	}
+	// A group's docker network is created before netmaster records the
+	// group, so only its network can be checked here; CreateEndpoint
+	// checks the group.
 	subnet := fmt.Sprintf("%s/%d", nw.SubnetIP, nw.SubnetLen)
 	if req.V6 {
 		if nw.IPv6Subnet == "" {

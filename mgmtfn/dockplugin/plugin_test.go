@@ -428,7 +428,6 @@ func TestRefusals(t *testing.T) {
 		{"/NetworkDriver.DeleteEndpoint", `{"NetworkID":"dn1","EndpointID":"a b"}`, 400, "white space"},
 		{"/NetworkDriver.Bogus", `{}`, 404, "no such call"},
 		{"/IpamDriver.RequestPool", `{"Options":{"network":"nonet"}}`, 404, "nonet.default"},
-		{"/IpamDriver.RequestPool", `{"Options":{"network":"net1","group":"nogroup"}}`, 404, "nogroup"},
 		{"/IpamDriver.RequestPool", `{}`, 400, `no "Pool"`},
 		{"/IpamDriver.RequestPool", `{"Pool":"198.19.3.0/24","Options":{"network":"net1"}}`, 400, "not the subnet"},
 		{"/IpamDriver.RequestPool", `{"Pool":"2001:db8::/64"}`, 400, `does not match "V6"`},

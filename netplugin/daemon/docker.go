@@ -47,6 +47,7 @@ func (d *Daemon) startDocker(ctx context.Context, wg *sync.WaitGroup, errc chan<
 			errc <- fmt.Errorf("docker plugin: %w", err)
 		}
 	})
+	goRun(ctx, wg, func(ctx context.Context) { p.FollowEvents(ctx, d.cfg.DockerSocket, dockerBackend{d}) })
 	if swarm {
 		return nil, nil
 	}
@@ -79,6 +80,13 @@ func (b dockerBackend) AllocAddress(ctx context.Context, networkID, pool, prefer
 
 func (b dockerBackend) ReleaseAddress(ctx context.Context, networkID, addr string) error {
 	return b.d.mc.ReleaseAddress(ctx, masterclient.ReleaseAddressRequest{NetworkID: networkID, IPv4Address: addr})
+}
+
+// ContainerEvent passes a container start or end to netmaster.
+func (b dockerBackend) ContainerEvent(ctx context.Context, ev dockplugin.ContainerEvent) error {
+	return b.d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{IPAddress: ev.IPAddress, ContainerID: ev.ContainerID,
+		Labels: ev.Labels, Tenant: ev.Tenant, Network: ev.Network, Event: ev.Event, EndpointID: ev.EndpointID,
+		EPCommonName: ev.Name})
 }
 
 func notFound(err error) error {

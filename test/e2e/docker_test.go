@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/test/testbed"
+)
+
+// dockerCtr is a docker container with its contiv address.
+type dockerCtr struct {
+	*testbed.DockerContainer
+	ip string
+}
+
+// dockerRun starts a container on h's engine attached to network (extra
+// docker run options after it) and reads its address.
+func dockerRun(t *testing.T, h *testbed.Host, name, network string, opts ...string) *dockerCtr {
+	t.Helper()
+	c, err := h.DockerRun(name, append([]string{"--network", network}, opts...)...)
+	if err != nil {
+		t.Fatalf("docker run %s on %s: %v", name, h.Name, err)
+	}
+	ip, err := c.IPOn(network)
+	if err != nil || net.ParseIP(ip) == nil {
+		t.Fatalf("address of %s on %s: %q %v", name, network, ip, err)
+	}
+	return &dockerCtr{DockerContainer: c, ip: ip}
+}
+
+// waitDockerNetwork polls until `docker network ls` on h shows name with
+// our driver (present) or does not show it (absent).
+func waitDockerNetwork(h *testbed.Host, name string, present bool, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		out, err := h.Docker("network", "ls", "--format", "{{.Name}} {{.Driver}}")
+		has := err == nil && containsLine(out, name+" "+testbed.PluginName)
+		if err == nil && has == present {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("docker network %s on %s: present=%t wanted within %v (%v):\n%s", name, h.Name, present, within, err, out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func containsLine(out, line string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
+// reach checks ping, TCP (request/response and a 3 MB transfer) and UDP
+// from a to b, at the containers' default interface settings.
+func reach(t *testing.T, a, b *dockerCtr) {
+	t.Helper()
+	if err := a.Ping(b.ip, 1, 15*time.Second); err != nil {
+		t.Errorf("ping %s → %s (%s): %v", a.Name, b.Name, b.ip, err)
+		return
+	}
+	if out, err := a.Host.Docker("exec", a.ID, "ping", "-c", "1", "-W", "2", b.ip); err != nil {
+		t.Errorf("ping inside %s → %s: %v\n%s", a.Name, b.ip, err, out)
+	}
+	if err := a.CheckTraffic(b.ip, testbed.TrafficPort, 10*time.Second); err != nil {
+		t.Errorf("traffic %s → %s (%s): %v", a.Name, b.Name, b.ip, err)
+	}
+}
+
+// ncTCP sends a line from a to b with busybox nc inside the containers.
+func ncTCP(t *testing.T, a, b *dockerCtr, port int) {
+	t.Helper()
+	if _, err := b.Host.Docker("exec", "-d", b.ID, "sh", "-c", fmt.Sprintf("nc -l -p %d > /tmp/nc.out", port)); err != nil {
+		t.Fatalf("nc listen in %s: %v", b.Name, err)
+	}
+	msg := "hello from " + a.Name
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := a.Host.Docker("exec", a.ID, "sh", "-c", fmt.Sprintf("echo %s | nc -w 2 %s %d", msg, b.ip, port))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("nc %s → %s:%d: %v", a.Name, b.ip, port, err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for {
+		got, _ := b.Host.Docker("exec", b.ID, "cat", "/tmp/nc.out")
+		if got == msg {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("nc in %s received %q, want %q", b.Name, got, msg)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestDockerTwoHosts is issue 18's acceptance on two hosts with real
+// Docker Engines: a network (and a group network) made with netctl shows
+// up on both engines, docker run containers reach each other with ICMP,
+// TCP and UDP, docker stop/rm and docker network rm / netctl net rm leave
+// nothing behind, and bad requests to the plugin socket change nothing.
+func TestDockerTwoHosts(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 2, Docker: true})
+	h0, h1 := tb.Hosts[0], tb.Hosts[1]
+	before := []hostSnapshot{snapshot(t, h0), snapshot(t, h1)}
+
+	netctl(t, tb, "net", "create", "--subnet", "198.19.10.0/24", "--gateway", "198.19.10.254", "dnet")
+	netctl(t, tb, "group", "create", "dnet", "web")
+	for _, h := range tb.Hosts {
+		for _, n := range []string{"dnet", "web"} {
+			if err := waitDockerNetwork(h, n, true, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	a := dockerRun(t, h0, "a", "dnet")
+	b := dockerRun(t, h1, "b", "dnet", "--ip", "198.19.10.50")
+	w0 := dockerRun(t, h0, "w0", "web")
+	w1 := dockerRun(t, h1, "w1", "web")
+	if b.ip != "198.19.10.50" {
+		t.Errorf("docker run --ip 198.19.10.50 got %s", b.ip)
+	}
+
+	t.Run("docker network inspect shows contiv's addresses", func(t *testing.T) {
+		out, err := h0.Docker("network", "inspect", "dnet", "-f", "{{range .Containers}}{{.Name}}={{.IPv4Address}}/{{.MacAddress}} {{end}}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("a=%s/24/02:02:%s", a.ip, macTail(a.ip))
+		if !strings.Contains(out, want) {
+			t.Errorf("docker network inspect dnet on %s: %q, want %q", h0.Name, out, want)
+		}
+		ins := netctl(t, tb, "net", "inspect", "dnet")
+		for _, ip := range []string{a.ip, b.ip} {
+			if !strings.Contains(ins, ip) {
+				t.Errorf("netctl net inspect dnet lacks %s:\n%s", ip, ins)
+			}
+		}
+	})
+
+	t.Run("containers reach each other across hosts", func(t *testing.T) {
+		for _, c := range []*dockerCtr{a, b, w0, w1} {
+			c.ServeTraffic(t)
+		}
+		reach(t, a, b)
+		reach(t, b, a)
+		reach(t, w0, w1)
+		reach(t, w1, w0)
+		ncTCP(t, a, b, 7100)
+	})
+
+	t.Run("bad requests to the plugin socket change nothing", func(t *testing.T) {
+		pluginRefusals(t, tb, h0, a)
+	})
+
+	t.Run("docker rm releases the address, port and flows", func(t *testing.T) {
+		mid := snapshot(t, h0)
+		c := dockerRun(t, h1, "c", "dnet", "--ip", "198.19.10.60")
+		if err := c.Ping(a.ip, 1, 15*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Remove(); err != nil {
+			t.Fatal(err)
+		}
+		// The address is free again: a new container may take it.
+		d := dockerRun(t, h0, "d", "dnet", "--ip", "198.19.10.60")
+		if err := d.Remove(); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitSnapshot(h0, mid, 15*time.Second); err != nil {
+			t.Errorf("ports or flows of c/d left on %s: %v", h0.Name, err)
+		}
+		if out := netctl(t, tb, "net", "inspect", "dnet"); strings.Contains(out, "198.19.10.60") {
+			t.Errorf("netctl net inspect still lists 198.19.10.60:\n%s", out)
+		}
+	})
+
+	t.Run("docker rm, docker network rm and netctl net rm clean up both hosts", func(t *testing.T) {
+		for _, c := range []*dockerCtr{a, b, w0, w1} {
+			if err := c.Remove(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, h := range tb.Hosts {
+			if _, err := h.Docker("network", "rm", "web"); err != nil {
+				t.Error(err)
+			}
+		}
+		netctl(t, tb, "group", "rm", "web")
+		netctl(t, tb, "net", "rm", "dnet")
+		for i, h := range tb.Hosts {
+			for _, n := range []string{"dnet", "web"} {
+				if err := waitDockerNetwork(h, n, false, 30*time.Second); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := waitSnapshot(h, before[i], 20*time.Second); err != nil {
+				t.Errorf("%s not back to its state before the test: %v", h.Name, err)
+			}
+		}
+		if out := netctl(t, tb, "net", "ls"); strings.Contains(out, "dnet") {
+			t.Errorf("netctl net ls still lists dnet:\n%s", out)
+		}
+	})
+}
+
+// macTail is the last four octets of contiv's MAC for an IPv4 address.
+func macTail(ip string) string {
+	v4 := net.ParseIP(ip).To4()
+	return fmt.Sprintf("%02x:%02x:%02x:%02x", v4[0], v4[1], v4[2], v4[3])
+}
+
+// pluginRefusals sends bad requests straight to h's plugin socket: every
+// one gets {"Err": ...} and neither the store nor OVS changes.
+func pluginRefusals(t *testing.T, tb *testbed.Testbed, h *testbed.Host, live *dockerCtr) {
+	sock := filepath.Join(h.PluginDir(), testbed.PluginName+".sock")
+	var d net.Dialer
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", sock) }}}
+	defer hc.CloseIdleConnections()
+	netID, err := h.Docker("network", "inspect", "-f", "{{.Id}}", "dnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epID, err := h.Docker("inspect", "-f", "{{.NetworkSettings.Networks.dnet.EndpointID}}", live.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, h)
+	eps := netctl(t, tb, "net", "inspect", "dnet")
+	cases := []struct{ path, body, want string }{
+		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"0123456789abcdef","EndpointID":"e1","Interface":{}}`, "docker network 0123456789abcdef"},
+		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"` + netID + `","EndpointID":`, "decode JSON"},
+		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"` + netID + `","Interface":{}}`, `"EndpointID" is missing`},
+		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"` + netID + `","EndpointID":"` + epID + `","Interface":{"Address":"198.19.10.99/24"}}`, "already attached"},
+		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"` + netID + `","EndpointID":"` + strings.Repeat("e", 1<<20) + `","Interface":{}}`, "larger than"},
+		{"/NetworkDriver.Join", `{"NetworkID":"` + netID + `","EndpointID":"nosuch"}`, "not attached on this host"},
+		{"/IpamDriver.RequestAddress", `{"PoolID":"dnet.default|198.19.10.0/24","Address":"` + live.ip + `"}`, "in use"},
+		{"/IpamDriver.RequestPool", `{"Options":{"network":"nonet"}}`, "nonet.default"},
+	}
+	for _, tc := range cases {
+		resp, err := hc.Post("http://plugin"+tc.path, "application/json", bytes.NewReader([]byte(tc.body)))
+		if err != nil {
+			t.Errorf("%s: %v", tc.path, err)
+			continue
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var body struct{ Err string }
+		if json.Unmarshal(raw, &body) != nil || resp.StatusCode == http.StatusOK || !strings.Contains(body.Err, tc.want) {
+			t.Errorf("%s %.100s: %d %.300s; want an Err containing %q", tc.path, tc.body, resp.StatusCode, raw, tc.want)
+		}
+	}
+	if err := waitSnapshot(h, before, time.Second); err != nil {
+		t.Errorf("refused requests changed OVS on %s: %v", h.Name, err)
+	}
+	if after := netctl(t, tb, "net", "inspect", "dnet"); after != eps {
+		t.Errorf("refused requests changed the network:\nbefore %s\nafter %s", eps, after)
+	}
+	if err := live.Ping(live.ip, 1, 5*time.Second); err != nil {
+		t.Errorf("the live container lost its address: %v", err)
+	}
+}
