@@ -170,12 +170,64 @@ func isGateway(nw state.Network, a netip.Addr) bool {
 	return a.String() == nw.Gateway || (nw.IPv6Gateway != "" && a.String() == strings.ToLower(nw.IPv6Gateway))
 }
 
-// allocateNetwork and freeNetwork are swarm's cluster-wide network calls;
-// a standalone engine never sends them.
+// allocateNetwork (swarm, once for the cluster) maps a docker network to
+// contiv names: the group or network tagged with option contiv-tag, else a
+// new contiv network "<dockerID>" of tenant default with the engine's
+// IPv4 (and IPv6) pool (docs/docker.md); the mapping is recorded.
 func (p *Plugin) allocateNetwork(ctx context.Context, req *AllocateNetworkRequest) (AllocateNetworkResponse, error) {
+	var n contivNames
+	switch {
+	case req.Options[optTag] != "":
+		var err error
+		if n, err = p.byTag(ctx, req.Options[optTag]); err != nil {
+			return AllocateNetworkResponse{}, err
+		}
+	case len(req.IPv4Data) > 0 && req.IPv4Data[0].Pool != "":
+		spec := SwarmNetwork{Tenant: "default", Name: req.NetworkID, Subnet: req.IPv4Data[0].Pool,
+			Gateway: stripLen(req.IPv4Data[0].Gateway)}
+		if _, err := netip.ParsePrefix(spec.Subnet); err != nil {
+			return AllocateNetworkResponse{}, fmt.Errorf("%w: IPv4 pool %q: %w", ErrBadRequest, spec.Subnet, err)
+		}
+		if len(req.IPv6Data) > 0 {
+			spec.IPv6Subnet, spec.IPv6Gateway = req.IPv6Data[0].Pool, stripLen(req.IPv6Data[0].Gateway)
+		}
+		if err := p.cfg.Backend.CreateNetwork(ctx, spec); err != nil {
+			return AllocateNetworkResponse{}, fmt.Errorf("create contiv network for docker network %s: %w", req.NetworkID, err)
+		}
+		n = contivNames{Tenant: spec.Tenant, Network: spec.Name}
+	default:
+		return AllocateNetworkResponse{}, fmt.Errorf("%w: docker network %s has no option %q and no IPv4 pool", ErrBadRequest, req.NetworkID, optTag)
+	}
+	if err := p.cfg.Backend.MapNetwork(ctx, req.NetworkID, n.Tenant, n.Network, n.Group); err != nil {
+		return AllocateNetworkResponse{}, fmt.Errorf("map docker network %s: %w", req.NetworkID, err)
+	}
+	p.mu.Lock()
+	p.names[req.NetworkID] = n
+	p.mu.Unlock()
 	return AllocateNetworkResponse{Options: req.Options}, nil
 }
 
+// freeNetwork drops the mapping of a docker network and the contiv
+// network allocateNetwork made for it, if any.
 func (p *Plugin) freeNetwork(ctx context.Context, req *NetworkRequest) (empty, error) {
+	if err := p.cfg.Backend.UnmapNetwork(ctx, req.NetworkID); err != nil && !errors.Is(err, ErrNotFound) {
+		return empty{}, fmt.Errorf("unmap docker network %s: %w", req.NetworkID, err)
+	}
+	p.mu.Lock()
+	delete(p.names, req.NetworkID)
+	p.mu.Unlock()
+	if _, err := p.cfg.Backend.Network(ctx, req.NetworkID+".default"); err == nil {
+		if err := p.cfg.Backend.DeleteNetwork(ctx, "default", req.NetworkID); err != nil {
+			return empty{}, fmt.Errorf("delete contiv network %s: %w", req.NetworkID, err)
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return empty{}, err
+	}
 	return empty{}, nil
+}
+
+// stripLen drops a "/len" suffix.
+func stripLen(s string) string {
+	a, _, _ := strings.Cut(s, "/")
+	return a
 }

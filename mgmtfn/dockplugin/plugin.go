@@ -51,6 +51,21 @@ type Backend interface {
 	Groups(ctx context.Context) ([]state.EndpointGroup, error)
 	// Docknets lists the docker network mappings netmaster recorded.
 	Docknets(ctx context.Context) ([]state.Docknet, error)
+
+	// Swarm mode only (AllocateNetwork, FreeNetwork).
+	//
+	// MapNetwork records the mapping of docker network dockerID.
+	MapNetwork(ctx context.Context, dockerID, tenant, network, group string) error
+	// UnmapNetwork deletes it (ErrNotFound-wrapping when there is none).
+	UnmapNetwork(ctx context.Context, dockerID string) error
+	// CreateNetwork and DeleteNetwork go through netmaster's REST API.
+	CreateNetwork(ctx context.Context, spec SwarmNetwork) error
+	DeleteNetwork(ctx context.Context, tenant, name string) error
+}
+
+// SwarmNetwork is a contiv network made for a swarm docker network.
+type SwarmNetwork struct {
+	Tenant, Name, Subnet, Gateway, IPv6Subnet, IPv6Gateway string
 }
 
 // Engine is the local Docker Engine, asked for networks the mappings do

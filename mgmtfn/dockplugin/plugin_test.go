@@ -147,7 +147,48 @@ func (f *fakeBackend) Groups(context.Context) ([]state.EndpointGroup, error) {
 	return out, nil
 }
 
-func (f *fakeBackend) Docknets(context.Context) ([]state.Docknet, error) { return f.docknets, nil }
+func (f *fakeBackend) Docknets(context.Context) ([]state.Docknet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]state.Docknet(nil), f.docknets...), nil
+}
+
+func (f *fakeBackend) MapNetwork(_ context.Context, id, tenant, network, group string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(fmt.Sprintf("map %s %s/%s/%s", id, tenant, network, group))
+	f.docknets = append(f.docknets, state.Docknet{TenantName: tenant, NetworkName: network, ServiceName: group, DocknetUUID: id})
+	return nil
+}
+
+func (f *fakeBackend) UnmapNetwork(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, d := range f.docknets {
+		if d.DocknetUUID == id {
+			f.record("unmap " + id)
+			f.docknets = append(f.docknets[:i], f.docknets[i+1:]...)
+			return nil
+		}
+	}
+	return ErrNotFound
+}
+
+func (f *fakeBackend) CreateNetwork(_ context.Context, s SwarmNetwork) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(fmt.Sprintf("create network %+v", s))
+	f.nets[s.Name+"."+s.Tenant] = state.Network{Tenant: s.Tenant, NetworkName: s.Name}
+	return nil
+}
+
+func (f *fakeBackend) DeleteNetwork(_ context.Context, tenant, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("delete network " + name + "." + tenant)
+	delete(f.nets, name+"."+tenant)
+	return nil
+}
 
 // fakeEngine knows docker networks by ID.
 type fakeEngine map[string]docknet.Network
@@ -462,5 +503,37 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
+	}
+}
+
+// Swarm: AllocateNetwork maps by tag or creates a contiv network named
+// after the docker network; FreeNetwork undoes it; only mapped networks
+// resolve.
+func TestSwarmAllocateFree(t *testing.T) {
+	f := newFakeBackend()
+	c := serve(t, Config{Backend: f, Scope: ScopeGlobal, SwarmMode: true})
+	out := c.ok("/NetworkDriver.AllocateNetwork", AllocateNetworkRequest{NetworkID: "sw1", Options: map[string]string{"contiv-tag": "gt"}})
+	if o, _ := out["Options"].(map[string]any); o["contiv-tag"] != "gt" {
+		t.Errorf("options not echoed: %v", out)
+	}
+	c.ok("/NetworkDriver.AllocateNetwork", AllocateNetworkRequest{NetworkID: "sw2",
+		IPv4Data: []IPAMData{{Pool: "198.19.40.0/24", Gateway: "198.19.40.1/24"}}})
+	c.fail("/NetworkDriver.AllocateNetwork", []byte(`{"NetworkID":"sw3"}`), 400, "no option")
+	c.ok("/NetworkDriver.CreateEndpoint", CreateEndpointRequest{NetworkID: "sw2", EndpointID: "e1",
+		Interface: &EndpointInterface{Address: "198.19.40.5/24"}})
+	c.fail("/NetworkDriver.CreateEndpoint", []byte(`{"NetworkID":"unmapped","EndpointID":"e2","Interface":{}}`), 404, "mapped to no contiv network")
+	c.ok("/NetworkDriver.FreeNetwork", NetworkRequest{NetworkID: "sw2"})
+	c.ok("/NetworkDriver.FreeNetwork", NetworkRequest{NetworkID: "sw1"})
+	want := []string{
+		"map sw1 default/net1/web",
+		"create network {Tenant:default Name:sw2 Subnet:198.19.40.0/24 Gateway:198.19.40.1 IPv6Subnet: IPv6Gateway:}",
+		"map sw2 default/sw2/",
+		"attach default/sw2/ e1 ip=198.19.40.5",
+		"unmap sw2",
+		"delete network sw2.default",
+		"unmap sw1",
+	}
+	if got := f.calls(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("backend calls\n got %q\nwant %q", got, want)
 	}
 }

@@ -34,7 +34,7 @@ type Config struct {
 	DockerPluginName string
 	DockerPluginDir  string
 	DockerSocket     string
-	Version        string
+	Version          string
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -80,6 +81,41 @@ func (b dockerBackend) AllocAddress(ctx context.Context, networkID, pool, prefer
 
 func (b dockerBackend) ReleaseAddress(ctx context.Context, networkID, addr string) error {
 	return b.d.mc.ReleaseAddress(ctx, masterclient.ReleaseAddressRequest{NetworkID: networkID, IPv4Address: addr})
+}
+
+// MapNetwork records a swarm docker network's mapping (spec key
+// oper/docknet/<tenant>.<network>.<group>).
+func (b dockerBackend) MapNetwork(ctx context.Context, dockerID, tenant, network, group string) error {
+	id := docknet.StateID(tenant, network, group)
+	_, err := b.d.st.Docknets.Write(ctx, state.Docknet{Common: state.Common{ID: id}, TenantName: tenant,
+		NetworkName: network, ServiceName: group, DocknetUUID: dockerID})
+	return err
+}
+
+// UnmapNetwork deletes the mapping of a swarm docker network.
+func (b dockerBackend) UnmapNetwork(ctx context.Context, dockerID string) error {
+	all, _, err := b.d.st.Docknets.ReadAll(ctx)
+	if err != nil {
+		return err
+	}
+	for _, dn := range all {
+		if dn.DocknetUUID == dockerID {
+			return b.d.st.Docknets.Clear(ctx, dn.ID)
+		}
+	}
+	return fmt.Errorf("mapping of docker network %s: %w", dockerID, dockplugin.ErrNotFound)
+}
+
+// CreateNetwork creates a contiv network through netmaster's REST API.
+func (b dockerBackend) CreateNetwork(ctx context.Context, s dockplugin.SwarmNetwork) error {
+	body := map[string]any{"tenantName": s.Tenant, "networkName": s.Name, "subnet": s.Subnet, "gateway": s.Gateway,
+		"ipv6Subnet": s.IPv6Subnet, "ipv6Gateway": s.IPv6Gateway, "encap": "vxlan"}
+	return b.d.mc.Do(ctx, http.MethodPost, "/api/v1/networks/"+s.Tenant+":"+s.Name+"/", body, nil)
+}
+
+// DeleteNetwork deletes a contiv network through netmaster's REST API.
+func (b dockerBackend) DeleteNetwork(ctx context.Context, tenant, name string) error {
+	return b.d.mc.Do(ctx, http.MethodDelete, "/api/v1/networks/"+tenant+":"+name+"/", nil, nil)
 }
 
 // ContainerEvent passes a container start or end to netmaster.

@@ -114,46 +114,61 @@ func New(st Store, opts ...Option) *Client {
 // the connection the call is retried, with the netmaster looked up again.
 func (c *Client) Post(ctx context.Context, path string, req, resp any) error {
 	path = strings.TrimPrefix(strings.TrimPrefix(path, "/"), "plugin/")
-	body, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode /plugin/%s request: %w", path, err)
+	return c.Do(ctx, http.MethodPost, "/plugin/"+path, req, resp)
+}
+
+// Do is Post for any method and path of the leader netmaster (e.g. the
+// REST API, "/api/v1/networks/<key>/"); req nil sends no body.
+func (c *Client) Do(ctx context.Context, method, path string, req, resp any) error {
+	var body []byte
+	if req != nil {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return fmt.Errorf("encode %s request: %w", path, err)
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		addrs, err := c.masters(ctx)
 		if err != nil {
-			return fmt.Errorf("post /plugin/%s: %w", path, err)
+			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		var refused error
 		for _, addr := range addrs {
-			err := c.postOnce(ctx, addr, path, body, resp)
+			err := c.sendOnce(ctx, method, addr, path, body, resp)
 			if !errors.Is(err, syscall.ECONNREFUSED) {
 				return err
 			}
 			refused = err
 		}
 		if attempt >= c.attempts {
-			return fmt.Errorf("post /plugin/%s: gave up after %d attempts: %w", path, attempt, refused)
+			return fmt.Errorf("%s %s: gave up after %d attempts: %w", method, path, attempt, refused)
 		}
 		t := time.NewTimer(c.interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("post /plugin/%s: %w", path, ctx.Err())
+			return fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		case <-t.C:
 		}
 	}
 }
 
-func (c *Client) postOnce(ctx context.Context, addr, path string, body []byte, resp any) error {
-	url := "http://" + addr + "/plugin/" + path
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+func (c *Client) sendOnce(ctx context.Context, method, addr, path string, body []byte, resp any) error {
+	url := "http://" + addr + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return fmt.Errorf("build request for %s: %w", url, err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
-		return fmt.Errorf("post %s: %w", url, err)
+		return fmt.Errorf("%s %s: %w", strings.ToLower(method), url, err)
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -131,10 +132,10 @@ func TestDockerTwoHosts(t *testing.T) {
 		}
 	}
 
-	a := dockerRun(t, h0, "a", "dnet")
-	b := dockerRun(t, h1, "b", "dnet", "--ip", "198.19.10.50")
-	w0 := dockerRun(t, h0, "w0", "web")
-	w1 := dockerRun(t, h1, "w1", "web")
+	a := dockerRun(t, h0, "alpha", "dnet", "--label", "app=web")
+	b := dockerRun(t, h1, "bravo", "dnet", "--ip", "198.19.10.50")
+	w0 := dockerRun(t, h0, "web-h0", "web")
+	w1 := dockerRun(t, h1, "web-h1", "web")
 	if b.ip != "198.19.10.50" {
 		t.Errorf("docker run --ip 198.19.10.50 got %s", b.ip)
 	}
@@ -144,7 +145,7 @@ func TestDockerTwoHosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("a=%s/24/02:02:%s", a.ip, macTail(a.ip))
+		want := fmt.Sprintf("alpha=%s/24/02:02:%s", a.ip, macTail(a.ip))
 		if !strings.Contains(out, want) {
 			t.Errorf("docker network inspect dnet on %s: %q, want %q", h0.Name, out, want)
 		}
@@ -165,6 +166,36 @@ func TestDockerTwoHosts(t *testing.T) {
 		reach(t, w0, w1)
 		reach(t, w1, w0)
 		ncTCP(t, a, b, 7100)
+	})
+
+	t.Run("container events: endpoint inspect and service providers", func(t *testing.T) {
+		netctl(t, tb, "net", "create", "--subnet", "198.19.20.0/24", "svcnet")
+		netctl(t, tb, "service", "create", "-s", "svcnet", "-l", "app=web", "-p", "80:8080:TCP", "websvc")
+		deadline := time.Now().Add(20 * time.Second)
+		for _, c := range []*dockerCtr{a, b} {
+			for {
+				out, _ := tb.Netctl("endpoint", "inspect", c.Name)
+				if strings.Contains(out, c.ID) && regexp.MustCompile(`"containerName":\s*"`+c.Name+`"`).MatchString(out) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("netctl endpoint inspect %s does not show container %s:\n%s", c.Name, c.ID, out)
+					break
+				}
+				time.Sleep(250 * time.Millisecond)
+			}
+		}
+		for {
+			out, _ := tb.Netctl("service", "inspect", "websvc")
+			if strings.Contains(out, a.ip) && !strings.Contains(out, b.ip) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("service websvc: want provider %s (label app=web) only:\n%s", a.ip, out)
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	})
 
 	t.Run("bad requests to the plugin socket change nothing", func(t *testing.T) {
@@ -205,9 +236,11 @@ func TestDockerTwoHosts(t *testing.T) {
 			}
 		}
 		netctl(t, tb, "group", "rm", "web")
+		netctl(t, tb, "service", "rm", "websvc")
+		netctl(t, tb, "net", "rm", "svcnet")
 		netctl(t, tb, "net", "rm", "dnet")
 		for i, h := range tb.Hosts {
-			for _, n := range []string{"dnet", "web"} {
+			for _, n := range []string{"dnet", "web", "svcnet"} {
 				if err := waitDockerNetwork(h, n, false, 30*time.Second); err != nil {
 					t.Error(err)
 				}
@@ -278,4 +311,131 @@ func pluginRefusals(t *testing.T, tb *testbed.Testbed, h *testbed.Host, live *do
 	if err := live.Ping(live.ip, 1, 5*time.Second); err != nil {
 		t.Errorf("the live container lost its address: %v", err)
 	}
+}
+
+// netAddrCount is netmaster's count of allocated addresses of a network.
+func netAddrCount(t *testing.T, tb *testbed.Testbed, network string) int {
+	t.Helper()
+	out := netctl(t, tb, "net", "inspect", network)
+	var v struct {
+		Oper struct {
+			AllocatedAddressesCount int `json:"allocatedAddressesCount"`
+		} `json:"Oper"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("netctl net inspect %s: %v\n%s", network, err, out)
+	}
+	return v.Oper.AllocatedAddressesCount
+}
+
+// TestDockerRestarts: a netplugin restart with docker containers running
+// leaks nothing and does not disturb the other hosts; an engine restart
+// brings containers with a restart policy back on the contiv network.
+func TestDockerRestarts(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 3, Docker: true})
+	h0, h1, h2 := tb.Hosts[0], tb.Hosts[1], tb.Hosts[2]
+	netctl(t, tb, "net", "create", "--subnet", "198.19.30.0/24", "--gateway", "198.19.30.254", "rnet")
+	for _, h := range tb.Hosts {
+		if err := waitDockerNetwork(h, "rnet", true, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c0 := dockerRun(t, h0, "c0", "rnet")
+	c1 := dockerRun(t, h1, "c1", "rnet")
+	c2 := dockerRun(t, h2, "c2", "rnet")
+	for _, c := range []*dockerCtr{c0, c1, c2} {
+		c.ServeTraffic(t)
+	}
+	reach(t, c0, c1)
+	reach(t, c1, c2)
+	if t.Failed() {
+		return
+	}
+
+	t.Run("netplugin restart", func(t *testing.T) {
+		before := snapshot(t, h0)
+		addrs := netAddrCount(t, tb, "rnet")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		p := c1.StartPinger(ctx, c2.ip)
+		time.Sleep(time.Second)
+		h0.RestartNetplugin(t)
+		tb.WaitNetplugins(t, len(tb.Hosts), 30*time.Second)
+		time.Sleep(2 * time.Second)
+		st := p.Stop()
+		if st.Err != nil || st.Received == 0 || st.MaxLost > 1 {
+			t.Errorf("pings between the other hosts were interrupted: sent %d received %d longest gap %v (%v)",
+				st.Sent, st.Received, st.LongestGap, st.Err)
+		} else {
+			t.Logf("during the netplugin restart: %d/%d replies between the other hosts, longest gap %v", st.Received, st.Sent, st.LongestGap)
+		}
+		reach(t, c0, c1)
+		reach(t, c2, c0)
+		if err := waitSnapshot(h0, before, 45*time.Second); err != nil {
+			t.Error(err)
+		}
+		if got := netAddrCount(t, tb, "rnet"); got != addrs {
+			t.Errorf("allocated addresses %d after the restart, %d before", got, addrs)
+		}
+		// The restarted plugin serves new and old containers.
+		n := dockerRun(t, h0, "n0", "rnet")
+		reach(t, c1, n)
+		for _, c := range []*dockerCtr{n, c0} {
+			if err := c.Remove(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := netAddrCount(t, tb, "rnet"); got != addrs-1 {
+			t.Errorf("allocated addresses %d after removing c0 and n0, want %d", got, addrs-1)
+		}
+	})
+
+	t.Run("engine restart brings back restart-policy containers", func(t *testing.T) {
+		r, err := h1.DockerRun("keeper", "--network", "rnet", "--restart", "always")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*testbed.DockerContainer{r, c1.DockerContainer} {
+			if err := c.Forget(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h1.StopEngine(t)
+		h1.StartEngine(t)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			state, _ := h1.Docker("inspect", "-f", "{{.State.Running}}", r.ID)
+			if state == "true" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("container with --restart always not running after the engine restart: %s", state)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err := r.Attach(); err != nil {
+			t.Fatal(err)
+		}
+		ip, err := r.IPOn("rnet")
+		if err != nil || !strings.HasPrefix(ip, "198.19.30.") {
+			t.Fatalf("restarted container's address on rnet: %q %v", ip, err)
+		}
+		rc := &dockerCtr{DockerContainer: r, ip: ip}
+		rc.ServeTraffic(t)
+		reach(t, c2, rc)
+		// Only the restarted container has a port on h1.
+		out, err := h1.Vsctl("list-ports", "contivVxlanBridge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports := 0
+		for _, p := range strings.Fields(out) {
+			if strings.HasPrefix(p, "vvport") {
+				ports++
+			}
+		}
+		if ports != 1 {
+			t.Errorf("%d endpoint ports on %s after the engine restart, want 1 (keeper):\n%s", ports, h1.Name, out)
+		}
+	})
 }
