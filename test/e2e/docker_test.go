@@ -80,32 +80,25 @@ func reach(t *testing.T, a, b *dockerCtr) {
 	}
 }
 
-// ncTCP sends a line from a to b with busybox nc inside the containers.
-func ncTCP(t *testing.T, a, b *dockerCtr, port int) {
+// fetchPage serves a page with busybox httpd inside b and fetches it
+// with busybox wget inside a: TCP between the containers' own programs.
+func fetchPage(t *testing.T, a, b *dockerCtr, port int) {
 	t.Helper()
-	if _, err := b.Host.Docker("exec", "-d", b.ID, "sh", "-c", fmt.Sprintf("nc -l -p %d > /tmp/nc.out", port)); err != nil {
-		t.Fatalf("nc listen in %s: %v", b.Name, err)
+	page := "page of " + b.Name
+	if _, err := b.Host.Docker("exec", b.ID, "sh", "-c", fmt.Sprintf("mkdir -p /tmp/www && echo %s > /tmp/www/index.html", page)); err != nil {
+		t.Fatalf("write page in %s: %v", b.Name, err)
 	}
-	msg := "hello from " + a.Name
+	if _, err := b.Host.Docker("exec", "-d", b.ID, "httpd", "-f", "-p", fmt.Sprint(port), "-h", "/tmp/www"); err != nil {
+		t.Fatalf("httpd in %s: %v", b.Name, err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := a.Host.Docker("exec", a.ID, "sh", "-c", fmt.Sprintf("echo %s | nc -w 2 %s %d", msg, b.ip, port))
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("nc %s → %s:%d: %v", a.Name, b.ip, port, err)
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	for {
-		got, _ := b.Host.Docker("exec", b.ID, "cat", "/tmp/nc.out")
-		if got == msg {
+		got, err := a.Host.Docker("exec", a.ID, "wget", "-q", "-T", "2", "-O", "-", fmt.Sprintf("http://%s:%d/index.html", b.ip, port))
+		if err == nil && got == page {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("nc in %s received %q, want %q", b.Name, got, msg)
+			t.Errorf("wget in %s from httpd in %s (%s:%d): %q %v", a.Name, b.Name, b.ip, port, got, err)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -165,7 +158,8 @@ func TestDockerTwoHosts(t *testing.T) {
 		reach(t, b, a)
 		reach(t, w0, w1)
 		reach(t, w1, w0)
-		ncTCP(t, a, b, 7100)
+		fetchPage(t, a, b, 8080)
+		fetchPage(t, w1, w0, 8080)
 	})
 
 	t.Run("container events: endpoint inspect and service providers", func(t *testing.T) {
@@ -204,7 +198,7 @@ func TestDockerTwoHosts(t *testing.T) {
 
 	t.Run("docker rm releases the address, port and flows", func(t *testing.T) {
 		mid := snapshot(t, h0)
-		c := dockerRun(t, h1, "c", "dnet", "--ip", "198.19.10.60")
+		c := dockerRun(t, h1, "charlie", "dnet", "--ip", "198.19.10.60")
 		if err := c.Ping(a.ip, 1, 15*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +206,7 @@ func TestDockerTwoHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The address is free again: a new container may take it.
-		d := dockerRun(t, h0, "d", "dnet", "--ip", "198.19.10.60")
+		d := dockerRun(t, h0, "delta", "dnet", "--ip", "198.19.10.60")
 		if err := d.Remove(); err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +280,7 @@ func pluginRefusals(t *testing.T, tb *testbed.Testbed, h *testbed.Host, live *do
 		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"` + netID + `","EndpointID":"` + epID + `","Interface":{"Address":"198.19.10.99/24"}}`, "already attached"},
 		{"/NetworkDriver.CreateEndpoint", `{"NetworkID":"` + netID + `","EndpointID":"` + strings.Repeat("e", 1<<20) + `","Interface":{}}`, "larger than"},
 		{"/NetworkDriver.Join", `{"NetworkID":"` + netID + `","EndpointID":"nosuch"}`, "not attached on this host"},
-		{"/IpamDriver.RequestAddress", `{"PoolID":"dnet.default|198.19.10.0/24","Address":"` + live.ip + `"}`, "in use"},
+		{"/IpamDriver.RequestAddress", `{"PoolID":"dnet.default|198.19.10.0/24","Address":"` + live.ip + `"}`, "not available"},
 		{"/IpamDriver.RequestPool", `{"Options":{"network":"nonet"}}`, "nonet.default"},
 	}
 	for _, tc := range cases {
@@ -379,6 +373,7 @@ func TestDockerRestarts(t *testing.T) {
 		}
 		// The restarted plugin serves new and old containers.
 		n := dockerRun(t, h0, "n0", "rnet")
+		n.ServeTraffic(t)
 		reach(t, c1, n)
 		for _, c := range []*dockerCtr{n, c0} {
 			if err := c.Remove(); err != nil {
