@@ -434,3 +434,57 @@ func TestDockerRestarts(t *testing.T) {
 		}
 	})
 }
+
+// TestDockerSwarm: on a single-node swarm the managed (v2) netplugin
+// serves an attachable global-scope network; netplugin makes a contiv
+// network for it (AllocateNetwork), containers get contiv's addresses and
+// reach each other, and removing the docker network removes the contiv
+// one (FreeNetwork).
+func TestDockerSwarm(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 1, Swarm: true})
+	h := tb.Hosts[0]
+	h.InitSwarm(t)
+	if out, err := h.Docker("network", "create", "-d", testbed.ManagedPluginName, "--ipam-driver", testbed.ManagedPluginName,
+		"--attachable", "--subnet", "198.19.110.0/24", "--gateway", "198.19.110.254", "swnet"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	id, err := h.Docker("network", "inspect", "-f", "{{.Id}} {{.Scope}}", "swnet")
+	if err != nil || !strings.HasSuffix(id, " swarm") {
+		t.Fatalf("docker network swnet: %q %v (want scope swarm)", id, err)
+	}
+	id = strings.Fields(id)[0]
+	a := dockerRun(t, h, "swa", "swnet")
+	b := dockerRun(t, h, "swb", "swnet")
+	for _, c := range []*dockerCtr{a, b} {
+		if !strings.HasPrefix(c.ip, "198.19.110.") {
+			t.Errorf("%s got %s, not an address of 198.19.110.0/24", c.Name, c.ip)
+		}
+		c.ServeTraffic(t)
+	}
+	ins := netctl(t, tb, "net", "inspect", id)
+	for _, ip := range []string{a.ip, b.ip} {
+		if !strings.Contains(ins, ip) {
+			t.Errorf("contiv network %s lacks %s:\n%s", id, ip, ins)
+		}
+	}
+	reach(t, a, b)
+	for _, c := range []*dockerCtr{a, b} {
+		if err := c.Remove(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := h.Docker("network", "rm", "swnet"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := netctl(t, tb, "net", "ls")
+		if !strings.Contains(out, id) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("contiv network %s still there after docker network rm:\n%s", id, out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

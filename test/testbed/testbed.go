@@ -116,10 +116,17 @@ type Config struct {
 	// Docker runs netmaster and netplugin in docker mode and gives every
 	// host its own Docker Engine (docker.go), started after netplugin.
 	Docker bool
+	// Swarm (implies Docker) runs the daemons in swarm-mode, netplugin as
+	// a managed plugin of each host's engine (swarm.go); the test makes
+	// the swarm (Host.InitSwarm).
+	Swarm bool
 }
 
 // mode is the daemons' --mode.
 func (c *Config) mode() string {
+	if c.Swarm {
+		return "swarm-mode"
+	}
 	if c.Docker {
 		return "docker"
 	}
@@ -187,6 +194,9 @@ func New(t testing.TB, cfg Config) *Testbed {
 		t.Fatal(err)
 	}
 	requireTools(t, cfg)
+	if cfg.Swarm {
+		cfg.Docker = true
+	}
 	if cfg.Docker {
 		requireDocker(t)
 		if cfg.SkipNetplugin {
@@ -247,7 +257,7 @@ func New(t testing.TB, cfg Config) *Testbed {
 	// Registered last so that it runs first, while OVS still runs.
 	t.Cleanup(func() { tb.DumpOnFailure(t) })
 	tb.waitMasters(t, masterReadyTimeout)
-	if !cfg.SkipNetplugin {
+	if !cfg.SkipNetplugin && !cfg.Swarm {
 		for _, h := range tb.Hosts {
 			h.StartNetplugin(t)
 		}
@@ -256,6 +266,9 @@ func New(t testing.TB, cfg Config) *Testbed {
 	if cfg.Docker {
 		for _, h := range tb.Hosts {
 			h.StartEngine(t)
+			if cfg.Swarm {
+				h.StartManagedPlugin(t)
+			}
 		}
 	}
 	t.Logf("testbed %s: %d host(s), %d netmaster(s), %s store, %s/%s up in %v (build %v)",
