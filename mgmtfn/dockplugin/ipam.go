@@ -135,35 +135,64 @@ func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest)
 
 // releaseAddress gives back an address requestAddress handed out. Not
 // passed on: the gateway, an address netmaster freed with its endpoint
-// (deleteEndpoint), and any address of a network that no longer exists.
+// (deleteEndpoint), and any address of a network that no longer exists. A
+// bare pool id ("<cidr>", swarm) is mapped to the network of that subnet.
 func (p *Plugin) releaseAddress(ctx context.Context, req *ReleaseAddressRequest) (empty, error) {
 	id, _ := parsePoolID(req.PoolID)
 	a := netip.MustParseAddr(req.Address)
+	netID, target := "", req.PoolID
 	if id.networkID != "" {
-		_, netID, _ := splitNetworkID(id.networkID)
-		key := releasedKey(netID, a)
-		p.mu.Lock()
-		_, freed := p.released[key]
-		delete(p.released, key)
-		p.mu.Unlock()
-		if freed {
+		_, netID, _ = splitNetworkID(id.networkID)
+	} else {
+		var err error
+		if netID, err = p.networkByPool(ctx, id.pool); err != nil {
+			return empty{}, err
+		}
+		if netID == "" {
 			return empty{}, nil
 		}
-		nw, err := p.cfg.Backend.Network(ctx, netID)
-		if errors.Is(err, ErrNotFound) {
-			return empty{}, nil
-		}
-		if err != nil {
-			return empty{}, fmt.Errorf("contiv network %s: %w", netID, err)
-		}
-		if isGateway(nw, a) {
-			return empty{}, nil
-		}
+		target = netID
 	}
-	if err := p.cfg.Backend.ReleaseAddress(ctx, req.PoolID, req.Address); err != nil {
+	key := releasedKey(netID, a)
+	p.mu.Lock()
+	_, freed := p.released[key]
+	delete(p.released, key)
+	p.mu.Unlock()
+	if freed {
+		return empty{}, nil
+	}
+	nw, err := p.cfg.Backend.Network(ctx, netID)
+	if errors.Is(err, ErrNotFound) {
+		return empty{}, nil
+	}
+	if err != nil {
+		return empty{}, fmt.Errorf("contiv network %s: %w", netID, err)
+	}
+	if isGateway(nw, a) {
+		return empty{}, nil
+	}
+	if err := p.cfg.Backend.ReleaseAddress(ctx, target, req.Address); err != nil {
 		return empty{}, fmt.Errorf("release address %s of pool %s: %w", req.Address, req.PoolID, err)
 	}
 	return empty{}, nil
+}
+
+// networkByPool is the id of the contiv network whose subnet is pool, or "".
+func (p *Plugin) networkByPool(ctx context.Context, pool netip.Prefix) (string, error) {
+	nets, err := p.cfg.Backend.Networks(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read networks: %w", err)
+	}
+	for _, n := range nets {
+		sn := fmt.Sprintf("%s/%d", n.SubnetIP, n.SubnetLen)
+		if pool.Addr().Is6() {
+			sn = fmt.Sprintf("%s/%d", n.IPv6Subnet, n.IPv6SubnetLen)
+		}
+		if q, err := netip.ParsePrefix(sn); err == nil && q.Masked() == pool.Masked() {
+			return n.NetworkName + "." + n.Tenant, nil
+		}
+	}
+	return "", nil
 }
 
 func isGateway(nw state.Network, a netip.Addr) bool {

@@ -522,6 +522,11 @@ func TestSwarmAllocateFree(t *testing.T) {
 	c.ok("/NetworkDriver.CreateEndpoint", CreateEndpointRequest{NetworkID: "sw2", EndpointID: "e1",
 		Interface: &EndpointInterface{Address: "198.19.40.5/24"}})
 	c.fail("/NetworkDriver.CreateEndpoint", []byte(`{"NetworkID":"unmapped","EndpointID":"e2","Interface":{}}`), 404, "mapped to no contiv network")
+	// Bare pool ids: the gateway and an unknown pool are not passed on,
+	// another address is released in the network of that subnet.
+	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "198.19.1.0/24", Address: "198.19.1.1"})
+	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "198.19.77.0/24", Address: "198.19.77.3"})
+	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "198.19.1.0/24", Address: "198.19.1.9"})
 	c.ok("/NetworkDriver.FreeNetwork", NetworkRequest{NetworkID: "sw2"})
 	c.ok("/NetworkDriver.FreeNetwork", NetworkRequest{NetworkID: "sw1"})
 	want := []string{
@@ -529,6 +534,7 @@ func TestSwarmAllocateFree(t *testing.T) {
 		"create network {Tenant:default Name:sw2 Subnet:198.19.40.0/24 Gateway:198.19.40.1 IPv6Subnet: IPv6Gateway:}",
 		"map sw2 default/sw2/",
 		"attach default/sw2/ e1 ip=198.19.40.5",
+		"release net1.default 198.19.1.9",
 		"unmap sw2",
 		"delete network sw2.default",
 		"unmap sw1",
