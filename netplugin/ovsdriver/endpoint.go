@@ -88,7 +88,8 @@ func bridgeType(bridge string) string {
 }
 
 // CreateEndpoint creates an endpoint's port: a veth pair vport<N> (container
-// side, with MAC and MTU) / vvport<N> (OVS side, up), N from the persisted
+// side, with MAC and MTU, and on the netdev datapath with TX checksum
+// offload off) / vvport<N> (OVS side, up), N from the persisted
 // counter, and an OVS port vvport<N> with the access tag, endpoint-id in the
 // external_ids of Port and Interface and the ingress policing. Infra
 // endpoints get an internal port named InfraName instead. A stale port of
@@ -129,6 +130,11 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 		}
 		if err := d.addVeth(res.IntfName, res.PortName, mtu, spec.MAC); err != nil {
 			return fail(err)
+		}
+		if d.needsSoftChecksum() {
+			if err := d.disableTxChecksum(res.IntfName); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	ids := map[string]string{endpointIDKey: spec.EndpointID}

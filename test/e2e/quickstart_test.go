@@ -12,7 +12,8 @@ import (
 
 // TestQuickstart runs the README's main-job command (without its package
 // install step) under its own prefix and state folder, and checks that the
-// two containers pinged each other; then its stop command removes it.
+// two containers pinged each other and exchanged TCP (request/response and
+// 3 MB) and UDP; then its stop command removes it.
 func TestQuickstart(t *testing.T) {
 	ovstest.Require(t)
 	root, err := filepath.Abs("../..")
@@ -35,7 +36,8 @@ func TestQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("quickstart: %v\n%s", err, out)
 	}
-	for _, want := range []string{"3 packets transmitted, 3 received, 0% packet loss", "bash scripts/quickstart.sh stop"} {
+	for _, want := range []string{"3 packets transmitted, 3 received, 0% packet loss",
+		"tcp ok: 64 bytes echoed", "tcp ok: 3145728 bytes echoed", "udp ok: echoed", "bash scripts/quickstart.sh stop"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}

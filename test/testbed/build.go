@@ -28,7 +28,7 @@ type Binaries struct {
 // builds caches the result of building each group of commands once per
 // test process.
 var builds struct {
-	master, plugin struct {
+	master, plugin, probe struct {
 		once sync.Once
 		err  error
 	}
@@ -79,6 +79,22 @@ func buildNetplugin() (string, error) {
 		return "", builds.plugin.err
 	}
 	return filepath.Join(dir, "netplugin"), nil
+}
+
+// buildNetprobe builds the traffic helper test/tools/netprobe (once) and
+// returns its path.
+func buildNetprobe() (string, error) {
+	dir, err := buildDir()
+	if err != nil {
+		return "", err
+	}
+	builds.probe.once.Do(func() {
+		builds.probe.err = goBuild(dir, "./test/tools/netprobe")
+	})
+	if builds.probe.err != nil {
+		return "", builds.probe.err
+	}
+	return filepath.Join(dir, "netprobe"), nil
 }
 
 func buildDir() (string, error) {
