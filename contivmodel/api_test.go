@@ -132,15 +132,15 @@ func testDecoding(t *testing.T, newStore storeFunc) {
 	expectError(t, "empty body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", ""), "EOF")
 	expectError(t, "blank body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", "  \n"), "EOF")
 	r = srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n1/", `{"tenantName":"t1","networkName":"n1","pktTag":"12"}`)
-	if r.Status != 500 || !strings.HasPrefix(r.Body, "json: cannot unmarshal string into Go struct field Network.pktTag of type int") {
+	if r.Status != 400 || !strings.HasPrefix(r.Body, "json: cannot unmarshal string into Go struct field Network.pktTag of type int") {
 		t.Errorf("type mismatch: %d %q", r.Status, r.Body)
 	}
 	r = srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n1/", `{"tenantName":"t1","networkName":"n1","pktTag":1.5}`)
-	if r.Status != 500 || !strings.HasPrefix(r.Body, "json: cannot unmarshal number 1.5") {
+	if r.Status != 400 || !strings.HasPrefix(r.Body, "json: cannot unmarshal number 1.5") {
 		t.Errorf("fraction: %d %q", r.Status, r.Body)
 	}
 	r = srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", `{"tenantName":`)
-	if r.Status != 500 || r.Body != "unexpected EOF\n" {
+	if r.Status != 400 || r.Body != "unexpected EOF\n" {
 		t.Errorf("truncated: %d %q", r.Status, r.Body)
 	}
 	expectError(t, "null body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", "null"), "Invalid Key")

@@ -206,10 +206,25 @@ func itemPath(plural, key string) string {
 	return "/api/v1/" + plural + "/" + url.PathEscape(key) + "/"
 }
 
+// expectError checks a refusal: a client-error status (400, 404, 409),
+// text/plain and the exact message.
 func expectError(t *testing.T, what string, r modeltest.Response, want string) {
 	t.Helper()
-	if r.Status != http.StatusInternalServerError || r.ContentType != "text/plain; charset=utf-8" || r.Body != want+"\n" {
-		t.Errorf("%s: got %d %q %q, want 500 text/plain %q", what, r.Status, r.ContentType, r.Body, want+"\n")
+	switch r.Status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict:
+	default:
+		t.Errorf("%s: status %d, want 400, 404 or 409", what, r.Status)
+	}
+	if r.ContentType != "text/plain; charset=utf-8" || r.Body != want+"\n" {
+		t.Errorf("%s: got %d %q %q, want text/plain %q", what, r.Status, r.ContentType, r.Body, want+"\n")
+	}
+}
+
+// expectStatus is expectError with the exact status.
+func expectStatus(t *testing.T, what string, r modeltest.Response, status int, want string) {
+	t.Helper()
+	if r.Status != status || r.ContentType != "text/plain; charset=utf-8" || r.Body != want+"\n" {
+		t.Errorf("%s: got %d %q %q, want %d text/plain %q", what, r.Status, r.ContentType, r.Body, status, want+"\n")
 	}
 }
 
