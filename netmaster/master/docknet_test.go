@@ -283,5 +283,5 @@ func TestDocknetNoEngine(t *testing.T) {
 	cfg.ClusterMode = "docker"
 	cfg.DockerSocket = t.TempDir() + "/no-docker.sock"
 	e := newEnvCfg(t, cfg)
-	e.fail("POST", "/api/v1/networks/default:web/", netBody("default", "web", "vlan", "198.18.43.0/24", "", 0), "")
+	e.failStatus("POST", "/api/v1/networks/default:web/", netBody("default", "web", "vlan", "198.18.43.0/24", "", 0), 500, "")
 }

@@ -183,7 +183,7 @@ func TestPluginEndpoints(t *testing.T) {
 	if ni.Oper.AllocatedIPAddresses != "60.1.1.1, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.NumEndpoints != 1 || len(ni.Oper.Endpoints) != 1 {
 		t.Fatalf("network oper: %+v", ni.Oper)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "nosuch", "c9", ""), "key not found")
+	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "nosuch", "c9", ""), "group nosuch:t2 not found")
 	e.createEndpoint(createEP("t2", "net", "t2-epgA", "c2", ""))
 	if ni := e.netOper("t2", "net"); ni.Oper.AllocatedIPAddresses != "60.1.1.1-60.1.1.2, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 2 {
 		t.Fatalf("network oper: %+v", ni.Oper)
@@ -237,7 +237,7 @@ func TestPluginEndpoints(t *testing.T) {
 			t.Fatalf("deleteEndpoint answer %+v", d)
 		}
 	}
-	e.fail("POST", "/plugin/deleteEndpoint", deleteEP("t2", "net", "t2-epgA", "c1"), "key not found")
+	e.fail("POST", "/plugin/deleteEndpoint", deleteEP("t2", "net", "t2-epgA", "c1"), "endpoint net.t2-c1 not found")
 	ni = e.netOper("t2", "net")
 	if ni.Oper.AllocatedIPAddresses != "60.1.1.254" || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.NumEndpoints != 0 {
 		t.Fatalf("network oper after deletes: %+v", ni.Oper)
@@ -282,7 +282,7 @@ func TestPluginAddresses(t *testing.T) {
 	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"web.default","PreferredIPv4Address":"10.1.1.50"}`, "ip address 10.1.1.50 is not available")
 	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, "network not found")
 	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, "network not found")
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "key not found")
+	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "network nonet.default not found")
 	if ni := e.netOper("default", "web"); ni.Oper.AllocatedAddressesCount != 4 {
 		t.Fatalf("count %d", ni.Oper.AllocatedAddressesCount)
 	}

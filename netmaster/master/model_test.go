@@ -235,7 +235,7 @@ func TestGlobal(t *testing.T) {
 	e.ok("DELETE", "/api/v1/globals/global/", "")
 	e.fail("POST", "/api/v1/networks/default:z/", netBody("default", "z", "vlan", "10.6.0.0/24", "", 0),
 		"Global configuration is not ready: global configuration is not ready")
-	if code, _ := e.do("GET", "/api/v1/inspect/globals/global/", ""); code != 500 {
+	if code, _ := e.do("GET", "/api/v1/inspect/globals/global/", ""); code != 404 {
 		t.Fatalf("inspect of a deleted global: %d", code)
 	}
 	for _, k := range []string{"master/config/global", "state/global/global", "oper/global/global", "state/auto-vlan/global", "oper/auto-vxlan/global"} {

@@ -254,7 +254,7 @@ func TestPolicyDeleteCascadesRules(t *testing.T) {
 	if b := e.ok("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "default:p1:1") {
 		t.Fatalf("deleted policy's rule still linked from the group: %s", b)
 	}
-	if code, _ := e.do("GET", rulePath("default", "p1", "1"), ""); code != 500 {
+	if code, _ := e.do("GET", rulePath("default", "p1", "1"), ""); code != 404 {
 		t.Fatalf("rule of the deleted policy still exists (%d)", code)
 	}
 }
