@@ -280,8 +280,8 @@ func TestPluginAddresses(t *testing.T) {
 		t.Fatalf("alloc preferred: %s", got)
 	}
 	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"web.default","PreferredIPv4Address":"10.1.1.50"}`, "ip address 10.1.1.50 is not available")
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, "network not found")
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, "network not found")
+	e.failStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, 404, "AddressPool 10.9.9.0/24: no network has subnet 10.9.9.0/24")
+	e.failStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, 400, `AddressPool "10.9.9.0" is not <subnet>/<length> or <subnet>/<length>:<tenant>`)
 	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "network nonet.default not found")
 	if ni := e.netOper("default", "web"); ni.Oper.AllocatedAddressesCount != 4 {
 		t.Fatalf("count %d", ni.Oper.AllocatedAddressesCount)

@@ -125,16 +125,14 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if err != nil {
 		return err
 	}
-	if nw.Gateway != "" {
-		if _, err := sn.CheckHost(nw.Gateway); err != nil {
-			return err
-		}
-	}
 	var v6 netip.Prefix
 	if nw.Ipv6Subnet != "" {
 		if v6, err = ipam.ParseSubnetV6(nw.Ipv6Subnet); err != nil {
 			return err
 		}
+	}
+	if err := checkGateways(nw, sn, v6); err != nil {
+		return err
 	}
 	netID := netStateID(nw.TenantName, nw.NetworkName)
 	ns := state.Network{

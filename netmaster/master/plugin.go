@@ -213,6 +213,9 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 
 func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (AddressAllocResponse, error) {
 	resp := AddressAllocResponse{NetworkID: req.NetworkID}
+	if err := checkAllocAddress(req); err != nil {
+		return resp, err
+	}
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	ref := parseNetworkID(req.NetworkID)
@@ -220,7 +223,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	if req.NetworkID == "" {
 		pfx, tenant, ok := parseAddressPool(req.AddressPool)
 		if !ok {
-			return resp, contivmodel.Errorf("network not found")
+			return resp, contivmodel.Invalidf("AddressPool %q is not a subnet", req.AddressPool)
 		}
 		v6 = pfx.Addr().Is6()
 		id, err := m.findNetworkByPool(ctx, pfx, tenant)
@@ -232,7 +235,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 				resp.IPv4Address = fmt.Sprintf("%s/%d", pfx.Addr().Next(), pfx.Bits())
 				return resp, nil
 			}
-			return resp, contivmodel.Errorf("network not found")
+			return resp, contivmodel.Missingf("AddressPool %s: no network has subnet %s", req.AddressPool, pfx)
 		}
 		ref.netID = id
 	}
@@ -420,6 +423,9 @@ func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Add
 }
 
 func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest) (resp EndpointResponse, err error) {
+	if err := checkCreateEndpoint(req); err != nil {
+		return resp, err
+	}
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	netID := netStateID(req.TenantName, req.NetworkName)
@@ -449,6 +455,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 				return r, nil
 			}
 			return resp, storeErr("read group state "+epgID, err)
+		}
+		if err := checkGroupNetwork(req, gs); err != nil {
+			return resp, err
 		}
 		if gs.IPPool != "" {
 			pool = epgID
@@ -575,6 +584,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 }
 
 func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest) (EndpointResponse, error) {
+	if err := required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "EndpointID", req.EndpointID); err != nil {
+		return EndpointResponse{}, err
+	}
 	netID := netStateID(req.TenantName, req.NetworkName)
 	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
 }
