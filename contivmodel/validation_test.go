@@ -220,6 +220,16 @@ func expectError(t *testing.T, what string, r modeltest.Response, want string) {
 	}
 }
 
+// expectInvalidKey checks the refusal of a body whose key fields do not
+// make the URL key: 400, the original's "Invalid Key" first, then the key.
+func expectInvalidKey(t *testing.T, what string, r modeltest.Response, urlKey string) {
+	t.Helper()
+	want := fmt.Sprintf("Invalid Key: URL key %q differs from ", urlKey)
+	if r.Status != http.StatusBadRequest || !strings.HasPrefix(r.Body, want) {
+		t.Errorf("%s: got %d %q, want 400 %q…", what, r.Status, r.Body, want)
+	}
+}
+
 // expectStatus is expectError with the exact status.
 func expectStatus(t *testing.T, what string, r modeltest.Response, status int, want string) {
 	t.Helper()
@@ -259,7 +269,7 @@ func testValidationRefusals(t *testing.T, newStore storeFunc) {
 			// The key check comes first, even before invalid fields.
 			for _, wrong := range []string{baseKey + "x", "x" + baseKey, "other"} {
 				r := srv.Do(t, http.MethodPost, itemPath(tc.plural, wrong), baseBody)
-				expectError(t, "key "+wrong, r, "Invalid Key")
+				expectInvalidKey(t, "key "+wrong, r, wrong)
 			}
 			for i, bad := range tc.bad {
 				body := maps.Clone(tc.base)
@@ -295,7 +305,7 @@ func testValidationOrder(t *testing.T, newStore storeFunc) {
 	expectError(t, "encap before subnet", r, "encap string invalid format")
 	r = srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n2/",
 		`{"tenantName":"t1","networkName":"n1","encap":"bad"}`)
-	expectError(t, "key first", r, "Invalid Key")
+	expectStatus(t, "key first", r, http.StatusBadRequest, `Invalid Key: URL key "t1:n2" differs from "t1:n1" (tenantName:networkName in the body)`)
 	r = srv.Do(t, http.MethodPost, "/api/v1/rules/t:p:1/",
 		`{"tenantName":"t","policyName":"p","ruleId":"1","action":"allow","direction":"in","port":70000,"priority":500}`)
 	expectError(t, "port before priority", r, "port Value Out of bound")
