@@ -201,7 +201,7 @@ func TestDocknetConflicts(t *testing.T) {
 	other := docknettest.UniqueName("dg")
 	docknettest.RemoveAtCleanup(t, d.c, other)
 	d.fail("POST", "/api/v1/endpointGroups/default:"+other+"/", epgBody("default", other, reused, `"policies":["nope"]`),
-		"Policy not found")
+		"Policy default:nope not found")
 	if _, ok := d.docker(other); ok {
 		t.Fatalf("docker network %q left behind by a refused group create", other)
 	}

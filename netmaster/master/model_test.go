@@ -362,7 +362,7 @@ func TestNetwork(t *testing.T) {
 	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.10-10.1.1.1/24", "", 0), "Network subnet format not valid")
 	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.0/24", "10.1.2.1", 0),
 		"gateway 10.1.2.1 is outside subnet 10.1.1.0/24")
-	e.fail("POST", "/api/v1/networks/nosuch:x/", netBody("nosuch", "x", "vlan", "10.1.1.0/24", "", 0), "Tenant not found")
+	e.fail("POST", "/api/v1/networks/nosuch:x/", netBody("nosuch", "x", "vlan", "10.1.1.0/24", "", 0), "Tenant nosuch not found")
 	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.0/7", "", 0), "")
 
 	// 14.

@@ -93,12 +93,12 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 		return err
 	}
 	if nw.TenantName == "" {
-		return contivmodel.Errorf("Invalid tenant name")
+		return contivmodel.Invalidf("Invalid tenant name")
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, nw.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", nw.TenantName)
 	}
 	nets, err := contivmodel.List[contivmodel.Network](tx)
 	if err != nil {
@@ -239,7 +239,7 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 		})
 		ns.PktTag, ns.ExtPktTag = int(local), int(vni)
 	default:
-		return contivmodel.Errorf("invalid encap %s", nw.Encap)
+		return contivmodel.Invalidf("invalid encap %s", nw.Encap)
 	}
 	return nil
 }
@@ -255,7 +255,7 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, nw.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", nw.TenantName)
 	}
 	if n := len(nw.LinkSets.EndpointGroups); n > 0 {
 		return contivmodel.Errorf("cannot delete %s has %d endpoint groups", nw.NetworkName, n)
