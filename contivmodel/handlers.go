@@ -110,7 +110,58 @@ func ReadBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, er
 	if !utf8.Valid(body) {
 		return nil, Invalidf("request body is not valid UTF-8 (byte %d)", invalidUTF8At(body))
 	}
+	if at, esc := loneSurrogate(body); at >= 0 {
+		return nil, Invalidf("request body has an unpaired UTF-16 surrogate %s (byte %d)", esc, at)
+	}
 	return body, nil
+}
+
+// loneSurrogate finds a \uD800-\uDFFF escape that is not half of a
+// surrogate pair (JSON decoding would silently make it U+FFFD); it returns
+// its offset and text, or -1.
+func loneSurrogate(b []byte) (int, string) {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range b[i+2 : i+6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | rune(c-'0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | rune(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | rune(c-'A'+10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	for i := 0; i < len(b); {
+		if b[i] != '\\' {
+			i++
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			i += 2 // another escape, or a malformed one the decoder reports
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 12
+				continue
+			}
+			return i, string(b[i : i+6])
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i, string(b[i : i+6])
+		}
+		i += 6
+	}
+	return -1, ""
 }
 
 func invalidUTF8At(b []byte) int {
