@@ -257,11 +257,21 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	if err != nil {
 		return resp, err
 	}
-	if _, err := m.kv.Put(ctx, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
-		m.releaseV4(ref.netID, pool, a)
+	if _, err := objdb.PutResolved(ctx, m.kv, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
+		if !errors.Is(err, objdb.ErrUncertain) {
+			// Never an address a record may still name
+			// (docs/allocation-integrity.md): released only when the
+			// record surely does not exist.
+			m.releaseV4(ref.netID, pool, a)
+		}
 		return resp, fmt.Errorf("record address %s: %w", a, err)
 	}
 	if err := m.bumpNetwork(ctx, ref.netID, 0, 1); err != nil {
+		m.needRepair(err)
+		if derr := m.forgetRecord(pool, a); derr != nil {
+			// The record stays: so does its address.
+			return resp, errors.Join(err, derr)
+		}
 		m.releaseV4(ref.netID, pool, a)
 		return resp, err
 	}
@@ -340,6 +350,17 @@ func (m *master) releaseV6(netID string, a netip.Addr) {
 	if _, err := m.v6.Release(ctx, netID, a); err != nil {
 		m.log.WithError(err).WithField("network", netID).Error("roll back ipv6 address")
 	}
+}
+
+// forgetRecord removes the allocAddress record of a during a rollback.
+func (m *master) forgetRecord(pool string, a netip.Addr) error {
+	ctx, cancel := undoCtx()
+	defer cancel()
+	if err := m.kv.Delete(ctx, ipallocKey(pool, a)); err != nil {
+		m.log.WithError(err).WithField("pool", pool).Error("roll back address record")
+		return fmt.Errorf("remove address record %s: %w", a, err)
+	}
+	return nil
 }
 
 // releaseV4 gives an address back during a rollback.
@@ -462,6 +483,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
 			}
+			m.needRepair(err)
 		}
 	}()
 	ip, err := m.allocV4(ctx, &ns, pool, req.ConfigEP.IPAddress)
@@ -523,11 +545,25 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	// The record and the counters are written concurrently (see
 	// perf_counters.go); each failure path takes back what was stored.
 	var netErr, groupErr error
+	//
+	// The record's bytes are this request's own (they name an address
+	// only it was given), so a write of unknown outcome is settled by
+	// reading it back: a conflict below is always another request's
+	// record, never this request's own retried write
+	// (docs/allocation-integrity.md).
 	err = both(func() { netErr, groupErr = m.bumpEndpointCounters(ctx, netID, ep.EndpointGroupKey, 1, addrs) },
 		func() error {
-			_, err := m.st.Endpoints.Write(ctx, ep, objdb.WithCreateOnly())
+			_, err := m.st.Endpoints.WriteResolved(ctx, ep, objdb.WithCreateOnly())
 			return err
 		})
+	if errors.Is(err, objdb.ErrUncertain) {
+		// The store stayed unreachable: the record may exist or still
+		// appear. Keep what it would own (address, counts); the agent's
+		// retry finds the record if it landed, a leader's sweep gives the
+		// address back if it never did, and the counters are recounted.
+		undo = nil
+		return resp, fmt.Errorf("write endpoint %q: %w", epID, err)
+	}
 	if netErr == nil {
 		undo = append(undo, func() { m.undoNetworkBump(netID, -1, -addrs) })
 	}
@@ -579,9 +615,13 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 // removeEndpoint deletes endpoint state epID of network netID and gives
 // its addresses and counts back (spec daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
-func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (EndpointResponse, error) {
+func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp EndpointResponse, err error) {
 	m.topo.RLock()
 	defer m.topo.RUnlock()
+	// A step of unknown outcome (the store stayed unreachable) leaves the
+	// counters to a recount; an address it could not release stays taken
+	// until a leader's sweep finds it without an owner.
+	defer func() { m.needRepair(err) }()
 	// Removing the record first, and getting it back in the same store
 	// operation, makes exactly one of several concurrent deletes do the
 	// bookkeeping.
@@ -589,7 +629,7 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (Endpoi
 	if err != nil {
 		return EndpointResponse{}, storeErr("delete endpoint "+epID, err)
 	}
-	resp := EndpointResponse{EndpointConfig: ep}
+	resp = EndpointResponse{EndpointConfig: ep}
 	ns, err := m.netState(ctx, netID)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return resp, nil

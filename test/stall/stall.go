@@ -149,6 +149,9 @@ type Result struct {
 	// Leaked counts addresses taken in the pool without an owner (given
 	// back by a later leader's sweep; not a failure).
 	Leaked int
+	// Retried counts the store requests the netmasters logged as retried
+	// (each one's first attempt failed, perhaps after being applied).
+	Retried int
 	// Elapsed is the run's wall time.
 	Elapsed time.Duration
 }
@@ -180,8 +183,8 @@ func (r Result) String() string {
 	if f := r.Failures(); f != "" {
 		status = "FAILED: " + strings.ReplaceAll(f, "\n", "; ")
 	}
-	return fmt.Sprintf("%-22s created %4d refused %3d records %4d counters %d/%d want %d/%d leaked %2d  %5.1fs  %s",
-		r.Variant, r.Created, r.Refused, r.Records, r.EpCount, r.EpAddrCount, r.WantEps, r.WantAddrs,
+	return fmt.Sprintf("%-22s created %4d refused %3d retried %3d records %4d counters %d/%d want %d/%d leaked %2d  %5.1fs  %s",
+		r.Variant, r.Created, r.Refused, r.Retried, r.Records, r.EpCount, r.EpAddrCount, r.WantEps, r.WantAddrs,
 		r.Leaked, r.Elapsed.Seconds(), status)
 }
 
@@ -295,6 +298,7 @@ func Run(t testing.TB, v Variant) Result {
 	res.Elapsed = time.Since(start)
 	for _, p := range procs {
 		p.stop()
+		res.Retried += strings.Count(p.Output(), "request failed, retrying")
 	}
 	return res
 }
