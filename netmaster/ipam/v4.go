@@ -55,14 +55,14 @@ type V4 struct {
 	closed bool
 	pools  map[string]*pool4
 
-	idBase uint64 // random: write ids of two allocators differ
-	idSeq  atomic.Uint64
+	id string // random: marks this allocator's chunk writes (putChunk)
 }
 
 // NewV4 returns an IPv4 allocator over kv.
 func NewV4(kv objdb.KV, opts ...Option) *V4 {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{}, idBase: rand.Uint64()}
+	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{},
+		id: strconv.FormatUint(rand.Uint64(), 36)}
 }
 
 // Close gives back the pools' reserves (best effort, a few seconds at
@@ -79,19 +79,22 @@ func (a *V4) Close() {
 }
 
 // putChunk writes chunk c of pool l (bits b) by compare-and-swap on
-// version base (0: create), under a fresh write id. A write of unknown
-// outcome is resolved by reading the chunk back (objdb.PutResolved; the
-// write id makes the value this write's own): the result is success, a
-// definite ErrConflict, or, only while the store stays unreachable, an
-// error wrapping objdb.ErrUncertain.
+// version base (0: create), marked with this allocator's id. A write of
+// unknown outcome is resolved by reading the chunk back
+// (objdb.PutResolved): the result is success, a definite ErrConflict, or,
+// only while the store stays unreachable, an error wrapping
+// objdb.ErrUncertain.
+//
+// The stored value is this write's own: another process (or another
+// leadership term's allocator) marks its writes with another id, and this
+// allocator has one write of a pool in flight at a time, the committer's
+// (or a sub-pool operation's, which the caller keeps from running
+// concurrently with allocations). So reading back exactly the bytes written
+// proves the write was applied (docs/allocation-integrity.md). One id per
+// allocator rather than per write keeps a chunk byte-identical when a
+// rollback frees what a refused request took.
 func (a *V4) putChunk(ctx context.Context, l *layout, c int, b *[chunkWords]uint64, base int64) (int64, error) {
-	return objdb.PutResolved(ctx, a.kv, a.keys(l.id).chunk(c), l.encodeChunk(c, b, a.writeID()), casOpt(base))
-}
-
-// writeID is a new id for one chunk write: random per allocator, then
-// counting.
-func (a *V4) writeID() string {
-	return strconv.FormatUint(a.idBase, 36) + "." + strconv.FormatUint(a.idSeq.Add(1), 36)
+	return objdb.PutResolved(ctx, a.kv, a.keys(l.id).chunk(c), l.encodeChunk(c, b, a.id), casOpt(base))
 }
 
 // closeFlushTimeout bounds the reserve hand-back at Close.

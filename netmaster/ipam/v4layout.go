@@ -44,10 +44,11 @@ type header4 struct {
 type chunk4 struct {
 	Gen  int64  `json:"gen"`  // version of the header the chunk belongs to
 	Bits string `json:"bits"` // base64, bit i of the chunk = byte i/8, bit i%8
-	// W is the id of the write that stored this value, unique to it: a
-	// writer whose write had an unknown outcome (the store timed out)
-	// finds out whether it was applied by reading W back
-	// (docs/allocation-integrity.md).
+	// W is the id of the allocator that wrote this value: a writer whose
+	// write had an unknown outcome (the store timed out) finds out whether
+	// it was applied by reading the value back, and W tells its writes
+	// from another allocator's with the same bits (V4.putChunk,
+	// docs/allocation-integrity.md).
 	W string `json:"w,omitempty"`
 }
 
@@ -153,7 +154,7 @@ func (l *layout) chunkBytes(c int) int {
 }
 
 // encodeChunk is the stored form of chunk c with bits b, written by the
-// write with id w.
+// allocator with id w.
 func (l *layout) encodeChunk(c int, b *[chunkWords]uint64, w string) []byte {
 	raw := make([]byte, l.chunkBytes(c))
 	for i := range raw {

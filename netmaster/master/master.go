@@ -152,6 +152,8 @@ type master struct {
 
 	sweepWG   sync.WaitGroup
 	closeOnce sync.Once
+	sweepMu   sync.Mutex
+	sweepRep  *SweepReport // last sweep of the term (sweep.go)
 
 	// Background work started by requests (repair.go), stopped with the
 	// term: termCtx is the term's context, bgClosed set by close.
@@ -287,6 +289,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	router := contivmodel.NewRouter(m.reg)
 	m.addPluginRoutes(router)
 	m.addEpCleanupRoute(router)
+	m.addSweepRoute(router)
 	m.addServiceRoutes(router)
 	m.startOfnet(ctx, router)
 	return router, nil
