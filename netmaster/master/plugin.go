@@ -107,7 +107,8 @@ func (m *master) addPluginRoutes(r *mux.Router) {
 }
 
 // pluginHandler decodes the request (case-insensitive member names), runs
-// fn and answers 200 JSON + "\n", or 500 text/plain with the message.
+// fn and answers 200 JSON + "\n", or text/plain with the message: 409 for
+// a release of an address another object owns (ErrOwned), 500 otherwise.
 func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *Req) (Resp, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Req
@@ -124,7 +125,11 @@ func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *R
 		}
 		if err != nil {
 			m.log.WithError(err).WithField("path", r.URL.Path).Info("plugin request failed")
-			http.Error(w, pluginMessage(err), http.StatusInternalServerError)
+			status := http.StatusInternalServerError
+			if errors.Is(err, ErrOwned) {
+				status = http.StatusConflict // a release of what another owns
+			}
+			http.Error(w, pluginMessage(err), status)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -352,6 +357,20 @@ func (m *master) releaseV6(netID string, a netip.Addr) {
 	}
 }
 
+// takeOverRecord removes the allocAddress record of ip for the endpoint
+// now holding the address; a record already gone was released
+// concurrently, and the create fails.
+func (m *master) takeOverRecord(ctx context.Context, pool string, ip netip.Addr) error {
+	var prev objdb.KeyValue
+	if err := m.kv.Delete(ctx, ipallocKey(pool, ip), objdb.WithPrevKV(&prev)); err != nil {
+		return fmt.Errorf("take over address record %s: %w", ip, err)
+	}
+	if prev.Version == 0 {
+		return contivmodel.Errorf("address %s was released while the endpoint took it over", ip)
+	}
+	return nil
+}
+
 // forgetRecord removes the allocAddress record of a during a rollback.
 func (m *master) forgetRecord(pool string, a netip.Addr) error {
 	ctx, cancel := undoCtx()
@@ -372,6 +391,10 @@ func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 	}
 }
 
+// releaseAddress frees an address allocAddress handed out, or one without
+// any owner. An endpoint's address, a gateway, a service VIP or an address
+// of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
+// changes (docs/allocation-integrity.md).
 func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest) (AddressReleaseResponse, error) {
 	m.topo.RLock()
 	defer m.topo.RUnlock()
@@ -382,11 +405,8 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	}
 	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
-		if _, err := m.v6.Release(ctx, ref.netID, a); err != nil {
+		if _, err := m.releaseChecked(ctx, ref.netID, ref.netID, a, ns.Gateway, ns.IPv6Gateway); err != nil {
 			return AddressReleaseResponse{}, err
-		}
-		if err := m.kv.Delete(ctx, ipallocKey(ref.netID, a)); err != nil {
-			return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", a, err)
 		}
 		return AddressReleaseResponse{Status: "success"}, nil
 	}
@@ -402,15 +422,13 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	if err != nil {
 		return AddressReleaseResponse{}, err
 	}
-	released, err := m.v4.Release(ctx, pool, ip)
+	released, err := m.releaseChecked(ctx, ref.netID, pool, ip, ns.Gateway, ns.IPv6Gateway)
 	if err != nil {
 		return AddressReleaseResponse{}, err
 	}
-	if err := m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-		return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", ip, err)
-	}
 	if released {
 		if err := m.bumpNetwork(ctx, ref.netID, 0, -1); err != nil {
+			m.needRepair(err)
 			return AddressReleaseResponse{}, err
 		}
 	}
@@ -488,6 +506,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	}()
 	ip, err := m.allocV4(ctx, &ns, pool, req.ConfigEP.IPAddress)
 	newlyTaken := err == nil
+	takeOver := false // the address is one allocAddress handed out
 	if errors.Is(err, ipam.ErrInUse) {
 		// The address an allocAddress handed out for this endpoint is
 		// accepted; one held by another endpoint is refused (§10 #6).
@@ -506,7 +525,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			rec, gerr := m.kv.Get(ctx, ipallocKey(pool, pref))
 			switch {
 			case gerr == nil && !strings.HasPrefix(string(rec.Value), vipRecordPrefix):
-				ip, err = pref, nil
+				ip, err, takeOver = pref, nil, true
 			case gerr != nil && !errors.Is(gerr, objdb.ErrNotFound):
 				return resp, fmt.Errorf("read address record %s: %w", pref, gerr)
 			}
@@ -593,10 +612,13 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	if err = errors.Join(netErr, groupErr); err != nil {
 		return resp, err
 	}
-	if !newlyTaken {
-		// The endpoint now owns an address allocAddress handed out.
-		if err = m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-			return resp, fmt.Errorf("take over address record %s: %w", ip, err)
+	// The endpoint now owns an address allocAddress handed out: it takes
+	// the record atomically, so that a concurrent releaseAddress of the
+	// address either gets the record first (and this create is rolled
+	// back) or finds the endpoint and is refused (release.go).
+	if !newlyTaken && takeOver {
+		if err = m.takeOverRecord(ctx, pool, ip); err != nil {
+			return resp, err
 		}
 	}
 	if v6TakenOver {
