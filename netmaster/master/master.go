@@ -156,6 +156,15 @@ type master struct {
 
 	sweepWG   sync.WaitGroup
 	closeOnce sync.Once
+	sweepMu   sync.Mutex
+	sweepRep  *SweepReport // last sweep of the term (sweep.go)
+
+	// Background work started by requests (repair.go), stopped with the
+	// term: termCtx is the term's context, bgClosed set by close.
+	bgMu          sync.Mutex
+	bgClosed      bool
+	repairPending bool
+	termCtx       context.Context
 
 	svc     objdb.ServiceRegistry // agent discovery (ofnet.go)
 	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
@@ -210,6 +219,9 @@ func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 
 func (m *master) close() {
 	m.closeOnce.Do(func() {
+		m.bgMu.Lock()
+		m.bgClosed = true
+		m.bgMu.Unlock()
 		m.sweepWG.Wait() // it ends with the term's context
 		m.ofnetWG.Wait() // so does the ofnet master
 		m.v4.Close()
@@ -240,6 +252,9 @@ func (m *master) controllers() contivmodel.Controllers {
 }
 
 func (m *master) start(ctx context.Context) (http.Handler, error) {
+	m.bgMu.Lock()
+	m.termCtx = ctx
+	m.bgMu.Unlock()
 	m.reg = contivmodel.NewRegistry(m.kv, contivmodel.WithLogger(m.log),
 		contivmodel.WithMaxBodyBytes(m.cfg.MaxBodyBytes), contivmodel.WithStatus(httpStatus))
 	if err := contivmodel.RegisterAll(m.reg, m.controllers()); err != nil {
@@ -279,6 +294,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	router := contivmodel.NewRouter(m.reg)
 	m.addPluginRoutes(router)
 	m.addEpCleanupRoute(router)
+	m.addSweepRoute(router)
 	m.addServiceRoutes(router)
 	m.startOfnet(ctx, router)
 	return router, nil
@@ -485,8 +501,11 @@ func casUpdateHinted[T state.Object](ctx context.Context, c state.Collection[T],
 		if err := fn(&cur); err != nil {
 			return err
 		}
-		nv, err := c.Write(ctx, cur, objdb.WithPrevVersion(ver))
-		if errors.Is(err, objdb.ErrConflict) || errors.Is(err, objdb.ErrNotFound) {
+		// This process's counter writer is the only one of the object
+		// (addCounters), so its value is its own: an attempt of unknown
+		// outcome is settled by reading it back, never applied twice.
+		nv, err := c.WriteResolved(ctx, cur, objdb.WithPrevVersion(ver))
+		if (errors.Is(err, objdb.ErrConflict) || errors.Is(err, objdb.ErrNotFound)) && !errors.Is(err, objdb.ErrUncertain) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

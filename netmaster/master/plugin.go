@@ -263,11 +263,21 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	if err != nil {
 		return resp, err
 	}
-	if _, err := m.kv.Put(ctx, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
-		m.releaseV4(ref.netID, pool, a)
+	if _, err := objdb.PutResolved(ctx, m.kv, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
+		if !errors.Is(err, objdb.ErrUncertain) {
+			// Never an address a record may still name
+			// (docs/allocation-integrity.md): released only when the
+			// record surely does not exist.
+			m.releaseV4(ref.netID, pool, a)
+		}
 		return resp, fmt.Errorf("record address %s: %w", a, err)
 	}
 	if err := m.bumpNetwork(ctx, ref.netID, 0, 1); err != nil {
+		m.needRepair(err)
+		if derr := m.forgetRecord(pool, a); derr != nil {
+			// The record stays: so does its address.
+			return resp, errors.Join(err, derr)
+		}
 		m.releaseV4(ref.netID, pool, a)
 		return resp, err
 	}
@@ -348,6 +358,31 @@ func (m *master) releaseV6(netID string, a netip.Addr) {
 	}
 }
 
+// takeOverRecord removes the allocAddress record of ip for the endpoint
+// now holding the address; a record already gone was released
+// concurrently, and the create fails.
+func (m *master) takeOverRecord(ctx context.Context, pool string, ip netip.Addr) error {
+	var prev objdb.KeyValue
+	if err := m.kv.Delete(ctx, ipallocKey(pool, ip), objdb.WithPrevKV(&prev)); err != nil {
+		return fmt.Errorf("take over address record %s: %w", ip, err)
+	}
+	if prev.Version == 0 {
+		return contivmodel.Errorf("address %s was released while the endpoint took it over", ip)
+	}
+	return nil
+}
+
+// forgetRecord removes the allocAddress record of a during a rollback.
+func (m *master) forgetRecord(pool string, a netip.Addr) error {
+	ctx, cancel := undoCtx()
+	defer cancel()
+	if err := m.kv.Delete(ctx, ipallocKey(pool, a)); err != nil {
+		m.log.WithError(err).WithField("pool", pool).Error("roll back address record")
+		return fmt.Errorf("remove address record %s: %w", a, err)
+	}
+	return nil
+}
+
 // releaseV4 gives an address back during a rollback.
 func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 	ctx, cancel := undoCtx()
@@ -357,6 +392,10 @@ func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 	}
 }
 
+// releaseAddress frees an address allocAddress handed out, or one without
+// any owner. An endpoint's address, a gateway, a service VIP or an address
+// of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
+// changes (docs/allocation-integrity.md).
 func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest) (AddressReleaseResponse, error) {
 	m.topo.RLock()
 	defer m.topo.RUnlock()
@@ -367,11 +406,8 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	}
 	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
-		if _, err := m.v6.Release(ctx, ref.netID, a); err != nil {
+		if _, err := m.releaseChecked(ctx, ref.netID, ref.netID, a, ns.Gateway, ns.IPv6Gateway); err != nil {
 			return AddressReleaseResponse{}, err
-		}
-		if err := m.kv.Delete(ctx, ipallocKey(ref.netID, a)); err != nil {
-			return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", a, err)
 		}
 		return AddressReleaseResponse{Status: "success"}, nil
 	}
@@ -387,15 +423,13 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	if err != nil {
 		return AddressReleaseResponse{}, err
 	}
-	released, err := m.v4.Release(ctx, pool, ip)
+	released, err := m.releaseChecked(ctx, ref.netID, pool, ip, ns.Gateway, ns.IPv6Gateway)
 	if err != nil {
 		return AddressReleaseResponse{}, err
 	}
-	if err := m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-		return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", ip, err)
-	}
 	if released {
 		if err := m.bumpNetwork(ctx, ref.netID, 0, -1); err != nil {
+			m.needRepair(err)
 			return AddressReleaseResponse{}, err
 		}
 	}
@@ -474,10 +508,12 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
 			}
+			m.needRepair(err)
 		}
 	}()
 	ip, err := m.allocV4(ctx, &ns, pool, req.ConfigEP.IPAddress)
 	newlyTaken := err == nil
+	takeOver := false // the address is one allocAddress handed out
 	if errors.Is(err, ipam.ErrInUse) {
 		// The address an allocAddress handed out for this endpoint is
 		// accepted; one held by another endpoint is refused (§10 #6).
@@ -496,7 +532,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			rec, gerr := m.kv.Get(ctx, ipallocKey(pool, pref))
 			switch {
 			case gerr == nil && !strings.HasPrefix(string(rec.Value), vipRecordPrefix):
-				ip, err = pref, nil
+				ip, err, takeOver = pref, nil, true
 			case gerr != nil && !errors.Is(gerr, objdb.ErrNotFound):
 				return resp, fmt.Errorf("read address record %s: %w", pref, gerr)
 			}
@@ -535,11 +571,25 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	// The record and the counters are written concurrently (see
 	// perf_counters.go); each failure path takes back what was stored.
 	var netErr, groupErr error
+	//
+	// The record's bytes are this request's own (they name an address
+	// only it was given), so a write of unknown outcome is settled by
+	// reading it back: a conflict below is always another request's
+	// record, never this request's own retried write
+	// (docs/allocation-integrity.md).
 	err = both(func() { netErr, groupErr = m.bumpEndpointCounters(ctx, netID, ep.EndpointGroupKey, 1, addrs) },
 		func() error {
-			_, err := m.st.Endpoints.Write(ctx, ep, objdb.WithCreateOnly())
+			_, err := m.st.Endpoints.WriteResolved(ctx, ep, objdb.WithCreateOnly())
 			return err
 		})
+	if errors.Is(err, objdb.ErrUncertain) {
+		// The store stayed unreachable: the record may exist or still
+		// appear. Keep what it would own (address, counts); the agent's
+		// retry finds the record if it landed, a leader's sweep gives the
+		// address back if it never did, and the counters are recounted.
+		undo = nil
+		return resp, fmt.Errorf("write endpoint %q: %w", epID, err)
+	}
 	if netErr == nil {
 		undo = append(undo, func() { m.undoNetworkBump(netID, -1, -addrs) })
 	}
@@ -569,10 +619,13 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	if err = errors.Join(netErr, groupErr); err != nil {
 		return resp, err
 	}
-	if !newlyTaken {
-		// The endpoint now owns an address allocAddress handed out.
-		if err = m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-			return resp, fmt.Errorf("take over address record %s: %w", ip, err)
+	// The endpoint now owns an address allocAddress handed out: it takes
+	// the record atomically, so that a concurrent releaseAddress of the
+	// address either gets the record first (and this create is rolled
+	// back) or finds the endpoint and is refused (release.go).
+	if !newlyTaken && takeOver {
+		if err = m.takeOverRecord(ctx, pool, ip); err != nil {
+			return resp, err
 		}
 	}
 	if v6TakenOver {
@@ -594,9 +647,13 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 // removeEndpoint deletes endpoint state epID of network netID and gives
 // its addresses and counts back (spec daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
-func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (EndpointResponse, error) {
+func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp EndpointResponse, err error) {
 	m.topo.RLock()
 	defer m.topo.RUnlock()
+	// A step of unknown outcome (the store stayed unreachable) leaves the
+	// counters to a recount; an address it could not release stays taken
+	// until a leader's sweep finds it without an owner.
+	defer func() { m.needRepair(err) }()
 	// Removing the record first, and getting it back in the same store
 	// operation, makes exactly one of several concurrent deletes do the
 	// bookkeeping.
@@ -604,7 +661,7 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (Endpoi
 	if err != nil {
 		return EndpointResponse{}, storeErr("delete endpoint "+epID, err)
 	}
-	resp := EndpointResponse{EndpointConfig: ep}
+	resp = EndpointResponse{EndpointConfig: ep}
 	ns, err := m.netState(ctx, netID)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return resp, nil
