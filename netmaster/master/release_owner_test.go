@@ -98,9 +98,9 @@ func TestGlobalRecreateKeepsTags(t *testing.T) {
 	e.ok("DELETE", "/api/v1/globals/global/", "")
 
 	e.refused("POST", "/api/v1/globals/global/", globalBody("default", "101-110", "5000-5010", "bridge", "proxy", "172.19.0.0/16"),
-		http.StatusInternalServerError, "cannot update the vlan range due to existing vlans 100")
+		http.StatusConflict, "cannot update the vlan range due to existing vlans 100")
 	e.refused("POST", "/api/v1/globals/global/", globalBody("default", "100-110", "5001-5010", "bridge", "proxy", "172.19.0.0/16"),
-		http.StatusInternalServerError, "cannot update the vxlan range due to existing vxlans 5000")
+		http.StatusConflict, "cannot update the vxlan range due to existing vxlans 5000")
 
 	e.ok("POST", "/api/v1/globals/global/", globalBody("default", "100-110", "5000-5010", "bridge", "proxy", "172.19.0.0/16"))
 	if g := e.globalOper(); g.Oper.VlansInUse != "100" || g.Oper.VxlansInUse != "5000" {
@@ -115,5 +115,5 @@ func TestGlobalRecreateKeepsTags(t *testing.T) {
 	}
 	// Requesting a held tag explicitly is refused too.
 	e.refused("POST", "/api/v1/networks/default:v3/", netBody("default", "v3", "vlan", "198.18.74.0/24", "", 100),
-		http.StatusInternalServerError, "requested vlan not available - vlan:100")
+		http.StatusConflict, "requested vlan not available - vlan:100")
 }
