@@ -82,6 +82,7 @@ func reach(t *testing.T, a, b *dockerCtr) {
 
 // fetchPage serves a page with busybox httpd inside b and fetches it
 // with busybox wget inside a: TCP between the containers' own programs.
+// (busybox-static's wget crashes with -T; busybox timeout bounds it.)
 func fetchPage(t *testing.T, a, b *dockerCtr, port int) {
 	t.Helper()
 	page := "page of " + b.Name
@@ -93,7 +94,7 @@ func fetchPage(t *testing.T, a, b *dockerCtr, port int) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := a.Host.Docker("exec", a.ID, "wget", "-q", "-T", "2", "-O", "-", fmt.Sprintf("http://%s:%d/index.html", b.ip, port))
+		got, err := a.Host.Docker("exec", a.ID, "timeout", "5", "wget", "-q", "-O", "-", fmt.Sprintf("http://%s:%d/index.html", b.ip, port))
 		if err == nil && got == page {
 			return
 		}
