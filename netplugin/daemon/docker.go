@@ -108,8 +108,12 @@ func (b dockerBackend) UnmapNetwork(ctx context.Context, dockerID string) error 
 
 // CreateNetwork creates a contiv network through netmaster's REST API.
 func (b dockerBackend) CreateNetwork(ctx context.Context, s dockplugin.SwarmNetwork) error {
-	body := map[string]any{"tenantName": s.Tenant, "networkName": s.Name, "subnet": s.Subnet, "gateway": s.Gateway,
-		"ipv6Subnet": s.IPv6Subnet, "ipv6Gateway": s.IPv6Gateway, "encap": "vxlan"}
+	body := map[string]any{"tenantName": s.Tenant, "networkName": s.Name, "subnet": s.Subnet, "encap": "vxlan"}
+	for k, v := range map[string]string{"gateway": s.Gateway, "ipv6Subnet": s.IPv6Subnet, "ipv6Gateway": s.IPv6Gateway} {
+		if v != "" {
+			body[k] = v
+		}
+	}
 	return b.d.mc.Do(ctx, http.MethodPost, "/api/v1/networks/"+s.Tenant+":"+s.Name+"/", body, nil)
 }
 

@@ -336,3 +336,74 @@ func cgroupPids(parent string) []int {
 func (h *Host) DockerIP(container, network string) (string, error) {
 	return h.Docker("inspect", "-f", fmt.Sprintf("{{(index .NetworkSettings.Networks %q).IPAddress}}", network), container)
 }
+
+// DockerContainer is a container of a host's engine (busybox running
+// "sleep"). Its network namespace also has a name (ip netns attach), so
+// the Container helpers (Ping, ServeTraffic, CheckTraffic, ...) run in it
+// from outside, at the container's own interface settings.
+type DockerContainer struct {
+	*Container
+	ID string // the engine's container id
+}
+
+// DockerRun starts "docker run -d --name name opts... BusyboxImage sleep
+// 3600" on the host's engine and names its network namespace. The
+// container is removed with the engine at the latest.
+func (h *Host) DockerRun(name string, opts ...string) (*DockerContainer, error) {
+	args := append([]string{"run", "-d", "--name", name}, opts...)
+	id, err := h.Docker(append(args, BusyboxImage, "sleep", "3600")...)
+	if err != nil {
+		return nil, err
+	}
+	c := &DockerContainer{Container: &Container{Name: name, Host: h}, ID: id}
+	if err := c.Attach(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Attach names the container's network namespace (again, e.g. after a
+// restart) as <prefix>d<n>.
+func (c *DockerContainer) Attach() error {
+	pid, err := c.Host.Docker("inspect", "-f", "{{.State.Pid}}", c.ID)
+	if err != nil {
+		return err
+	}
+	if pid == "0" {
+		return fmt.Errorf("container %s is not running", c.Name)
+	}
+	n := c.Host.tb.containers.Add(1)
+	ns := fmt.Sprintf("%sd%d", c.Host.tb.Prefix, n)
+	if _, err := run("ip", "netns", "attach", ns, pid); err != nil {
+		return fmt.Errorf("name the network namespace of container %s: %w", c.Name, err)
+	}
+	c.NS = ns
+	return nil
+}
+
+// Forget drops the namespace's name (which would keep the namespace, and
+// the container's link, alive after the container ends).
+func (c *DockerContainer) Forget() error {
+	if c.NS == "" {
+		return nil
+	}
+	if _, err := run("ip", "netns", "delete", c.NS); err != nil {
+		return err
+	}
+	c.NS = ""
+	return nil
+}
+
+// Remove forgets the namespace and removes the container (docker rm -f).
+func (c *DockerContainer) Remove() error {
+	if err := c.Forget(); err != nil {
+		return err
+	}
+	_, err := c.Host.Docker("rm", "-f", c.ID)
+	return err
+}
+
+// IPOn is the container's address on a docker network.
+func (c *DockerContainer) IPOn(network string) (string, error) {
+	return c.Host.DockerIP(c.ID, network)
+}

@@ -57,7 +57,7 @@ func (h *Host) pluginArgs() []string {
 		"--mode", "swarm-mode", "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
 		"--host", h.Name, "--vtep-ip", h.IP, "--ctrl-ip", h.CtrlIP,
 		"--vlan-uplinks", TrunkIf,
-		"--ovsdb-socket", filepath.Join(hostDirInPlugin, filepath.Base(h.OVS.DBSock)), "--ovs-datapath", "netdev",
+		"--ovsdb-socket", filepath.Join(hostDirInPlugin, strings.TrimPrefix(h.OVS.DBSock, h.Dir)), "--ovs-datapath", "netdev",
 		"--attach-socket", filepath.Join(hostDirInPlugin, "attach.sock"),
 		"--name", "netplugin", "--docker-plugin-dir", "/run/docker/plugins",
 		"--docker-socket", filepath.Join(hostDirInPlugin, "docker", "docker.sock"),
