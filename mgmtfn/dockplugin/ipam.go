@@ -98,7 +98,8 @@ func (p *Plugin) releasePool(context.Context, *PoolRequest) (empty, error) { ret
 
 // requestAddress hands out an address through netmaster, the requested
 // one (docker run --ip) or the lowest free one; the gateway's is answered
-// as given, without netmaster.
+// as given, without netmaster, and so is a requested address in swarm
+// mode (the manager allocated it before the node asks).
 func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest) (RequestAddressResponse, error) {
 	id, _ := parsePoolID(req.PoolID)
 	bits := id.pool.Bits()
@@ -112,6 +113,11 @@ func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest)
 		if a := netip.MustParseAddr(req.Address); !id.pool.Contains(a) {
 			return RequestAddressResponse{}, fmt.Errorf("%w: address %s is not in pool %s", ErrBadRequest, a, id.pool)
 		}
+	}
+	if req.Address != "" && p.cfg.SwarmMode {
+		// The swarm manager allocated this address already (through this
+		// driver); the node asks for it again when it attaches.
+		return RequestAddressResponse{Address: fmt.Sprintf("%s/%d", req.Address, bits), Data: map[string]string{}}, nil
 	}
 	netID, pool := id.networkID, id.pool.String()
 	if id.pool.Addr().Is6() {

@@ -519,6 +519,13 @@ func TestSwarmAllocateFree(t *testing.T) {
 	c.ok("/NetworkDriver.AllocateNetwork", AllocateNetworkRequest{NetworkID: "sw2",
 		IPv4Data: []IPAMData{{Pool: "198.19.40.0/24", Gateway: "198.19.40.1/24"}}})
 	c.fail("/NetworkDriver.AllocateNetwork", []byte(`{"NetworkID":"sw3"}`), 400, "no option")
+	if a := c.ok("/IpamDriver.RequestAddress", RequestAddressRequest{PoolID: "198.19.40.0/24"}); a["Address"] != "198.19.1.11/24" {
+		t.Errorf("swarm address %v", a)
+	}
+	// The node asks again for the address the manager allocated.
+	if a := c.ok("/IpamDriver.RequestAddress", RequestAddressRequest{PoolID: "198.19.40.0/24", Address: "198.19.40.5"}); a["Address"] != "198.19.40.5/24" {
+		t.Errorf("swarm node address %v", a)
+	}
 	c.ok("/NetworkDriver.CreateEndpoint", CreateEndpointRequest{NetworkID: "sw2", EndpointID: "e1",
 		Interface: &EndpointInterface{Address: "198.19.40.5/24"}})
 	c.fail("/NetworkDriver.CreateEndpoint", []byte(`{"NetworkID":"unmapped","EndpointID":"e2","Interface":{}}`), 404, "mapped to no contiv network")
@@ -533,6 +540,7 @@ func TestSwarmAllocateFree(t *testing.T) {
 		"map sw1 default/net1/web",
 		"create network {Tenant:default Name:sw2 Subnet:198.19.40.0/24 Gateway:198.19.40.1 IPv6Subnet: IPv6Gateway:}",
 		"map sw2 default/sw2/",
+		"alloc  198.19.40.0/24 ",
 		"attach default/sw2/ e1 ip=198.19.40.5",
 		"release net1.default 198.19.1.9",
 		"unmap sw2",
