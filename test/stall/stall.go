@@ -87,6 +87,12 @@ type Variant struct {
 	KillLeader bool
 }
 
+// newTerm reports whether the run changes the leadership term: the leader
+// is killed, or the store is away longer than the lock's TTL. A new term's
+// start recounts the counters, and its sweep, one TTL later, returns what
+// the old term left taken without an owner (its reserve).
+func (v Variant) newTerm() bool { return v.KillLeader || v.For >= leaderTTL }
+
 func (v Variant) String() string {
 	s := fmt.Sprintf("%s-%s", v.Fault, v.For)
 	if v.KillLeader {
@@ -149,6 +155,9 @@ type Result struct {
 	// Leaked counts addresses taken in the pool without an owner (given
 	// back by a later leader's sweep; not a failure).
 	Leaked int
+	// Corrections lists what a sweep or recount of the netmasters fixed
+	// (log lines). Without a change of leader none is expected.
+	Corrections []string
 	// Retried counts the store requests the netmasters logged as retried
 	// (each one's first attempt failed, perhaps after being applied).
 	Retried int
@@ -174,6 +183,9 @@ func (r Result) Failures() string {
 	}
 	if r.Created == 0 {
 		out = append(out, "no endpoint was created")
+	}
+	if !r.Variant.newTerm() && len(r.Corrections) > 0 {
+		out = append(out, "the netmaster corrected its state: "+strings.Join(r.Corrections, " | "))
 	}
 	return strings.Join(out, "\n")
 }
@@ -273,6 +285,7 @@ func Run(t testing.TB, v Variant) Result {
 		leader.kill()
 		alive.Store(procs[1])
 	}
+	faultEnd := time.Now()
 	live := alive.Load()
 	live.waitServing(t, 3*leaderTTL+30*time.Second)
 	// Go on until every client got an answer after the fault, then a bit.
@@ -291,6 +304,9 @@ func Run(t testing.TB, v Variant) Result {
 		}
 	}
 	live.waitServing(t, 3*leaderTTL+30*time.Second)
+	if v.newTerm() {
+		live.waitSweep(t, faultEnd, 3*leaderTTL+30*time.Second)
+	}
 	// Inspecting the network makes the leader give its reserve back, so
 	// that what is left taken without an owner is a leak.
 	_, _ = do(context.Background(), http.DefaultClient, live.url(), "GET", "/api/v1/inspect/networks/"+tenant+":"+network+"/", "")
@@ -298,7 +314,16 @@ func Run(t testing.TB, v Variant) Result {
 	res.Elapsed = time.Since(start)
 	for _, p := range procs {
 		p.stop()
-		res.Retried += strings.Count(p.Output(), "request failed, retrying")
+		out := p.Output()
+		res.Retried += strings.Count(out, "request failed, retrying")
+		for _, line := range strings.Split(out, "\n") {
+			for _, mark := range []string{"corrected to", "taken again", " owners: ", "released leaked"} {
+				if strings.Contains(line, mark) {
+					res.Corrections = append(res.Corrections, line)
+					break
+				}
+			}
+		}
 	}
 	return res
 }
@@ -535,6 +560,24 @@ func (p *proc) signal(sig syscall.Signal) {
 
 func (p *proc) kill() { p.signal(syscall.SIGKILL) }
 func (p *proc) stop() { p.signal(syscall.SIGTERM) }
+
+// waitSweep waits until the leader this process reaches reports a sweep
+// finished after since (GET /debug/sweep).
+func (p *proc) waitSweep(t testing.TB, since time.Time, within time.Duration) {
+	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		b, err := do(context.Background(), hc, p.url(), "GET", "/debug/sweep", "")
+		var rep struct{ At time.Time }
+		if err == nil && json.Unmarshal(b, &rep) == nil && rep.At.After(since) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no sweep of netmaster %s finished within %v after the fault; output:\n%s", p.addr, within, tail(p.out.String(), 8000))
+}
 
 // waitServing waits until the netmaster answers the model API (itself as
 // the leader, or proxying to one).
