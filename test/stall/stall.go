@@ -87,12 +87,6 @@ type Variant struct {
 	KillLeader bool
 }
 
-// newTerm reports whether the run changes the leadership term: the leader
-// is killed, or the store is away longer than the lock's TTL. A new term's
-// start recounts the counters, and its sweep, one TTL later, returns what
-// the old term left taken without an owner (its reserve).
-func (v Variant) newTerm() bool { return v.KillLeader || v.For >= leaderTTL }
-
 func (v Variant) String() string {
 	s := fmt.Sprintf("%s-%s", v.Fault, v.For)
 	if v.KillLeader {
@@ -156,8 +150,14 @@ type Result struct {
 	// back by a later leader's sweep; not a failure).
 	Leaked int
 	// Corrections lists what a sweep or recount of the netmasters fixed
-	// (log lines). Without a change of leader none is expected.
+	// (log lines). Without a new leadership term none is expected.
 	Corrections []string
+	// TermChanged: the run started a new leadership term (the leader was
+	// killed, or lost its lease during the stall). A new term's start
+	// recounts the counters and its sweep, one TTL later, returns what the
+	// old term left taken without an owner (its reserve): the check waits
+	// for that sweep.
+	TermChanged bool
 	// Retried counts the store requests the netmasters logged as retried
 	// (each one's first attempt failed, perhaps after being applied).
 	Retried int
@@ -184,7 +184,7 @@ func (r Result) Failures() string {
 	if r.Created == 0 {
 		out = append(out, "no endpoint was created")
 	}
-	if !r.Variant.newTerm() && len(r.Corrections) > 0 {
+	if !r.TermChanged && len(r.Corrections) > 0 {
 		out = append(out, "the netmaster corrected its state: "+strings.Join(r.Corrections, " | "))
 	}
 	return strings.Join(out, "\n")
@@ -195,9 +195,15 @@ func (r Result) String() string {
 	if f := r.Failures(); f != "" {
 		status = "FAILED: " + strings.ReplaceAll(f, "\n", "; ")
 	}
-	return fmt.Sprintf("%-22s created %4d refused %3d retried %3d records %4d counters %d/%d want %d/%d leaked %2d  %5.1fs  %s",
+	swept := 0
+	for _, c := range r.Corrections {
+		if strings.Contains(c, "released leaked") {
+			swept++
+		}
+	}
+	return fmt.Sprintf("%-22s created %4d refused %4d retried %3d records %4d counters %d/%d want %d/%d leaked %2d swept %2d  %5.1fs  %s",
 		r.Variant, r.Created, r.Refused, r.Retried, r.Records, r.EpCount, r.EpAddrCount, r.WantEps, r.WantAddrs,
-		r.Leaked, r.Elapsed.Seconds(), status)
+		r.Leaked, swept, r.Elapsed.Seconds(), status)
 }
 
 // Run performs one run of v and returns what it found. Setup problems
@@ -304,7 +310,10 @@ func Run(t testing.TB, v Variant) Result {
 		}
 	}
 	live.waitServing(t, 3*leaderTTL+30*time.Second)
-	if v.newTerm() {
+	// A stall longer than the TTL usually costs the lease (on a loaded
+	// machine a shorter one can too); the netmaster says so.
+	res.TermChanged = v.KillLeader || strings.Contains(live.Output(), "lost leader lock")
+	if res.TermChanged {
 		live.waitSweep(t, faultEnd, 3*leaderTTL+30*time.Second)
 	}
 	// Inspecting the network makes the leader give its reserve back, so
