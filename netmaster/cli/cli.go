@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
@@ -21,13 +23,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
-)
-
-// Build-time values, set with -ldflags "-X ...".
-var (
-	Version   = "devbuild"
-	GitCommit = "unknown"
-	BuildTime = "unknown"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 // NewLeader builds the leader's work from the parsed configuration.
@@ -38,9 +34,9 @@ func App(newLeader NewLeader) *cli.App {
 	app := cli.NewApp()
 	app.Name = "netmaster"
 	app.Usage = "Contiv netmaster: the network control plane"
-	app.Version = Version
+	app.Version = version.Get().Version
 	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprintf(c.App.Writer, "Version: %s\nGitCommit: %s\nBuildTime: %s\n", Version, GitCommit, BuildTime)
+		fmt.Fprint(c.App.Writer, version.Get().Lines())
 	}
 	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
 	app.Flags = append(daemonflags.Flags("NETMASTER"),
@@ -66,6 +62,7 @@ func App(newLeader NewLeader) *cli.App {
 			return cli.NewExitError("netmaster: "+err.Error(), daemonflags.ExitInvalid)
 		}
 		entry := logrus.NewEntry(log)
+		cfg.Metrics = NewRegistry()
 		leader, err := newLeader(cfg, entry)
 		if err != nil {
 			return cli.NewExitError("netmaster: "+err.Error(), 1)
@@ -84,6 +81,15 @@ func App(newLeader NewLeader) *cli.App {
 	return app
 }
 
+// NewRegistry is the registry a netmaster process's /metrics serves: the
+// Go runtime and process collectors, then whatever the daemon and leader
+// register (docs/operations.md).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
 // ConfigFromContext reads and validates every netmaster flag.
 func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	common, err := daemonflags.FromContext(c)
@@ -99,7 +105,7 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		EmbeddedEtcdDir:     c.String("embedded-etcd-dir"),
 		EmbeddedEtcdPeerURL: c.String("embedded-etcd-peer-url"),
 		LeaderTTL:           c.Duration("leader-ttl"),
-		Version:             daemon.VersionInfo{Version: Version, GitCommit: GitCommit, BuildTime: BuildTime},
+		Version:             version.Get(),
 	}
 	switch cfg.Infra {
 	case "default", "aci":

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel"
@@ -33,6 +34,7 @@ import (
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/httpmetrics"
 )
 
 // Built-in defaults of the global object written at first start (spec
@@ -74,6 +76,8 @@ type Config struct {
 	// DockerSocket is the Docker Engine's API socket used in docker mode
 	// ("": docknet.DefaultSocket). No other mode talks to Docker.
 	DockerSocket string
+	// Metrics receives each term's IPAM and endpoint metrics (nil: none).
+	Metrics prometheus.Registerer
 }
 
 // Leader implements daemon.Leader.
@@ -92,7 +96,7 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, Metrics: cfg.Registerer()}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -272,6 +276,8 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 		}()
 	}
 	router := contivmodel.NewRouter(m.reg)
+	router.Use(httpmetrics.MuxRoute)
+	m.registerTermMetrics(ctx, m.cfg.Metrics)
 	m.addPluginRoutes(router)
 	m.addEpCleanupRoute(router)
 	m.addServiceRoutes(router)

@@ -20,13 +20,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
-)
-
-// Build-time values, set with -ldflags "-X ...".
-var (
-	Version   = "devbuild"
-	GitCommit = "unknown"
-	BuildTime = "unknown"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 // Runner starts the daemon with the parsed configuration; tests replace it.
@@ -37,9 +31,9 @@ func App(run Runner) *cli.App {
 	app := cli.NewApp()
 	app.Name = "netplugin"
 	app.Usage = "Contiv netplugin: the per-host network agent"
-	app.Version = Version
+	app.Version = version.Get().Version
 	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprintf(c.App.Writer, "Version: %s\nGitCommit: %s\nBuildTime: %s\n", Version, GitCommit, BuildTime)
+		fmt.Fprint(c.App.Writer, version.Get().Lines())
 	}
 	env := func(s string) string { return "CONTIV_NETPLUGIN_" + s }
 	app.Flags = append(daemonflags.Flags("NETPLUGIN"),
@@ -93,7 +87,7 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		OVSDBSocket:    c.String("ovsdb-socket"),
 		AttachSocket:   c.String("attach-socket"),
 		InspectAddress: c.String("inspect-address"),
-		Version:        Version,
+		Version:        version.Get().Version,
 	}
 	if cfg.HostLabel == "" {
 		h, err := os.Hostname()
