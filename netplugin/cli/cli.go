@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
@@ -62,6 +64,8 @@ func App(run Runner) *cli.App {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		cfg.Metrics = prometheus.NewRegistry()
+		cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		if err := run(ctx, cfg, logrus.NewEntry(log)); err != nil {
 			return cli.NewExitError("netplugin: "+err.Error(), 1)
 		}

@@ -11,6 +11,8 @@ package daemon
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
@@ -30,6 +32,9 @@ type Config struct {
 	AttachSocket   string
 	InspectAddress string
 	Version        string
+	// Metrics is the registry the inspect server's /metrics serves; nil
+	// turns metrics off (docs/operations.md).
+	Metrics *prometheus.Registry
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

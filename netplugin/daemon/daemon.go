@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netplugin/attach"
@@ -17,6 +18,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
+	"github.com/contiv/netplugin/objdb/objdbmetrics"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
@@ -45,6 +47,16 @@ type Daemon struct {
 
 	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
 	seenOnce    sync.Once
+
+	met *metrics // nil when metrics are off
+}
+
+// registerer is cfg.Metrics as a Registerer, nil when metrics are off.
+func (c Config) registerer() prometheus.Registerer {
+	if c.Metrics == nil {
+		return nil
+	}
+	return c.Metrics
 }
 
 // Run starts netplugin and serves until ctx ends (spec §6.1). It returns an
@@ -54,6 +66,7 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
 		locals: map[string]*localEndpoint{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
+	d.met = newMetrics(cfg.registerer(), d)
 	return d.run(ctx)
 }
 
@@ -61,11 +74,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var err error
-	d.store, err = dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
 		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
 	if err != nil {
 		return fmt.Errorf("open the cluster store: %w", err)
 	}
+	d.store = objdbmetrics.Wrap(raw, d.cfg.registerer())
 	defer d.store.Close()
 	d.st = state.New(d.store)
 	d.mc = masterclient.New(d.store)
@@ -93,6 +107,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	groups := newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{put: d.groupPut, del: d.groupDel}, d.log, d.cfg.StoreRetryDelay)
 	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointPut, del: d.endpointDel}, d.log, d.cfg.StoreRetryDelay)
 	glob := newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{put: d.globalPut, del: func(context.Context, state.GlobConfig) {}}, d.log, d.cfg.StoreRetryDelay)
+	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
+	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}

@@ -123,3 +123,27 @@ func (a *Agent) desiredFlows() ([]string, []string, error) {
 	}
 	return pipeline.Render(flows, false), pipeline.RenderGroups(groups), nil
 }
+
+// Stats is the agent's state reduced to counts, cheap enough for every
+// metrics scrape (docs/operations.md, "Metrics").
+type Stats struct {
+	Bridge          string
+	Connected       bool
+	FlowsByTable    map[string]int // installed flows by table name
+	LocalEndpoints  int
+	RemoteEndpoints int
+}
+
+// Stats counts the installed flows per table and the endpoints.
+func (a *Agent) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Stats{Bridge: a.cfg.Bridge, Connected: a.connected, FlowsByTable: map[string]int{},
+		LocalEndpoints: len(a.locals), RemoteEndpoints: len(a.remotes)}
+	for _, m := range a.cache {
+		for _, f := range m {
+			s.FlowsByTable[pipeline.TableID(f.Table).String()]++
+		}
+	}
+	return s
+}
