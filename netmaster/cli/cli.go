@@ -19,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
+	"github.com/contiv/netplugin/netmaster/auth"
 	"github.com/contiv/netplugin/netmaster/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
@@ -47,6 +48,11 @@ func App(newLeader NewLeader) *cli.App {
 		cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
 		cli.StringFlag{Name: "embedded-etcd-peer-url", EnvVar: env("EMBEDDED_ETCD_PEER_URL"), Value: "http://127.0.0.1:2380", Usage: "raft peer URL of the embedded etcd"},
 		cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: daemon.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
+		cli.StringFlag{Name: "tls-cert-file", EnvVar: env("TLS_CERT_FILE"), Usage: "serve HTTPS with this PEM certificate (with --tls-key-file); default plain HTTP"},
+		cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
+		cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
+		cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
+		cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
 	)
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -106,6 +112,21 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		EmbeddedEtcdPeerURL: c.String("embedded-etcd-peer-url"),
 		LeaderTTL:           c.Duration("leader-ttl"),
 		Version:             version.Get(),
+		TLS: daemon.TLSFiles{CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"),
+			ClientCAFile: c.String("tls-client-ca-file"), CAFile: c.String("tls-ca-file")},
+	}
+	if p := c.String("auth-token-file"); p != "" {
+		toks, err := auth.LoadFile(p)
+		if err != nil {
+			return cfg, fmt.Errorf("--auth-token-file: %w", err)
+		}
+		cfg.Tokens = toks
+	}
+	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
+		return cfg, fmt.Errorf("--tls-cert-file and --tls-key-file go together")
+	}
+	if cfg.TLS.CertFile == "" && (cfg.TLS.ClientCAFile != "" || cfg.TLS.CAFile != "") {
+		return cfg, fmt.Errorf("--tls-client-ca-file and --tls-ca-file need --tls-cert-file and --tls-key-file")
 	}
 	switch cfg.Infra {
 	case "default", "aci":

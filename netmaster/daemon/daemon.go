@@ -7,14 +7,17 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/netmaster/auth"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/embedetcd"
@@ -30,6 +34,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
+	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
 
@@ -69,6 +74,22 @@ type Config struct {
 	// HTTP, store and leadership metrics there, and the leader its own.
 	// nil turns metrics off (/metrics answers 404).
 	Metrics *prometheus.Registry
+	// TLS, when CertFile is set, serves HTTPS (docs/operations.md).
+	TLS TLSFiles
+	// Tokens, when set, guard every path but /healthz, /readyz and
+	// /version with bearer tokens.
+	Tokens *auth.Tokens
+}
+
+// TLSFiles are netmaster's TLS settings.
+type TLSFiles struct {
+	CertFile, KeyFile string
+	// ClientCAFile, when set, makes every client present a certificate
+	// signed by one of its CAs.
+	ClientCAFile string
+	// CAFile is what a follower trusts for the leader's certificate when
+	// it proxies ("": the system roots).
+	CAFile string
 }
 
 // Registerer is cfg.Metrics as a Registerer, nil (not a typed nil) when
@@ -118,6 +139,9 @@ type Daemon struct {
 
 	ready chan struct{} // closed once listeners are up
 	addrs []string      // bound listener addresses
+
+	serverTLS *tls.Config // nil: plain HTTP
+	proxyTLS  *tls.Config // a follower's TLS to the leader (nil: plain HTTP)
 }
 
 // New validates cfg and returns a daemon that runs leader on leadership.
@@ -130,6 +154,17 @@ func New(cfg Config, leader Leader, log *logrus.Entry) (*Daemon, error) {
 	}
 	d := &Daemon{cfg: cfg, leader: leader, log: log, ready: make(chan struct{})}
 	d.state.Store(RoleFollower)
+	if cfg.TLS.CertFile != "" || cfg.TLS.KeyFile != "" || cfg.TLS.ClientCAFile != "" {
+		var err error
+		if d.serverTLS, err = tlsutil.ServerConfig(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ClientCAFile); err != nil {
+			return nil, err
+		}
+		// A follower presents its own certificate to the leader, which
+		// may require client certificates.
+		if d.proxyTLS, err = tlsutil.ClientConfig(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile); err != nil {
+			return nil, fmt.Errorf("TLS to the leader: %w", err)
+		}
+	}
 	if reg := cfg.Registerer(); reg != nil {
 		d.httpm = httpmetrics.New(reg)
 		d.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "contiv", Subsystem: "netmaster", Name: "leader",
@@ -378,7 +413,10 @@ func (d *Daemon) listen() ([]*server, error) {
 			}
 			return nil, fmt.Errorf("listen on %s: %w", a, err)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+		if d.serverTLS != nil {
+			ln = tls.NewListener(ln, d.serverTLS)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: httpErrorLog(d.log)}
 		srv.SetKeepAlivesEnabled(false)
 		out = append(out, &server{srv: srv, ln: ln})
 		d.addrs = append(d.addrs, ln.Addr().String())
@@ -403,7 +441,11 @@ func (d *Daemon) handler() http.Handler {
 	if d.cfg.Metrics != nil {
 		metrics = promhttp.HandlerFor(d.cfg.Metrics, promhttp.HandlerOpts{Registry: d.cfg.Metrics})
 	}
-	api := http.HandlerFunc(d.serveHTTP)
+	var api http.Handler = http.HandlerFunc(d.serveHTTP)
+	if d.cfg.Tokens != nil {
+		metrics = d.cfg.Tokens.Middleware(metrics, nil)
+		api = d.cfg.Tokens.Middleware(api, func(r *http.Request) bool { return r.URL.Path == "/version" })
+	}
 	return d.httpm.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/healthz":
@@ -459,7 +501,16 @@ func (d *Daemon) followerHandler() http.Handler {
 			return
 		}
 		target := &url.URL{Scheme: "http", Host: holder}
+		var transport http.RoundTripper
+		if d.proxyTLS != nil {
+			target.Scheme = "https"
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = d.proxyTLS
+			tr.DisableKeepAlives = true
+			transport = tr
+		}
 		p := &httputil.ReverseProxy{
+			Transport: transport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
 				pr.Out.Host = pr.In.Host
@@ -535,4 +586,17 @@ func writeRawJSON(w http.ResponseWriter, v any) {
 		return
 	}
 	w.Write(b)
+}
+
+// httpErrorLog sends the HTTP server's own errors (TLS handshakes that
+// failed, ...) to the daemon's log at debug level.
+func httpErrorLog(log *logrus.Entry) *stdlog.Logger {
+	return stdlog.New(debugWriter{log}, "", 0)
+}
+
+type debugWriter struct{ log *logrus.Entry }
+
+func (w debugWriter) Write(p []byte) (int, error) {
+	w.log.Debug(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
 
@@ -48,6 +49,10 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
 		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
+		cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
+		cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
+		cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
+		cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
 	)
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -92,6 +97,22 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		AttachSocket:   c.String("attach-socket"),
 		InspectAddress: c.String("inspect-address"),
 		Version:        version.Get().Version,
+	}
+	if ca, cert, key := c.String("netmaster-ca-file"), c.String("netmaster-cert-file"), c.String("netmaster-key-file"); ca != "" || cert != "" || key != "" {
+		tc, err := tlsutil.ClientConfig(ca, cert, key)
+		if err != nil {
+			return cfg, fmt.Errorf("netmaster TLS settings: %w", err)
+		}
+		cfg.MasterTLS = tc
+	}
+	if p := c.String("netmaster-token-file"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return cfg, fmt.Errorf("--netmaster-token-file: %w", err)
+		}
+		if cfg.MasterToken = strings.TrimSpace(string(b)); cfg.MasterToken == "" || strings.ContainsAny(cfg.MasterToken, " \t\n,") {
+			return cfg, fmt.Errorf("--netmaster-token-file %s: want one token (no spaces or commas)", p)
+		}
 	}
 	if cfg.HostLabel == "" {
 		h, err := os.Hostname()

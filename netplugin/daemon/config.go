@@ -9,6 +9,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,10 @@ type Config struct {
 	// Metrics is the registry the inspect server's /metrics serves; nil
 	// turns metrics off (docs/operations.md).
 	Metrics *prometheus.Registry
+	// MasterTLS, when set, makes the /plugin calls to netmaster HTTPS;
+	// MasterToken is sent as their bearer token (docs/operations.md).
+	MasterTLS   *tls.Config
+	MasterToken string
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

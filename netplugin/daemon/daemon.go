@@ -82,7 +82,14 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.store = objdbmetrics.Wrap(raw, d.cfg.registerer())
 	defer d.store.Close()
 	d.st = state.New(d.store)
-	d.mc = masterclient.New(d.store)
+	var mcOpts []masterclient.Option
+	if d.cfg.MasterTLS != nil {
+		mcOpts = append(mcOpts, masterclient.WithTLS(d.cfg.MasterTLS))
+	}
+	if d.cfg.MasterToken != "" {
+		mcOpts = append(mcOpts, masterclient.WithToken(d.cfg.MasterToken))
+	}
+	d.mc = masterclient.New(d.store, mcOpts...)
 
 	if err := d.waitGlobalConfig(ctx); err != nil {
 		return err

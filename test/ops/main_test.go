@@ -71,10 +71,19 @@ type netmaster struct {
 }
 
 // startNetmaster runs the built netmaster with an embedded etcd and extra
-// flags, and waits until /healthz answers over scheme ("http" or "https").
+// flags, and waits until /readyz answers over scheme ("http" or "https").
 func startNetmaster(t *testing.T, bin, scheme string, extra ...string) *netmaster {
 	t.Helper()
-	ip := loopbackIP()
+	return startNetmasterAt(t, bin, loopbackIP(), scheme, nil, extra...)
+}
+
+// startNetmasterAt is startNetmaster on ip; tc is the TLS of the
+// readiness probe (nil: no certificate check, no client certificate).
+func startNetmasterAt(t *testing.T, bin, ip, scheme string, tc *tls.Config, extra ...string) *netmaster {
+	t.Helper()
+	if tc == nil {
+		tc = &tls.Config{InsecureSkipVerify: true}
+	}
 	api := net.JoinHostPort(ip, strconv.Itoa(freePort(t, ip)))
 	etcd := "http://" + net.JoinHostPort(ip, strconv.Itoa(freePort(t, ip)))
 	peer := "http://" + net.JoinHostPort(ip, strconv.Itoa(freePort(t, ip)))
@@ -100,7 +109,7 @@ func startNetmaster(t *testing.T, bin, scheme string, extra ...string) *netmaste
 			t.Logf("netmaster log:\n%s", nm.log.String())
 		}
 	})
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		// /readyz: the leader term has started (the API answers).
