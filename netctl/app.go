@@ -241,6 +241,7 @@ func (n *Netctl) cliApp(argv0 string) *cli.App {
 		n.serviceCommand(),
 		n.tenantCommand(),
 		n.versionCommand(),
+		n.traceCommand(),
 		n.completionCommand(),
 	}
 	for i := range app.Commands {

@@ -281,6 +281,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	m.addPluginRoutes(router)
 	m.addEpCleanupRoute(router)
 	m.addServiceRoutes(router)
+	m.addTraceRoute(router)
 	m.startOfnet(ctx, router)
 	return router, nil
 }

@@ -33,6 +33,9 @@ type Config struct {
 	AttachSocket   string
 	InspectAddress string
 	Version        string
+	// OVSUnixctl is ovs-vswitchd's control socket (packet trace); ""
+	// finds it in the OVSDB socket's folder.
+	OVSUnixctl string
 	// Metrics is the registry the inspect server's /metrics serves; nil
 	// turns metrics off (docs/operations.md).
 	Metrics *prometheus.Registry

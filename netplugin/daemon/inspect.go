@@ -30,6 +30,7 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 		http.Error(w, "Error fetching nameserver from driver: the embedded name server is not implemented", http.StatusInternalServerError)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/debug/reclaimEndpoint/{id}", d.reclaimEndpoint).Methods(http.MethodDelete)
+	r.HandleFunc("/inspect/trace", d.serveTrace).Methods(http.MethodGet)
 	d.addOpsRoutes(r)
 	r.Use(httpmetrics.MuxRoute)
 
