@@ -24,6 +24,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
 
@@ -52,6 +53,9 @@ func App(newLeader NewLeader) *cli.App {
 		cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
 		cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
 		cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
+		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with the agents: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the agents' ofnet RPC certificates are checked against"},
 		cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
 	)
 	app.Action = func(c *cli.Context) error {
@@ -96,6 +100,27 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
+// RPCTLSFromContext builds the ofnet RPC's mutual TLS from the
+// --rpc-tls-* flags (nil when none is given).
+func RPCTLSFromContext(c *cli.Context) (*daemon.RPCTLS, error) {
+	cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file")
+	if cert == "" && key == "" && ca == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" || ca == "" {
+		return nil, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
+	}
+	srv, err := tlsutil.ServerConfig(cert, key, ca)
+	if err != nil {
+		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
+	}
+	cl, err := tlsutil.ClientConfig(ca, cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
+	}
+	return &daemon.RPCTLS{Server: srv, Client: cl}, nil
+}
+
 // ConfigFromContext reads and validates every netmaster flag.
 func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	common, err := daemonflags.FromContext(c)
@@ -121,6 +146,9 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 			return cfg, fmt.Errorf("--auth-token-file: %w", err)
 		}
 		cfg.Tokens = toks
+	}
+	if cfg.RPCTLS, err = RPCTLSFromContext(c); err != nil {
+		return cfg, err
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return cfg, fmt.Errorf("--tls-cert-file and --tls-key-file go together")

@@ -79,6 +79,15 @@ type Config struct {
 	// Tokens, when set, guard every path but /healthz, /readyz and
 	// /version with bearer tokens.
 	Tokens *auth.Tokens
+	// RPCTLS, when set, secures the ofnet RPC channel.
+	RPCTLS *RPCTLS
+}
+
+// RPCTLS is mutual TLS on the ofnet JSON-RPC channel between the leader's
+// ofnet master and the agents: Server for the master's listener (client
+// certificates required), Client for its calls to the agents.
+type RPCTLS struct {
+	Server, Client *tls.Config
 }
 
 // TLSFiles are netmaster's TLS settings.

@@ -78,6 +78,8 @@ type Config struct {
 	DockerSocket string
 	// Metrics receives each term's IPAM and endpoint metrics (nil: none).
 	Metrics prometheus.Registerer
+	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
+	RPCTLS *daemon.RPCTLS
 }
 
 // Leader implements daemon.Leader.
@@ -96,7 +98,7 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, Metrics: cfg.Registerer()}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
 }
 
 // New returns a Leader with cfg.

@@ -50,6 +50,9 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
 		cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
+		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs netmaster's ofnet RPC certificate is checked against"},
 		cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
 		cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
 		cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
@@ -106,6 +109,17 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 			return cfg, fmt.Errorf("netmaster TLS settings: %w", err)
 		}
 		cfg.MasterTLS = tc
+	}
+	if cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file"); cert != "" || key != "" || ca != "" {
+		if cert == "" || key == "" || ca == "" {
+			return cfg, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
+		}
+		if cfg.RPCServerTLS, err = tlsutil.ServerConfig(cert, key, ca); err != nil {
+			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
+		}
+		if cfg.RPCClientTLS, err = tlsutil.ClientConfig(ca, cert, key); err != nil {
+			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
+		}
 	}
 	if p := c.String("netmaster-token-file"); p != "" {
 		b, err := os.ReadFile(p)

@@ -43,6 +43,9 @@ type Config struct {
 	// MasterToken is sent as their bearer token (docs/operations.md).
 	MasterTLS   *tls.Config
 	MasterToken string
+	// RPCServerTLS and RPCClientTLS, when set, make the ofnet RPC with
+	// the masters mutual TLS: the agents' listeners and their calls.
+	RPCServerTLS, RPCClientTLS *tls.Config
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

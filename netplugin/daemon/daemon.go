@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,9 @@ type Daemon struct {
 	seenOnce    sync.Once
 
 	met *metrics // nil when metrics are off
+	// rpcPool is the agents' TLS client pool towards the masters (nil:
+	// each agent has its own plain one).
+	rpcPool *ofrpc.Pool
 }
 
 // registerer is cfg.Metrics as a Registerer, nil when metrics are off.
@@ -101,6 +105,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	defer d.drv.Close()
 
+	if d.cfg.RPCClientTLS != nil {
+		d.rpcPool = ofrpc.NewPool(ofrpc.WithTLS(d.cfg.RPCClientTLS))
+		defer d.rpcPool.Close()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -260,6 +268,9 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		ofl.Close()
 		return nil, fmt.Errorf("RPC listener of %s: %w", bridge, err)
 	}
+	if d.cfg.RPCServerTLS != nil {
+		rpcl = tls.NewListener(rpcl, d.cfg.RPCServerTLS)
+	}
 	vrfIDs, err := d.loadVrfIDs(ctx, bridge)
 	if err != nil {
 		ofl.Close()
@@ -268,7 +279,7 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
 		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
-		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) },
+		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
 		Logger: d.log.WithField("bridge", bridge)})
 	if err != nil {
 		ofl.Close()
