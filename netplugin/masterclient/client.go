@@ -12,6 +12,7 @@ package masterclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,20 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client (default: one with a 30 s timeout).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
+// WithTLS makes the client speak HTTPS with cfg to netmaster
+// (docs/operations.md, "TLS and tokens").
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *Client) {
+		c.scheme = "https"
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		c.http = &http.Client{Timeout: 30 * time.Second, Transport: tr}
+	}
+}
+
+// WithToken sends "Authorization: Bearer <token>" with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
 // WithRetry sets how many times a request is tried while every netmaster
 // refuses the connection, and the pause between tries. attempts < 1 means 1.
 func WithRetry(attempts int, interval time.Duration) Option {
@@ -89,6 +104,8 @@ func WithRetry(attempts int, interval time.Duration) Option {
 // Client posts to the leader netmaster. It is safe for concurrent use.
 type Client struct {
 	st       Store
+	scheme   string // http or https
+	token    string // bearer token ("": none)
 	http     *http.Client
 	attempts int
 	interval time.Duration
@@ -98,6 +115,7 @@ type Client struct {
 func New(st Store, opts ...Option) *Client {
 	c := &Client{
 		st:       st,
+		scheme:   "http",
 		http:     &http.Client{Timeout: 30 * time.Second},
 		attempts: DefaultAttempts,
 		interval: DefaultRetryInterval,
@@ -145,12 +163,15 @@ func (c *Client) Post(ctx context.Context, path string, req, resp any) error {
 }
 
 func (c *Client) postOnce(ctx context.Context, addr, path string, body []byte, resp any) error {
-	url := "http://" + addr + "/plugin/" + path
+	url := c.scheme + "://" + addr + "/plugin/" + path
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build request for %s: %w", url, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("post %s: %w", url, err)
