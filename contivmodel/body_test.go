@@ -1,6 +1,7 @@
 package contivmodel_test
 
 import (
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -28,6 +29,21 @@ func TestBodyChecks(t *testing.T) {
 	}
 	r := srv.Do(t, http.MethodPost, "/api/v1/tenants/t1/", `{"tenantName":"t1","x":"`+strings.Repeat("a", cm.MaxBodyBytes)+`"}`)
 	expectStatus(t, "large body", r, http.StatusRequestEntityTooLarge, "request body exceeds 4194304 bytes")
+	// Without a Content-Length (chunked) the limit applies while reading.
+	big := io.MultiReader(strings.NewReader(`{"tenantName":"t1","x":"`), strings.NewReader(strings.Repeat("a", cm.MaxBodyBytes)))
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/tenants/t1/", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(b) != "request body exceeds 4194304 bytes\n" {
+		t.Errorf("chunked large body: %d %q", resp.StatusCode, b)
+	}
 	if after := dump(t, kv); !reflect.DeepEqual(before, after) {
 		t.Fatalf("refused bodies changed the store: %v", after)
 	}

@@ -92,13 +92,19 @@ func ReadBody(w http.ResponseWriter, req *http.Request, limit int64) ([]byte, er
 	if req.Body == nil {
 		return nil, nil
 	}
+	tooLargeErr := &Error{Msg: fmt.Sprintf("request body exceeds %d bytes", limit), Err: ErrTooLarge}
+	if req.ContentLength > limit {
+		// Refused before reading it; the connection is not reused.
+		w.Header().Set("Connection", "close")
+		return nil, tooLargeErr
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
 	var tooLarge *http.MaxBytesError
 	var netErr net.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &tooLarge):
-		return nil, &Error{Msg: fmt.Sprintf("request body exceeds %d bytes", limit), Err: ErrTooLarge}
+		return nil, tooLargeErr
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return nil, &Error{Msg: fmt.Sprintf("request body not received in time: %d bytes read", len(body)),
 			Err: fmt.Errorf("%w: %w", ErrTimeout, err)}

@@ -11,9 +11,10 @@ log() { printf '[install-deps] %s\n' "$*"; }
 
 # Debian packages: etcd for the external-store tests, Open vSwitch for the
 # dataplane, iproute2, ping and ethtool for namespaces and traffic tests,
-# busybox-static (the test image of the per-host engines) and
-# fuse-overlayfs (their storage driver).
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs)
+# busybox-static (the test image of the per-host engines), fuse-overlayfs
+# (their storage driver), prometheus (server and promtool) for the metrics
+# tests.
+pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,10 +26,14 @@ if ((${#missing[@]})); then
 fi
 # The Debian etcd package may start a system etcd on 2379; the tests and
 # the quickstart bring their own, so keep the system one out of the way.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
-	systemctl stop etcd || true
-	systemctl disable etcd >/dev/null 2>&1 || true
-fi
+# The same for the packaged Prometheus server (it would hold :9090, the
+# netplugin inspect port); the metrics test runs its own.
+for svc in etcd prometheus; do
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+		systemctl stop "$svc" || true
+		systemctl disable "$svc" >/dev/null 2>&1 || true
+	fi
+done
 
 # A Docker Engine for the docker-mode tests (netmaster creates docker
 # networks through it). Machines that already run one keep theirs; else

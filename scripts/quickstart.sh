@@ -57,7 +57,7 @@ fi
 [ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || INSTALL_DEPS_NO_CONSUL=1 bash scripts/install-deps.sh
 export PATH=/usr/local/go/bin:$PATH
 mkdir -p bin
-go build -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe
+go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe
 stop_cluster # a previous run's leftovers
 mkdir -p "$STATE"
 trap 'echo "quickstart failed; logs are in $STATE (bash scripts/quickstart.sh stop removes everything)" >&2' ERR

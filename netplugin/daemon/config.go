@@ -9,7 +9,10 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -35,6 +38,19 @@ type Config struct {
 	DockerPluginDir  string
 	DockerSocket     string
 	Version          string
+	// OVSUnixctl is ovs-vswitchd's control socket (packet trace); ""
+	// finds it in the OVSDB socket's folder.
+	OVSUnixctl string
+	// Metrics is the registry the inspect server's /metrics serves; nil
+	// turns metrics off (docs/operations.md).
+	Metrics *prometheus.Registry
+	// MasterTLS, when set, makes the /plugin calls to netmaster HTTPS;
+	// MasterToken is sent as their bearer token (docs/operations.md).
+	MasterTLS   *tls.Config
+	MasterToken string
+	// RPCServerTLS and RPCClientTLS, when set, make the ofnet RPC with
+	// the masters mutual TLS: the agents' listeners and their calls.
+	RPCServerTLS, RPCClientTLS *tls.Config
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

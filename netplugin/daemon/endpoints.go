@@ -126,7 +126,14 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
 // front end): AttachHost creates the endpoint and its port, then the
 // container side of the veth is moved into the container's namespace with
 // its address, MAC, MTU and default route. Any failure undoes every step.
-func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Result, err error) {
+func (d *Daemon) Attach(ctx context.Context, req attach.Request) (attach.Result, error) {
+	start := time.Now()
+	res, err := d.attach(ctx, req)
+	d.met.observeAttach("attach", start, err)
+	return res, err
+}
+
+func (d *Daemon) attach(ctx context.Context, req attach.Request) (res attach.Result, err error) {
 	if err := req.Validate(); err != nil {
 		return res, err
 	}
@@ -304,6 +311,13 @@ func (d *Daemon) Attached(tenant, network, containerID string) (attach.Result, b
 // flows, the OVS port and netmaster's endpoint (and address). Detaching an
 // endpoint that is already gone succeeds.
 func (d *Daemon) Detach(ctx context.Context, req attach.DetachRequest) error {
+	start := time.Now()
+	err := d.detach(ctx, req)
+	d.met.observeAttach("detach", start, err)
+	return err
+}
+
+func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 	if req.Tenant == "" || req.Network == "" || req.ContainerID == "" {
 		return fmt.Errorf("detach needs tenant, network and containerID (got %q, %q, %q)", req.Tenant, req.Network, req.ContainerID)
 	}

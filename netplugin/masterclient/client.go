@@ -12,6 +12,7 @@ package masterclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,20 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client (default: one with a 30 s timeout).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
+// WithTLS makes the client speak HTTPS with cfg to netmaster
+// (docs/operations.md, "TLS and tokens").
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *Client) {
+		c.scheme = "https"
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		c.http = &http.Client{Timeout: 30 * time.Second, Transport: tr}
+	}
+}
+
+// WithToken sends "Authorization: Bearer <token>" with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
 // WithRetry sets how many times a request is tried while every netmaster
 // refuses the connection, and the pause between tries. attempts < 1 means 1.
 func WithRetry(attempts int, interval time.Duration) Option {
@@ -89,6 +104,8 @@ func WithRetry(attempts int, interval time.Duration) Option {
 // Client posts to the leader netmaster. It is safe for concurrent use.
 type Client struct {
 	st       Store
+	scheme   string // http or https
+	token    string // bearer token ("": none)
 	http     *http.Client
 	attempts int
 	interval time.Duration
@@ -98,6 +115,7 @@ type Client struct {
 func New(st Store, opts ...Option) *Client {
 	c := &Client{
 		st:       st,
+		scheme:   "http",
 		http:     &http.Client{Timeout: 30 * time.Second},
 		attempts: DefaultAttempts,
 		interval: DefaultRetryInterval,
@@ -154,7 +172,7 @@ func (c *Client) Do(ctx context.Context, method, path string, req, resp any) err
 }
 
 func (c *Client) sendOnce(ctx context.Context, method, addr, path string, body []byte, resp any) error {
-	url := "http://" + addr + path
+	url := c.scheme + "://" + addr + path
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -165,6 +183,9 @@ func (c *Client) sendOnce(ctx context.Context, method, addr, path string, body [
 	}
 	if body != nil {
 		hreq.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {

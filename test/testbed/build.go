@@ -123,7 +123,9 @@ func binDir() (string, error) {
 	return dir, nil
 }
 
-// goBuild runs "go build -o dir/ pkgs..." in the module root.
+// goBuild runs "go build -o dir/ pkgs..." in the module root, stamped with
+// the version, commit and build time scripts/version.sh prints, as every
+// build of the project is (docs/operations.md).
 func goBuild(dir string, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -138,7 +140,11 @@ func goBuild(dir string, pkgs ...string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	stamp, err := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "version.sh")).Output()
+	if err != nil {
+		return fmt.Errorf("testbed: scripts/version.sh: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"build", "-ldflags", strings.TrimSpace(string(stamp)), "-o", dir + "/"}, pkgs...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
