@@ -57,6 +57,11 @@ func App(newLeader NewLeader) *cli.App {
 		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
 		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the agents' ofnet RPC certificates are checked against"},
 		cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
+		cli.DurationFlag{Name: "http-read-header-timeout", EnvVar: env("HTTP_READ_HEADER_TIMEOUT"), Value: daemon.DefaultHTTPLimits.ReadHeaderTimeout, Usage: "REST API: time allowed for a request's headers"},
+		cli.DurationFlag{Name: "http-read-timeout", EnvVar: env("HTTP_READ_TIMEOUT"), Value: daemon.DefaultHTTPLimits.ReadTimeout, Usage: "REST API: time allowed for a whole request, headers and body"},
+		cli.DurationFlag{Name: "http-write-timeout", EnvVar: env("HTTP_WRITE_TIMEOUT"), Value: daemon.DefaultHTTPLimits.WriteTimeout, Usage: "REST API: time allowed from the end of a request's headers to the end of its answer"},
+		cli.DurationFlag{Name: "http-idle-timeout", EnvVar: env("HTTP_IDLE_TIMEOUT"), Value: daemon.DefaultHTTPLimits.IdleTimeout, Usage: "REST API: an idle connection is closed after this long"},
+		cli.Int64Flag{Name: "http-max-body-bytes", EnvVar: env("HTTP_MAX_BODY_BYTES"), Value: daemon.DefaultHTTPLimits.MaxBodyBytes, Usage: "REST API: largest request body accepted"},
 	)
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -137,6 +142,11 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		EmbeddedEtcdPeerURL: c.String("embedded-etcd-peer-url"),
 		LeaderTTL:           c.Duration("leader-ttl"),
 		Version:             version.Get(),
+		HTTP: daemon.HTTPLimits{
+			ReadHeaderTimeout: c.Duration("http-read-header-timeout"), ReadTimeout: c.Duration("http-read-timeout"),
+			WriteTimeout: c.Duration("http-write-timeout"), IdleTimeout: c.Duration("http-idle-timeout"),
+			MaxBodyBytes: c.Int64("http-max-body-bytes"),
+		},
 		TLS: daemon.TLSFiles{CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"),
 			ClientCAFile: c.String("tls-client-ca-file"), CAFile: c.String("tls-ca-file")},
 	}
@@ -163,6 +173,18 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	}
 	if cfg.LeaderTTL < time.Second {
 		return cfg, fmt.Errorf("invalid --leader-ttl %v: must be at least 1s", cfg.LeaderTTL)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"http-read-header-timeout", cfg.HTTP.ReadHeaderTimeout}, {"http-read-timeout", cfg.HTTP.ReadTimeout},
+		{"http-write-timeout", cfg.HTTP.WriteTimeout}, {"http-idle-timeout", cfg.HTTP.IdleTimeout}} {
+		if d.v < 100*time.Millisecond {
+			return cfg, fmt.Errorf("invalid --%s %v: must be at least 100ms", d.name, d.v)
+		}
+	}
+	if cfg.HTTP.MaxBodyBytes < 1024 {
+		return cfg, fmt.Errorf("invalid --http-max-body-bytes %d: must be at least 1024", cfg.HTTP.MaxBodyBytes)
 	}
 	_, extPort, err := netutils.ParseHostPort("external-address", cfg.ExternalAddress)
 	if err != nil {

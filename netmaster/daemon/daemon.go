@@ -81,6 +81,54 @@ type Config struct {
 	Tokens *auth.Tokens
 	// RPCTLS, when set, secures the ofnet RPC channel.
 	RPCTLS *RPCTLS
+	// HTTP are the REST server's limits; zero members take the defaults
+	// of DefaultHTTPLimits.
+	HTTP HTTPLimits
+}
+
+// HTTPLimits bound what one client can hold of the REST server
+// (docs/rest-errors.md). A request whose headers, or headers and body, do
+// not arrive within ReadHeaderTimeout / ReadTimeout is cut off (the body
+// read fails and is answered 408); WriteTimeout bounds the time from the
+// end of the headers to the end of the answer, so it must cover the
+// slowest handler (a store write under retry); an idle connection is
+// closed after IdleTimeout. A body above MaxBodyBytes is refused (413).
+type HTTPLimits struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxBodyBytes      int64
+}
+
+// DefaultHTTPLimits are the limits used for zero members of HTTPLimits.
+var DefaultHTTPLimits = HTTPLimits{
+	ReadHeaderTimeout: 30 * time.Second,
+	ReadTimeout:       60 * time.Second,
+	WriteTimeout:      120 * time.Second,
+	IdleTimeout:       120 * time.Second,
+	MaxBodyBytes:      4 << 20,
+}
+
+// withDefaults fills the zero members of l from DefaultHTTPLimits.
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	d := DefaultHTTPLimits
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = d.ReadHeaderTimeout
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = d.ReadTimeout
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = d.WriteTimeout
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = d.IdleTimeout
+	}
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	return l
 }
 
 // RPCTLS is mutual TLS on the ofnet JSON-RPC channel between the leader's
@@ -161,6 +209,7 @@ func New(cfg Config, leader Leader, log *logrus.Entry) (*Daemon, error) {
 	if cfg.LeaderTTL <= 0 {
 		cfg.LeaderTTL = DefaultLeaderTTL
 	}
+	cfg.HTTP = cfg.HTTP.withDefaults()
 	d := &Daemon{cfg: cfg, leader: leader, log: log, ready: make(chan struct{})}
 	d.state.Store(RoleFollower)
 	if cfg.TLS.CertFile != "" || cfg.TLS.KeyFile != "" || cfg.TLS.ClientCAFile != "" {
@@ -425,7 +474,9 @@ func (d *Daemon) listen() ([]*server, error) {
 		if d.serverTLS != nil {
 			ln = tls.NewListener(ln, d.serverTLS)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, ErrorLog: httpErrorLog(d.log)}
+		l := d.cfg.HTTP
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: l.ReadHeaderTimeout,
+			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, ErrorLog: httpErrorLog(d.log)}
 		srv.SetKeepAlivesEnabled(false)
 		out = append(out, &server{srv: srv, ln: ln})
 		d.addrs = append(d.addrs, ln.Addr().String())

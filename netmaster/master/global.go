@@ -47,10 +47,7 @@ func (c globalCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmode
 	if err := checkInfra(g.NetworkInfraType); err != nil {
 		return err
 	}
-	if _, err := resources.ParseTagRanges(g.Vlans, resources.VLAN); err != nil {
-		return err
-	}
-	if _, err := resources.ParseTagRanges(g.Vxlans, resources.VXLAN); err != nil {
+	if err := checkTagRanges(g); err != nil {
 		return err
 	}
 	if err := c.guard(ctx, tx); err != nil {
@@ -95,6 +92,9 @@ func inUseParts(v, x int) string {
 // Update applies a changed global object, refusing in the spec's order.
 func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.Global) error {
 	m := c.m
+	if err := checkTagRanges(req); err != nil {
+		return err
+	}
 	_, nv, err := m.res.VLANsInUse(ctx)
 	if err != nil && !errors.Is(err, resources.ErrNotDefined) {
 		return fmt.Errorf("read vlans in use: %w", err)

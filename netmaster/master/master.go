@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,9 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
 	RPCTLS *daemon.RPCTLS
+	// MaxBodyBytes bounds a request body of the REST API and the /plugin
+	// routes (0: contivmodel.MaxBodyBytes).
+	MaxBodyBytes int64
 }
 
 // Leader implements daemon.Leader.
@@ -98,7 +102,8 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS,
+		MaxBodyBytes: cfg.HTTP.MaxBodyBytes}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -242,7 +247,8 @@ func (m *master) controllers() contivmodel.Controllers {
 }
 
 func (m *master) start(ctx context.Context) (http.Handler, error) {
-	m.reg = contivmodel.NewRegistry(m.kv, contivmodel.WithLogger(m.log))
+	m.reg = contivmodel.NewRegistry(m.kv, contivmodel.WithLogger(m.log),
+		contivmodel.WithMaxBodyBytes(m.cfg.MaxBodyBytes), contivmodel.WithStatus(httpStatus))
 	if err := contivmodel.RegisterAll(m.reg, m.controllers()); err != nil {
 		return nil, fmt.Errorf("register model kinds: %w", err)
 	}
@@ -313,11 +319,18 @@ func (m *master) ensureDefaults(ctx context.Context) error {
 	return nil
 }
 
-// storeErr is a client-facing store error: the original showed the state
-// driver's text, whose useful part is "key not found".
+// storeErr is a client-facing store error. A missing record says which
+// one: what is "<verb> <record> <id>" ("read network state web.default")
+// and the message "<record> <id> not found" (the original's "key not
+// found" named nothing; docs/rest-errors.md).
 func storeErr(what string, err error) error {
 	if errors.Is(err, objdb.ErrNotFound) {
-		return &contivmodel.Error{Msg: "key not found", Err: fmt.Errorf("%s: %w", what, err)}
+		_, obj, ok := strings.Cut(what, " ")
+		if !ok {
+			obj = what
+		}
+		obj = strings.Replace(obj, " state ", " ", 1)
+		return &contivmodel.Error{Msg: obj + " not found", Err: fmt.Errorf("%s: %w: %w", what, contivmodel.ErrMissing, err)}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

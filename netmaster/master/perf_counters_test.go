@@ -151,7 +151,7 @@ func TestConcurrentEndpointCounters(t *testing.T) {
 			if _, dup := deleted.LoadOrStore(id, true); dup {
 				return fmt.Errorf("delete %s succeeded twice", id)
 			}
-		case !strings.HasPrefix(b, "key not found"):
+		case code != http.StatusNotFound || !strings.HasPrefix(b, "endpoint "+"cnt.default-"):
 			return fmt.Errorf("delete %s: %d %q", id, code, b)
 		}
 		return nil
@@ -192,13 +192,13 @@ func TestEndpointCounterFailureRollsBack(t *testing.T) {
 	if err := e.st.Delete(ctx, "state/endpointGroups/rbg:default"); err != nil {
 		t.Fatal(err)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbg", "x1", ""), "")
+	e.failStatus("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbg", "x1", ""), http.StatusInternalServerError, "")
 
 	// Network state gone: the group's counter is taken back too.
 	if err := e.st.Delete(ctx, "state/nets/rb.default"); err != nil {
 		t.Fatal(err)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbh", "x2", ""), "")
+	e.failStatus("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbh", "x2", ""), http.StatusInternalServerError, "")
 }
 
 // Deleting an endpoint whose address was already given back through

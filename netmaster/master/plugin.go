@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -107,13 +106,16 @@ func (m *master) addPluginRoutes(r *mux.Router) {
 }
 
 // pluginHandler decodes the request (case-insensitive member names), runs
-// fn and answers 200 JSON + "\n", or 500 text/plain with the message.
+// fn and answers 200 JSON + "\n", or text/plain with the message and the
+// status of the registry's classification (docs/rest-errors.md).
 func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *Req) (Resp, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, contivmodel.MaxBodyBytes))
+		body, err := contivmodel.ReadBody(w, r, m.reg.MaxBodyBytes())
 		if err == nil {
-			err = json.Unmarshal(body, &req)
+			if uerr := json.Unmarshal(body, &req); uerr != nil {
+				err = &contivmodel.Error{Msg: "decode request: " + uerr.Error(), Err: fmt.Errorf("%w: %w", contivmodel.ErrInvalid, uerr)}
+			}
 		}
 		var out bytes.Buffer
 		if err == nil {
@@ -123,8 +125,9 @@ func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *R
 			}
 		}
 		if err != nil {
-			m.log.WithError(err).WithField("path", r.URL.Path).Info("plugin request failed")
-			http.Error(w, pluginMessage(err), http.StatusInternalServerError)
+			status := m.reg.Status(err)
+			m.log.WithError(err).WithFields(map[string]any{"path": r.URL.Path, "status": status}).Info("plugin request failed")
+			http.Error(w, pluginMessage(err), status)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -210,6 +213,9 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 
 func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (AddressAllocResponse, error) {
 	resp := AddressAllocResponse{NetworkID: req.NetworkID}
+	if err := checkAllocAddress(req); err != nil {
+		return resp, err
+	}
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	ref := parseNetworkID(req.NetworkID)
@@ -217,7 +223,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	if req.NetworkID == "" {
 		pfx, tenant, ok := parseAddressPool(req.AddressPool)
 		if !ok {
-			return resp, contivmodel.Errorf("network not found")
+			return resp, contivmodel.Invalidf("AddressPool %q is not a subnet", req.AddressPool)
 		}
 		v6 = pfx.Addr().Is6()
 		id, err := m.findNetworkByPool(ctx, pfx, tenant)
@@ -229,7 +235,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 				resp.IPv4Address = fmt.Sprintf("%s/%d", pfx.Addr().Next(), pfx.Bits())
 				return resp, nil
 			}
-			return resp, contivmodel.Errorf("network not found")
+			return resp, contivmodel.Missingf("AddressPool %s: no network has subnet %s", req.AddressPool, pfx)
 		}
 		ref.netID = id
 	}
@@ -301,7 +307,7 @@ func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Ad
 	}
 	ip, err := netip.ParseAddr(preferred)
 	if err != nil || !ip.Is6() {
-		return netip.Addr{}, contivmodel.Errorf("invalid ipv6 address %s", preferred)
+		return netip.Addr{}, contivmodel.Invalidf("invalid ipv6 address %s", preferred)
 	}
 	a, err := m.v6.AllocateSpecific(ctx, netID, ip)
 	return a, err
@@ -417,6 +423,9 @@ func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Add
 }
 
 func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest) (resp EndpointResponse, err error) {
+	if err := checkCreateEndpoint(req); err != nil {
+		return resp, err
+	}
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	netID := netStateID(req.TenantName, req.NetworkName)
@@ -446,6 +455,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 				return r, nil
 			}
 			return resp, storeErr("read group state "+epgID, err)
+		}
+		if err := checkGroupNetwork(req, gs); err != nil {
+			return resp, err
 		}
 		if gs.IPPool != "" {
 			pool = epgID
@@ -572,6 +584,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 }
 
 func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest) (EndpointResponse, error) {
+	if err := required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "EndpointID", req.EndpointID); err != nil {
+		return EndpointResponse{}, err
+	}
 	netID := netStateID(req.TenantName, req.NetworkName)
 	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
 }
@@ -678,7 +693,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 		}
 		if req.ContainerID == "" {
 			b, _ := json.Marshal(req)
-			return nil, contivmodel.Errorf("invalid ProviderID from providerInfo:%s", b)
+			return nil, contivmodel.Invalidf("invalid ProviderID from providerInfo:%s", b)
 		}
 		if err := m.providerStart(ctx, startedProvider(req, ep)); err != nil {
 			return nil, err
@@ -686,7 +701,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 		return resp, nil
 	case "die":
 		if req.ContainerID == "" {
-			return nil, contivmodel.Errorf("invalid containerID in UpdateEndpointRequest:(nil)")
+			return nil, contivmodel.Invalidf("invalid containerID in UpdateEndpointRequest:(nil)")
 		}
 		if known, err := m.providerDie(ctx, req.ContainerID); err != nil || !known {
 			return nil, err

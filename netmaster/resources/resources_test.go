@@ -72,7 +72,7 @@ func TestParseTagRanges(t *testing.T) {
 		{"1-16001", resources.VXLAN, "[{1 16001}]"},
 		{"1-16002", resources.VXLAN, "does not allow vxlan range to exceed 16000 range 1-16002"},
 		{"1-20000", resources.VXLAN, "does not allow vxlan range to exceed 16000 range 1-20000"},
-		{"1-100000", resources.VXLAN, "invalid range 1-100000, vlan values exceed 65535 max allowed"},
+		{"1-100000", resources.VXLAN, "invalid range 1-100000, vxlan values exceed 65535 max allowed"},
 		{"60000-65535", resources.VXLAN, "[{60000 65535}]"},
 		{"1-10, 20-30", resources.VXLAN, "invalid range 1-10, 20-30, only one vxlan range is allowed"},
 	} {
