@@ -158,6 +158,9 @@ type Result struct {
 	// old term left taken without an owner (its reserve): the check waits
 	// for that sweep.
 	TermChanged bool
+	// Races counts data races the netmasters reported (when the test
+	// binary, which they run as, is built with -race).
+	Races int
 	// Retried counts the store requests the netmasters logged as retried
 	// (each one's first attempt failed, perhaps after being applied).
 	Retried int
@@ -183,6 +186,9 @@ func (r Result) Failures() string {
 	}
 	if r.Created == 0 {
 		out = append(out, "no endpoint was created")
+	}
+	if r.Races > 0 {
+		out = append(out, fmt.Sprintf("%d data races reported by the netmasters", r.Races))
 	}
 	if !r.TermChanged && len(r.Corrections) > 0 {
 		out = append(out, "the netmaster corrected its state: "+strings.Join(r.Corrections, " | "))
@@ -325,6 +331,7 @@ func Run(t testing.TB, v Variant) Result {
 		p.stop()
 		out := p.Output()
 		res.Retried += strings.Count(out, "request failed, retrying")
+		res.Races += strings.Count(out, "WARNING: DATA RACE")
 		for _, line := range strings.Split(out, "\n") {
 			for _, mark := range []string{"corrected to", "taken again", " owners: ", "released leaked"} {
 				if strings.Contains(line, mark) {

@@ -14,12 +14,15 @@ import (
 	"strconv"
 	"testing"
 
+	"go.uber.org/goleak"
+
+	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/stall"
 )
 
 func TestMain(m *testing.M) {
 	stall.RunDaemonIfAsked()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m, objdbtest.LeakOptions()...)
 }
 
 func runs(b *testing.B) int {
