@@ -11,6 +11,9 @@ package daemon
 import (
 	"time"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin"
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
+
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
@@ -19,15 +22,20 @@ const DefaultAttachSocket = "/run/contiv/contiv-attach.sock"
 
 // Config is the parsed netplugin command line.
 type Config struct {
-	Common         daemonflags.Common
-	HostLabel      string
-	VtepIP         string
-	CtrlIP         string
-	VlanUplinks    []string
-	VxlanPort      int
-	OVSDatapath    string // "system" or "netdev"
-	OVSDBSocket    string
-	AttachSocket   string
+	Common       daemonflags.Common
+	HostLabel    string
+	VtepIP       string
+	CtrlIP       string
+	VlanUplinks  []string
+	VxlanPort    int
+	OVSDatapath  string // "system" or "netdev"
+	OVSDBSocket  string
+	AttachSocket string
+	CNISocket    string // kubernetes mode: the CNI server's socket
+	CNIStateDir  string // kubernetes mode: the CNI attachment records
+	// PodLabels gives pods' labels to the CNI server (nil: only the
+	// labels a CNI request carries; the client-go informer plugs in here).
+	PodLabels      k8splugin.LabelSource
 	InspectAddress string
 	Version        string
 
@@ -55,6 +63,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.AttachSocket == "" {
 		c.AttachSocket = DefaultAttachSocket
+	}
+	if c.CNISocket == "" {
+		c.CNISocket = cniapi.DefaultSocket
+	}
+	if c.CNIStateDir == "" {
+		c.CNIStateDir = DefaultCNIStateDir
 	}
 	if c.InspectAddress == "" {
 		c.InspectAddress = ":9090"

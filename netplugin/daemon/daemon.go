@@ -118,7 +118,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, glob.run)
 	goRun(ctx, &wg, d.finishRestart)
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	goRun(ctx, &wg, func(ctx context.Context) {
 		if err := d.serveInspect(ctx); err != nil {
 			errc <- fmt.Errorf("inspect server: %w", err)
@@ -129,6 +129,9 @@ func (d *Daemon) run(ctx context.Context) error {
 			errc <- fmt.Errorf("attach server: %w", err)
 		}
 	})
+	if err := d.startCNI(ctx, &wg, errc); err != nil {
+		return err
+	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
 	select {
 	case <-ctx.Done():
