@@ -74,4 +74,12 @@ if [ ! -x "$CONSUL_BIN" ] || [ "$(cat "$CONSUL_BIN.stamp" 2>/dev/null)" != "$wan
 	mv "$CONSUL_BIN.tmp" "$CONSUL_BIN"
 	echo "$want" >"$CONSUL_BIN.stamp"
 fi
+# cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
+# the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
+CNI_VERSION=$(awk '$1 == "github.com/containernetworking/cni" {print $2}' go.mod)
+if [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ ! -x /usr/local/bin/cnitool ]; then
+	log "installing cnitool $CNI_VERSION"
+	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
+	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
+fi
 log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, docker engine at /var/run/docker.sock"
