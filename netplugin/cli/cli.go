@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -138,6 +139,11 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	}
 	if cfg.OVSDBSocket == "" {
 		return cfg, fmt.Errorf("--ovsdb-socket must not be empty")
+	}
+	for _, f := range []struct{ name, v string }{{"cni-socket", cfg.CNISocket}, {"cni-state-dir", cfg.CNIStateDir}} {
+		if !filepath.IsAbs(f.v) {
+			return cfg, fmt.Errorf("invalid --%s %q: must be an absolute path", f.name, f.v)
+		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.InspectAddress); err != nil {
 		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)
