@@ -59,7 +59,9 @@ func (e *nsExec) FindInPath(plugin string, paths []string) (string, error) {
 	return e.raw.FindInPath(plugin, paths)
 }
 
-func (e *nsExec) Decode(b []byte) (version.PluginInfo, error) { return (&version.PluginDecoder{}).Decode(b) }
+func (e *nsExec) Decode(b []byte) (version.PluginInfo, error) {
+	return (&version.PluginDecoder{}).Decode(b)
+}
 
 func BenchmarkCNIAdd(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(refPlugins, "bridge")); err != nil {
