@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"go/build"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -328,6 +329,71 @@ func TestKubernetesCNI(t *testing.T) {
 	if r := records(t, h0.h); len(r) != 0 {
 		t.Fatalf("bad input left records: %v", r)
 	}
+
+	// Malformed requests straight to netplugin's CNI socket change
+	// nothing: the live pod's record, netmaster's endpoints and OVS stay.
+	f := addPod(t, tool, plugin, h0, "pod-f")
+	recBefore := readRecords(t, h0.h)
+	portsBefore := endpointPorts(t, h0.h)
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", h0.h.CNISocket())
+		}}}
+	fid := cnitoolContainerID(f.NSPath())
+	for _, m := range []struct{ method, path, body string }{
+		{"POST", "/ContivCNI.AddPod", `{"K8S_POD_INFRA_CONTAINER_ID":`},
+		{"POST", "/ContivCNI.DelPod", `{"K8S_POD_INFRA_CONTAINER_ID":"` + fid + `","CNI_IFNAME":"eth0","bogus":1}`},
+		{"POST", "/ContivCNI.DelPod", `{"K8S_POD_INFRA_CONTAINER_ID":"` + fid + `","CNI_IFNAME":"eth0"}{}`},
+		{"POST", "/ContivCNI.DelPod", `{"K8S_POD_INFRA_CONTAINER_ID":"../` + fid + `","CNI_IFNAME":"eth0"}`},
+		{"POST", "/ContivCNI.GC", `{"validAttachments":[]}`},
+		{"POST", "/ContivCNI.AddPod", `{"K8S_POD_INFRA_CONTAINER_ID":"x1","CNI_IFNAME":"eth0","CNI_NETNS":"rel/path"}`},
+		{"GET", "/ContivCNI.DelPod", ``},
+		{"POST", "/ContivCNI.Frob", `{}`},
+	} {
+		req, err := http.NewRequest(m.method, "http://netplugin"+m.path, strings.NewReader(m.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", m.method, m.path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Errorf("%s %s %s: status %d, want a 4xx", m.method, m.path, m.body, resp.StatusCode)
+		}
+	}
+	if after := readRecords(t, h0.h); fmt.Sprint(after) != fmt.Sprint(recBefore) {
+		t.Fatalf("malformed requests changed the records:\n%v\n%v", recBefore, after)
+	}
+	if op := networkOper(t, tb); op.NumEndpoints != 1 {
+		t.Fatalf("malformed requests changed netmaster: %d endpoints, want 1", op.NumEndpoints)
+	}
+	if p := endpointPorts(t, h0.h); fmt.Sprint(p) != fmt.Sprint(portsBefore) {
+		t.Fatalf("malformed requests changed OVS ports: %v, was %v", p, portsBefore)
+	}
+	if out, err := f.tool(t, tool, plugin, "check"); err != nil {
+		t.Fatalf("CHECK of f after malformed requests: %v\n%s", err, out)
+	}
+	if out, err := f.tool(t, tool, plugin, "del"); err != nil {
+		t.Fatalf("DEL of f: %v\n%s", err, out)
+	}
+}
+
+// readRecords returns the host's attachment record files with contents.
+func readRecords(t *testing.T, h *testbed.Host) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range records(t, h) {
+		b, err := os.ReadFile(filepath.Join(h.CNIStateDir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = string(b)
+	}
+	return out
 }
 
 // cnitoolContainerID is the container id cnitool derives from a netns
