@@ -258,8 +258,22 @@ func TestKubernetesCNI(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A pod's labels (here from CNI_ARGS) put it in its group.
+	netctl(t, tb, "group", "create", "default-net", "web")
+	g := h1.h.NewContainerNS(t, "pod-g")
+	gp := &pod{ctr: &ctr{Container: g, host: h1.h}, ch: h1,
+		args: "K8S_POD_NAMESPACE=default;K8S_POD_NAME=pod-g;CONTIV_NETWORK=default-net;CONTIV_NET_GROUP=web"}
+	if out, err := gp.tool(t, tool, plugin, "add"); err != nil {
+		t.Fatalf("ADD of pod-g into group web: %v\n%s", err, out)
+	}
+	var gi struct{ Oper contivmodel.EndpointGroupOper }
+	getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/api/v1/inspect/endpointGroups/default:web/", &gi)
+	if gi.Oper.NumEndpoints != 1 || len(gi.Oper.Endpoints) != 1 || gi.Oper.Endpoints[0].EndpointID != cnitoolContainerID(g.NSPath()) {
+		t.Fatalf("group web after ADD of pod-g: %+v", gi.Oper)
+	}
+
 	// DEL twice releases everything.
-	for _, p := range []*pod{b, c} {
+	for _, p := range []*pod{b, c, gp} {
 		for i := 0; i < 2; i++ {
 			if out, err := p.tool(t, tool, plugin, "del"); err != nil {
 				t.Fatalf("DEL %d of %s: %v\n%s", i+1, p.Name, err, out)
