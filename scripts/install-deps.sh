@@ -13,8 +13,8 @@ log() { printf '[install-deps] %s\n' "$*"; }
 # dataplane, iproute2, ping and ethtool for namespaces and traffic tests,
 # busybox-static (the test image of the per-host engines), fuse-overlayfs
 # (their storage driver), prometheus (server and promtool) for the metrics
-# tests.
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus)
+# tests; the reference CNI plugins (/usr/lib/cni) for the CNI ADD benchmark.
+pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus containernetworking-plugins)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -83,5 +83,13 @@ elif [ ! -x "$CONSUL_BIN" ] || [ "$(cat "$CONSUL_BIN.stamp" 2>/dev/null)" != "$w
 	(cd test/tools/consul && go build -o "$CONSUL_BIN.tmp" .)
 	mv "$CONSUL_BIN.tmp" "$CONSUL_BIN"
 	echo "$want" >"$CONSUL_BIN.stamp"
+fi
+# cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
+# the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
+CNI_VERSION=$(awk '$1 == "github.com/containernetworking/cni" {print $2}' go.mod)
+if [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ ! -x /usr/local/bin/cnitool ]; then
+	log "installing cnitool $CNI_VERSION"
+	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
+	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
 fi
 log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, docker engine at /var/run/docker.sock"

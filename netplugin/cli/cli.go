@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
@@ -51,6 +53,8 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name, as netmaster's --name (docker and swarm-mode)"},
 		cli.StringFlag{Name: "docker-plugin-dir", EnvVar: env("DOCKER_PLUGIN_DIR"), Value: "/run/docker/plugins", Usage: "directory of the docker plugin socket <name>.sock"},
 		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
+		cli.StringFlag{Name: "cni-socket", EnvVar: env("CNI_SOCKET"), Value: cniapi.DefaultSocket, Usage: "unix socket of the Kubernetes CNI server (kubernetes mode)"},
+		cli.StringFlag{Name: "cni-state-dir", EnvVar: env("CNI_STATE_DIR"), Value: daemon.DefaultCNIStateDir, Usage: "directory of the CNI server's attachment records (kubernetes mode)"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
 		cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
 		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
@@ -107,6 +111,8 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		DockerPluginName: strings.TrimSpace(c.String("name")),
 		DockerPluginDir:  c.String("docker-plugin-dir"),
 		DockerSocket:     c.String("docker-socket"),
+		CNISocket:        c.String("cni-socket"),
+		CNIStateDir:      c.String("cni-state-dir"),
 		Version:          version.Get().Version,
 	}
 	if ca, cert, key := c.String("netmaster-ca-file"), c.String("netmaster-cert-file"), c.String("netmaster-key-file"); ca != "" || cert != "" || key != "" {
@@ -180,6 +186,11 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	}
 	if !strings.HasPrefix(cfg.DockerPluginDir, "/") {
 		return cfg, fmt.Errorf("invalid --docker-plugin-dir %q: must be an absolute path", cfg.DockerPluginDir)
+	}
+	for _, f := range []struct{ name, v string }{{"cni-socket", cfg.CNISocket}, {"cni-state-dir", cfg.CNIStateDir}} {
+		if !filepath.IsAbs(f.v) {
+			return cfg, fmt.Errorf("invalid --%s %q: must be an absolute path", f.name, f.v)
+		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.InspectAddress); err != nil {
 		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)

@@ -12,6 +12,8 @@ import (
 	"crypto/tls"
 	"time"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin"
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/contiv/netplugin/utils/daemonflags"
@@ -22,15 +24,20 @@ const DefaultAttachSocket = "/run/contiv/contiv-attach.sock"
 
 // Config is the parsed netplugin command line.
 type Config struct {
-	Common         daemonflags.Common
-	HostLabel      string
-	VtepIP         string
-	CtrlIP         string
-	VlanUplinks    []string
-	VxlanPort      int
-	OVSDatapath    string // "system" or "netdev"
-	OVSDBSocket    string
-	AttachSocket   string
+	Common       daemonflags.Common
+	HostLabel    string
+	VtepIP       string
+	CtrlIP       string
+	VlanUplinks  []string
+	VxlanPort    int
+	OVSDatapath  string // "system" or "netdev"
+	OVSDBSocket  string
+	AttachSocket string
+	CNISocket    string // kubernetes mode: the CNI server's socket
+	CNIStateDir  string // kubernetes mode: the CNI attachment records
+	// PodLabels gives pods' labels to the CNI server (nil: only the
+	// labels a CNI request carries; the client-go informer plugs in here).
+	PodLabels      k8splugin.LabelSource
 	InspectAddress string
 	// Docker front end (docker and swarm-mode, docs/docker.md): driver
 	// name (netmaster's --name), plugin socket directory, engine socket.
@@ -85,6 +92,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.DockerSocket == "" {
 		c.DockerSocket = "/var/run/docker.sock"
+	}
+	if c.CNISocket == "" {
+		c.CNISocket = cniapi.DefaultSocket
+	}
+	if c.CNIStateDir == "" {
+		c.CNIStateDir = DefaultCNIStateDir
 	}
 	if c.InspectAddress == "" {
 		c.InspectAddress = ":9090"

@@ -128,7 +128,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	if d.cfg.dockerMode() {
 		docknets, err := d.startDocker(ctx, &wg, errc)
 		if err != nil {
@@ -173,6 +173,9 @@ func (d *Daemon) run(ctx context.Context) error {
 			errc <- fmt.Errorf("attach server: %w", err)
 		}
 	})
+	if err := d.startCNI(ctx, &wg, errc); err != nil {
+		return err
+	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
 	select {
 	case <-ctx.Done():

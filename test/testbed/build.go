@@ -28,7 +28,7 @@ type Binaries struct {
 // builds caches the result of building each group of commands once per
 // test process.
 var builds struct {
-	master, plugin, probe struct {
+	master, plugin, probe, cni struct {
 		once sync.Once
 		err  error
 	}
@@ -95,6 +95,22 @@ func buildNetprobe() (string, error) {
 		return "", builds.probe.err
 	}
 	return filepath.Join(dir, "netprobe"), nil
+}
+
+// BuildCNIPlugin builds the contivk8s CNI plugin (once) and returns its
+// path; its folder serves as CNI_PATH.
+func BuildCNIPlugin() (string, error) {
+	dir, err := buildDir()
+	if err != nil {
+		return "", err
+	}
+	builds.cni.once.Do(func() {
+		builds.cni.err = goBuild(dir, "./cmd/contivk8s")
+	})
+	if builds.cni.err != nil {
+		return "", builds.cni.err
+	}
+	return filepath.Join(dir, "contivk8s"), nil
 }
 
 func buildDir() (string, error) {

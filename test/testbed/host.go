@@ -38,6 +38,13 @@ type Host struct {
 // AttachSocket is the unix socket of netplugin's attach API.
 func (h *Host) AttachSocket() string { return filepath.Join(h.Dir, "attach.sock") }
 
+// CNISocket is the unix socket of netplugin's CNI server (kubernetes
+// mode, docs/daemons.md §8.2).
+func (h *Host) CNISocket() string { return filepath.Join(h.Dir, "cni.sock") }
+
+// CNIStateDir holds the CNI server's attachment records.
+func (h *Host) CNIStateDir() string { return filepath.Join(h.Dir, "cni") }
+
 // NetpluginArgs is the command line StartNetplugin uses.
 func (h *Host) NetpluginArgs() []string {
 	cfg := h.tb.Config
@@ -47,6 +54,7 @@ func (h *Host) NetpluginArgs() []string {
 		"--vlan-uplinks", TrunkIf,
 		"--ovsdb-socket", h.OVS.DBSock, "--ovs-datapath", "netdev",
 		"--attach-socket", h.AttachSocket(),
+		"--cni-socket", h.CNISocket(), "--cni-state-dir", h.CNIStateDir(),
 		"--log-level", "debug",
 	}
 	if cfg.Docker {
