@@ -146,6 +146,13 @@ func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest)
 func (p *Plugin) releaseAddress(ctx context.Context, req *ReleaseAddressRequest) (empty, error) {
 	id, _ := parsePoolID(req.PoolID)
 	a := netip.MustParseAddr(req.Address)
+	if a == id.pool.Masked().Addr() {
+		// The stand-in gateway of a network without one (requestAddress
+		// answers the pool itself): netmaster never handed it out. The
+		// engine releases it while netmaster deletes the network, so
+		// asking netmaster would only wait for it.
+		return empty{}, nil
+	}
 	netID, target := "", req.PoolID
 	if id.networkID != "" {
 		_, netID, _ = splitNetworkID(id.networkID)

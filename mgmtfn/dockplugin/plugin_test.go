@@ -357,8 +357,10 @@ func TestContainerLifecycle(t *testing.T) {
 	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "net1.default|198.19.1.0/24", Address: "198.19.1.11"})
 	// An address whose endpoint never came is given back.
 	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "net1.default|198.19.1.0/24", Address: "198.19.1.12"})
-	// network rm: the gateway is netmaster's, not released.
+	// network rm: the gateway is netmaster's, not released; nor is the
+	// stand-in gateway of a network without one (the pool's base).
 	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "net1.default|198.19.1.0/24", Address: "198.19.1.1"})
+	c.ok("/IpamDriver.ReleaseAddress", ReleaseAddressRequest{PoolID: "net1.default|198.19.1.0/24", Address: "198.19.1.0"})
 	c.ok("/IpamDriver.ReleasePool", PoolRequest{PoolID: "net1.default|198.19.1.0/24"})
 	c.ok("/NetworkDriver.DeleteNetwork", NetworkRequest{NetworkID: "dn1"})
 

@@ -220,29 +220,36 @@ func TestDockerTwoHosts(t *testing.T) {
 	})
 
 	t.Run("docker rm, docker network rm and netctl net rm clean up both hosts", func(t *testing.T) {
+		t0 := time.Now()
+		step := func(what string) { t.Logf("%s after %v", what, time.Since(t0).Round(10*time.Millisecond)) }
 		for _, c := range []*dockerCtr{a, b, w0, w1} {
 			if err := c.Remove(); err != nil {
 				t.Fatal(err)
 			}
 		}
+		step("containers removed")
 		for _, h := range tb.Hosts {
 			if _, err := h.Docker("network", "rm", "web"); err != nil {
 				t.Error(err)
 			}
 		}
+		step("docker network rm web")
 		netctl(t, tb, "group", "rm", "web")
 		netctl(t, tb, "service", "rm", "websvc")
 		netctl(t, tb, "net", "rm", "svcnet")
 		netctl(t, tb, "net", "rm", "dnet")
+		step("netctl rm")
 		for i, h := range tb.Hosts {
 			for _, n := range []string{"dnet", "web", "svcnet"} {
 				if err := waitDockerNetwork(h, n, false, 30*time.Second); err != nil {
 					t.Error(err)
 				}
 			}
+			step("docker networks gone on " + h.Name)
 			if err := waitSnapshot(h, before[i], 20*time.Second); err != nil {
 				t.Errorf("%s not back to its state before the test: %v", h.Name, err)
 			}
+			step("OVS back on " + h.Name)
 		}
 		if out := netctl(t, tb, "net", "ls"); strings.Contains(out, "dnet") {
 			t.Errorf("netctl net ls still lists dnet:\n%s", out)
