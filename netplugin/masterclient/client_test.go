@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
-	"strings"
 	"testing"
 	"time"
 
