@@ -40,6 +40,7 @@ type Daemon struct {
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
 	locals   map[string]*localEndpoint      // by endpoint state id
+	pending  map[string]struct{}            // endpoints being attached, by state id
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
 
@@ -53,7 +54,7 @@ type Daemon struct {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
+		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
 	return d.run(ctx)
 }
 
@@ -117,6 +118,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, eps.run)
 	goRun(ctx, &wg, glob.run)
 	goRun(ctx, &wg, d.finishRestart)
+	goRun(ctx, &wg, d.sweepLoop)
 
 	errc := make(chan error, 2)
 	goRun(ctx, &wg, func(ctx context.Context) {

@@ -134,6 +134,27 @@ func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Res
 	if req.IfName == "" {
 		req.IfName = "eth0"
 	}
+	// The endpoint is pending while it is attached, so the sweep of
+	// orphaned endpoints (sweep.go) leaves it alone, and a second attach
+	// of it is refused before netmaster is asked.
+	epID := req.Network + "." + req.Tenant + "-" + req.ContainerID
+	d.mu.Lock()
+	_, dup := d.locals[epID]
+	if !dup {
+		_, dup = d.pending[epID]
+	}
+	if !dup {
+		d.pending[epID] = struct{}{}
+	}
+	d.mu.Unlock()
+	if dup {
+		return res, fmt.Errorf("endpoint %s is already attached (or being attached) on this host", epID)
+	}
+	defer func() {
+		d.mu.Lock()
+		delete(d.pending, epID)
+		d.mu.Unlock()
+	}()
 	t0 := time.Now()
 	var tMaster, tLocal time.Duration
 	ep, err := d.mc.CreateEndpoint(ctx, masterclient.CreateEndpointRequest{
@@ -141,24 +162,23 @@ func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Res
 		EndpointID: req.ContainerID, EPCommonName: req.Name,
 		ConfigEP: masterclient.ConfigEP{Container: req.ContainerID, Host: d.cfg.HostLabel, ServiceName: req.Group},
 	})
+	undoCtx := context.WithoutCancel(ctx)
 	if err != nil {
+		// netmaster may have created the endpoint all the same (the
+		// answer was lost or came after the request timed out).
+		if rerr := d.releaseEndpoint(undoCtx, epID); rerr != nil {
+			d.log.WithError(rerr).Warnf("roll back endpoint %s in netmaster; the sweep of orphaned endpoints retries", epID)
+		}
 		return res, fmt.Errorf("create endpoint in netmaster: %w", err)
 	}
-	undoCtx := context.WithoutCancel(ctx)
 	defer func() {
 		if err != nil {
 			if _, derr := d.mc.DeleteEndpoint(undoCtx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 				NetworkName: req.Network, ServiceName: req.Group, EndpointID: req.ContainerID}); derr != nil {
-				d.log.WithError(derr).Warnf("roll back endpoint %s in netmaster", ep.ID)
+				d.log.WithError(derr).Warnf("roll back endpoint %s in netmaster; the sweep of orphaned endpoints retries", ep.ID)
 			}
 		}
 	}()
-	d.mu.Lock()
-	_, dup := d.locals[ep.ID]
-	d.mu.Unlock()
-	if dup {
-		return res, fmt.Errorf("endpoint %s is already attached on this host", ep.ID)
-	}
 	nw, err := d.network(ctx, ep.NetID)
 	if err != nil {
 		return res, err
