@@ -167,8 +167,9 @@ func (d *Driver) deleteStalePort(ctx context.Context, name string) error {
 	return nil
 }
 
-// addVeth creates the veth pair in one netlink request: the OVS side up,
-// the container side (down) with its MTU and MAC (nil: the kernel's).
+// addVeth creates the veth pair in one netlink request: the OVS side up
+// (without IPv6 addresses, see quietIPv6), the container side (down) with
+// its MTU and MAC (nil: the kernel's).
 // Every link change in its namespace makes ovs-vswitchd reconfigure all
 // bridges and revalidate every datapath flow, work that grows with the
 // number of ports; one request is one such change where creating, raising
@@ -180,7 +181,7 @@ func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr
 	if err := d.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth pair %s/%s: %w", contName, ovsName, err)
 	}
-	return nil
+	return d.quietIPv6(ovsName)
 }
 
 // correctMTU sets the container side's MTU again when EndpointMTU no

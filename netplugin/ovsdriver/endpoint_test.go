@@ -78,6 +78,14 @@ func TestEndpointCreateDelete(t *testing.T) {
 	if cont.Attrs().HardwareAddr.String() != mac.String() || cont.Attrs().MTU != wantMTU {
 		t.Errorf("vport1 MAC %s MTU %d, want %s %d", cont.Attrs().HardwareAddr, cont.Attrs().MTU, mac, wantMTU)
 	}
+	// The OVS side gets no IPv6 link-local address (the container side
+	// keeps the kernel's default).
+	if out, err := e.ovs.Exec("ip", "-d", "link", "show", "vvport1"); err != nil || !strings.Contains(out, "addrgenmode none") {
+		t.Errorf("vvport1 is not addrgenmode none: %v\n%s", err, out)
+	}
+	if out, err := e.ovs.Exec("ip", "-d", "link", "show", "vport1"); err != nil || strings.Contains(out, "addrgenmode none") {
+		t.Errorf("vport1 changed from the default addrgenmode: %v\n%s", err, out)
+	}
 	ovsSide, err := e.nl.LinkByName("vvport1")
 	if err != nil {
 		t.Fatal(err)
