@@ -64,6 +64,12 @@ func BenchmarkNodeScale(b *testing.B) {
 	}
 }
 
+// logf prints a line of the report: go test keeps only the first lines of
+// a benchmark's log.
+func logf(format string, args ...any) {
+	fmt.Printf("nodescale: "+format+"\n", args...)
+}
+
 // sample is one attach, ours or plain.
 type sample struct {
 	n   int // 1-based attach number
@@ -111,7 +117,7 @@ func runOnce(b *testing.B) {
 	for n := 1; n <= *serialN; n++ {
 		one(n)
 		if n%*bucket == 0 {
-			b.Logf("%d attached in %v", n, time.Since(start).Round(time.Second))
+			logf("%d attached in %v", n, time.Since(start).Round(time.Second))
 		}
 	}
 	next := make(chan int, *extraN)
@@ -138,7 +144,7 @@ func runOnce(b *testing.B) {
 		if s.err != nil {
 			failed++
 			if failed <= 5 {
-				b.Logf("attach %d failed after %v: %v", s.n, s.d.Round(time.Millisecond), s.err)
+				logf("attach %d failed after %v: %v", s.n, s.d.Round(time.Millisecond), s.err)
 			}
 		}
 	}
@@ -147,7 +153,7 @@ func runOnce(b *testing.B) {
 		if s.err != nil {
 			plainFailed++
 			if plainFailed <= 3 {
-				b.Logf("plain attach %d failed: %v", s.n, s.err)
+				logf("plain attach %d failed: %v", s.n, s.err)
 			}
 		}
 	}
@@ -164,11 +170,11 @@ func runOnce(b *testing.B) {
 	plainLongPolls := countLines(filepath.Join(plain.ovs.Dir, "ovs-vswitchd.log"), "Unreasonably long")
 	inBand := countLines(filepath.Join(h.OVS.Dir, "ovs-vswitchd.log"), "in_band")
 	flows, _ := h.DumpFlows("contivVxlanBridge")
-	b.Logf("%d endpoints in %v; netplugin %.1f MB, netmaster %.1f MB, ovs-vswitchd %.1f MB (plain %.1f MB)",
+	logf("%d endpoints in %v; netplugin %.1f MB, netmaster %.1f MB, ovs-vswitchd %.1f MB (plain %.1f MB)",
 		total, elapsed.Round(time.Second), netpluginRSS, netmasterRSS, vsRSS, plainRSS)
-	b.Logf("ovs-vswitchd CPU %.1f s (plain %.1f s), long poll warnings %d (plain %d), in_band lines %d, %d flows on contivVxlanBridge",
+	logf("ovs-vswitchd CPU %.1f s (plain %.1f s), long poll warnings %d (plain %d), in_band lines %d, %d flows on contivVxlanBridge",
 		vsCPU, plainCPU, longPolls, plainLongPolls, inBand, len(flows))
-	b.Logf("store: data dir %.1f MB for a %.1f MB database", dirMB, dbMB)
+	logf("store: data dir %.1f MB for a %.1f MB database", dirMB, dbMB)
 	b.ReportMetric(netpluginRSS, "netplugin-MB")
 	b.ReportMetric(netmasterRSS, "netmaster-MB")
 	b.ReportMetric(vsCPU, "vswitchd-cpu-s")
@@ -214,7 +220,7 @@ func report(b *testing.B, ours, plains []sample) {
 		lines = append(lines, fmt.Sprintf("%-22s %8.0fms %8.0fms %8.0fms %8.0fms %6.2fx %6d",
 			label, pct(o, 50), pct(o, 99), pct(p, 50), pct(p, 99), ratio, fails))
 	}
-	b.Logf("attach time per bucket (plain = plain OVS in the same run):\n%s", strings.Join(lines, "\n"))
+	logf("attach time per bucket (plain = plain OVS in the same run):\n%s", strings.Join(lines, "\n"))
 	b.ReportMetric(worst, "worst-p50-ratio")
 	o, p := durations(ours[:*serialN]), durations(plains[:*serialN])
 	b.ReportMetric(pct(o, 50), "ms-p50")
