@@ -234,6 +234,21 @@ func (d *Daemon) Detach(ctx context.Context, req attach.DetachRequest) error {
 		return fmt.Errorf("detach needs tenant, network and containerID (got %q, %q, %q)", req.Tenant, req.Network, req.ContainerID)
 	}
 	epID := req.Network + "." + req.Tenant + "-" + req.ContainerID
+	// Pending while it is taken apart: the sweep of orphaned endpoints
+	// must not delete it in netmaster meanwhile too.
+	d.mu.Lock()
+	_, busy := d.pending[epID]
+	if !busy {
+		d.pending[epID] = struct{}{}
+	}
+	d.mu.Unlock()
+	if !busy {
+		defer func() {
+			d.mu.Lock()
+			delete(d.pending, epID)
+			d.mu.Unlock()
+		}()
+	}
 	var errs []error
 	if req.NetNS != "" {
 		ifName := req.IfName
