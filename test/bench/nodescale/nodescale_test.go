@@ -8,7 +8,10 @@
 // reports p50/p99 per 50-endpoint bucket for both, the ratio of the p50s,
 // failures, the memory of netplugin, netmaster and ovs-vswitchd, the CPU
 // time ovs-vswitchd spent, its long poll interval warnings, and the
-// embedded store's disk use against its database size.
+// embedded store's disk use against its database size. Then it detaches
+// every endpoint again, one at a time and last first, each followed by the
+// plain-OVS undo (del-flows, del-port, veth deleted), and reports those
+// per bucket of the port count too (-nodescale.detach=false skips that).
 //
 // Every run starts its own simulated cluster, so hold the shared lock:
 //
@@ -42,6 +45,7 @@ var (
 	extraN  = flag.Int("nodescale.extra", 100, "endpoints attached afterwards by concurrent clients")
 	clients = flag.Int("nodescale.clients", 8, "concurrent clients of the second phase")
 	bucket  = flag.Int("nodescale.bucket", 50, "endpoints per reported bucket")
+	detach  = flag.Bool("nodescale.detach", true, "detach every endpoint again, one at a time, last first")
 	hosts   = flag.Int("nodescale.hosts", 2, "hosts of the cluster: endpoints go to the first, the others are VXLAN peers")
 )
 
@@ -99,6 +103,7 @@ func runOnce(b *testing.B) {
 	ours := make([]sample, 0, total)
 	plains := make([]sample, 0, total)
 	var mu sync.Mutex
+	conts := map[int]*testbed.Container{} // attached ones, by number
 	start := time.Now()
 	one := func(n int) {
 		c := h.NewContainerNS(b, "s"+strconv.Itoa(n))
@@ -112,6 +117,9 @@ func runOnce(b *testing.B) {
 		mu.Lock()
 		ours = append(ours, sample{n: n, d: d, err: err})
 		plains = append(plains, sample{n: n, d: pd, err: perr})
+		if err == nil {
+			conts[n] = c
+		}
 		mu.Unlock()
 	}
 	for n := 1; n <= *serialN; n++ {
@@ -181,6 +189,59 @@ func runOnce(b *testing.B) {
 	b.ReportMetric(plainCPU, "plain-vswitchd-cpu-s")
 	b.ReportMetric(dirMB, "store-dir-MB")
 	b.ReportMetric(dbMB, "store-db-MB")
+	if *detach {
+		detachAll(b, h, plain, conts, total)
+	}
+}
+
+// detachAll detaches endpoint total, total-1, ... 1 one at a time, each
+// followed by the plain-OVS undo of the same number, and reports per
+// bucket of the port count.
+func detachAll(b *testing.B, h *testbed.Host, plain *plainOVS, conts map[int]*testbed.Container, total int) {
+	var ours, plains []time.Duration
+	var lines []string
+	fails := 0
+	flush := func(hi, lo int) {
+		if len(ours) == 0 {
+			return
+		}
+		lines = append(lines, fmt.Sprintf("%-22s %8.0fms %8.0fms %8.0fms %8.0fms %6.2fx",
+			fmt.Sprintf("%d-%d ports", hi, lo), pct(ours, 50), pct(ours, 99), pct(plains, 50), pct(plains, 99), pct(ours, 50)/pct(plains, 50)))
+		ours, plains = nil, nil
+	}
+	hi := total
+	for n := total; n >= 1; n-- {
+		if c, ok := conts[n]; ok {
+			t0 := time.Now()
+			if err := detachOne(h, c); err != nil {
+				fails++
+				if fails <= 3 {
+					logf("detach %d failed: %v", n, err)
+				}
+			}
+			ours = append(ours, time.Since(t0))
+		}
+		t1 := time.Now()
+		if err := plain.detach(n); err != nil && fails < 3 {
+			logf("plain detach %d failed: %v", n, err)
+		}
+		plains = append(plains, time.Since(t1))
+		if (total-n+1)%*bucket == 0 {
+			flush(hi, n)
+			hi = n - 1
+		}
+	}
+	flush(hi, 1)
+	logf("detach time per bucket of the port count before the detach:\n%-22s %10s %10s %10s %10s %7s\n%s",
+		"ports", "ours p50", "ours p99", "plain p50", "plain p99", "ratio", strings.Join(lines, "\n"))
+	b.ReportMetric(float64(fails), "detach-failures")
+}
+
+func detachOne(h *testbed.Host, c *testbed.Container) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return attach.NewClient(h.AttachSocket()).Detach(ctx, attach.DetachRequest{Tenant: "default", Network: "scale",
+		ContainerID: c.NS, NetNS: c.NSPath()})
 }
 
 // report logs the per-bucket table and reports the worst p50 ratio.
@@ -309,6 +370,22 @@ func (p *plainOVS) attach(n int, ns string) error {
 	} else if out, err := p.ovs.Ofctl("-O", "OpenFlow13", "add-flow", plainBridge,
 		fmt.Sprintf("priority=100,dl_dst=%s,actions=output:%s", mac, port)); err != nil {
 		return fmt.Errorf("add-flow for %s: %w: %s", host, err, out)
+	}
+	return nil
+}
+
+// detach undoes attach n: its flow, its port and the veth pair.
+func (p *plainOVS) detach(n int) error {
+	host := fmt.Sprintf("pv%d", n)
+	mac := fmt.Sprintf("02:00:00:00:%02x:%02x", n>>8&0xff, n&0xff)
+	if out, err := p.ovs.Ofctl("-O", "OpenFlow13", "del-flows", plainBridge, "dl_dst="+mac); err != nil {
+		return fmt.Errorf("del-flows for %s: %w: %s", host, err, out)
+	}
+	if out, err := p.ovs.Vsctl("del-port", plainBridge, host); err != nil {
+		return fmt.Errorf("del-port %s: %w: %s", host, err, out)
+	}
+	if out, err := p.ovs.Exec("ip", "link", "del", host); err != nil {
+		return fmt.Errorf("delete veth %s: %w: %s", host, err, out)
 	}
 	return nil
 }
