@@ -58,33 +58,43 @@ func (s *Server) maintain(ctx context.Context, interval time.Duration) {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var compactedAtLast int64 // the compaction revision at the last defragmentation
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		s.defragIfWorth()
+		compactedAtLast = s.defragIfWorth(compactedAtLast)
 	}
 }
 
-// defragIfWorth defragments the backend when a quarter of the file (and
-// defragMinFree) is free. bolt counts pages freed by a compaction as in
-// use while older read transactions may still see them, so the free
-// share it reports after a compaction is lower than what a
-// defragmentation gives back.
-func (s *Server) defragIfWorth() {
+// defragIfWorth defragments a database file of at least defragMinFree
+// when a quarter of it (and defragMinFree) is free, or when a compaction
+// ran since the last defragmentation (compactedAtLast is the compaction
+// revision then); it returns the compaction revision of the last
+// defragmentation. The second case is needed because bolt counts the
+// pages a compaction freed as in use until a later write transaction
+// releases them, which on an idle store may never come.
+func (s *Server) defragIfWorth(compactedAtLast int64) int64 {
 	be := s.e.Server.Backend()
 	size, inUse := be.Size(), be.SizeInUse()
+	compacted := s.e.Server.KV().FirstRev() // the compaction revision; at most 1 before any
 	free := size - inUse
-	if free < defragMinFree || free*4 < size {
-		return
+	switch {
+	case size < defragMinFree:
+		return compactedAtLast // nothing worth giving back
+	case free >= defragMinFree && free*4 >= size:
+	case compacted > 1 && compacted > compactedAtLast:
+	default:
+		return compactedAtLast
 	}
 	start := time.Now()
 	if err := be.Defrag(); err != nil {
 		s.log.WithError(err).Warn("defragment the embedded etcd database")
-		return
+		return compactedAtLast
 	}
 	s.log.WithField("before", size).WithField("after", be.Size()).
 		WithField("took", time.Since(start).Round(time.Millisecond)).Info("embedded etcd database defragmented")
+	return compacted
 }

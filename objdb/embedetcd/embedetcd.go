@@ -62,7 +62,7 @@ type Config struct {
 	// compaction off).
 	CompactionRetention time.Duration
 	// DefragInterval is how often the server defragments its database
-	// file when a quarter of it is free (DefaultDefragInterval when
+	// file when a quarter of it is free or a compaction ran since (DefaultDefragInterval when
 	// zero; negative turns it off).
 	DefragInterval time.Duration
 }
