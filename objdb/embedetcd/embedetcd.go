@@ -62,8 +62,8 @@ type Config struct {
 	// compaction off).
 	CompactionRetention time.Duration
 	// DefragInterval is how often the server defragments its database
-	// file when a quarter of it is free or a compaction ran since (DefaultDefragInterval when
-	// zero; negative turns it off).
+	// file when a quarter of it is free or a compaction ran since
+	// (DefaultDefragInterval when zero; negative turns it off).
 	DefragInterval time.Duration
 }
 
