@@ -15,13 +15,16 @@ import (
 )
 
 // nodeScaleN is the number of endpoints TestNetpluginRestartFullHost puts
-// on one host: E2E_NODESCALE_N, default 40 (the suite stays quick; the
-// benchmark test/bench/nodescale covers 300 and more).
+// on one host: E2E_NODESCALE_N, default 300 (the full host; about
+// a minute), 40 with -short.
 func nodeScaleN(t *testing.T) int {
 	t.Helper()
 	s := os.Getenv("E2E_NODESCALE_N")
 	if s == "" {
-		return 40
+		if testing.Short() {
+			return 40
+		}
+		return 300
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 3 || n > 1000 {
