@@ -65,6 +65,7 @@ type Config struct {
 	SwitchWait      time.Duration // wait for each bridge to connect (20 s)
 	RestartSettle   time.Duration // after masters are known, before stale flows are removed (5 s)
 	StoreRetryDelay time.Duration // pause before a failed watch is restarted (1 s)
+	SweepInterval   time.Duration // between sweeps of orphaned endpoints (1 min, sweep.go)
 }
 
 func (c *Config) setDefaults() {
@@ -78,6 +79,7 @@ func (c *Config) setDefaults() {
 	def(&c.SwitchWait, 20*time.Second)
 	def(&c.RestartSettle, 5*time.Second)
 	def(&c.StoreRetryDelay, time.Second)
+	def(&c.SweepInterval, time.Minute)
 	if c.VxlanPort == 0 {
 		c.VxlanPort = 4789
 	}

@@ -162,6 +162,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, eps.run)
 	goRun(ctx, &wg, glob.run)
 	goRun(ctx, &wg, d.finishRestart)
+	goRun(ctx, &wg, d.sweepLoop)
 
 	goRun(ctx, &wg, func(ctx context.Context) {
 		if err := d.serveInspect(ctx); err != nil {

@@ -224,16 +224,21 @@ func (d *Daemon) AttachHost(ctx context.Context, req attach.HostRequest) (res at
 		ConfigEP: masterclient.ConfigEP{Container: req.ContainerID, Host: d.cfg.HostLabel, ServiceName: req.Group,
 			IPAddress: req.IPAddress, IPv6Address: req.IPv6Address},
 	})
+	undoCtx := context.WithoutCancel(ctx)
 	if err != nil {
+		// netmaster may have created the endpoint all the same (the
+		// answer was lost or came after the request timed out).
+		if rerr := d.releaseEndpoint(undoCtx, epID); rerr != nil {
+			d.log.WithError(rerr).Warnf("roll back endpoint %s in netmaster; the sweep of orphaned endpoints retries", epID)
+		}
 		return res, fmt.Errorf("create endpoint in netmaster: %w", err)
 	}
-	undoCtx := context.WithoutCancel(ctx)
 	existed := false // netmaster answered with an endpoint made before
 	defer func() {
 		if err != nil && !existed {
 			if _, derr := d.mc.DeleteEndpoint(undoCtx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 				NetworkName: req.Network, ServiceName: req.Group, EndpointID: req.ContainerID}); derr != nil {
-				d.log.WithError(derr).Warnf("roll back endpoint %s in netmaster", ep.ID)
+				d.log.WithError(derr).Warnf("roll back endpoint %s in netmaster; the sweep of orphaned endpoints retries", ep.ID)
 			}
 		}
 	}()
@@ -322,6 +327,21 @@ func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 		return fmt.Errorf("detach needs tenant, network and containerID (got %q, %q, %q)", req.Tenant, req.Network, req.ContainerID)
 	}
 	epID := endpointStateID(req.Tenant, req.Network, req.ContainerID)
+	// Pending while it is taken apart: the sweep of orphaned endpoints
+	// must not delete it in netmaster meanwhile too.
+	d.mu.Lock()
+	_, busy := d.pending[epID]
+	if !busy {
+		d.pending[epID] = struct{}{}
+	}
+	d.mu.Unlock()
+	if !busy {
+		defer func() {
+			d.mu.Lock()
+			delete(d.pending, epID)
+			d.mu.Unlock()
+		}()
+	}
 	var errs []error
 	if req.NetNS != "" {
 		ifName := req.IfName
