@@ -256,7 +256,7 @@ func TestFailover(t *testing.T) {
 // destroyed by the next run, processes in its namespaces included.
 func TestReapOrphans(t *testing.T) {
 	if err := requireRoot(); err != nil {
-		requireComponent(t, "root", err)
+		RequireComponent(t, "root", err)
 	}
 	prefix := namePrefix + randomHex(2) + "-"
 	dir, err := os.MkdirTemp("", prefix)
