@@ -27,9 +27,9 @@ func iperfRate(t *testing.T, from, to *ctr, secs int) float64 {
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	var out string
 	var err error
-	for range 20 { // the server needs a moment to listen
+	for range 50 { // until the server listens
 		out, err = from.Exec("iperf3", "-c", to.ip(), "-p", fmt.Sprint(iperfPort), "-t", fmt.Sprint(secs), "-O", "1", "-J")
-		if err == nil || !strings.Contains(out, "unable to connect") && !strings.Contains(err.Error(), "unable to connect") {
+		if !strings.Contains(out, "unable to connect") && (err == nil || !strings.Contains(err.Error(), "unable to connect")) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
