@@ -47,7 +47,9 @@ type Daemon struct {
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
 
-	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
+	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
+	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
+	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
 	seenOnce    sync.Once
 
 	met *metrics // nil when metrics are off
@@ -70,7 +72,8 @@ func (c Config) registerer() prometheus.Registerer {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
+		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
+		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}}
 	d.met = newMetrics(cfg.registerer(), d)
 	return d.run(ctx)
 }
@@ -155,6 +158,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
 	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepAdd, del: d.vtepDel,
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
 	goRun(ctx, &wg, nets.run)
@@ -409,7 +413,16 @@ func (d *Daemon) vtepAdd(ctx context.Context, s objdb.ServiceInfo) {
 	}
 	d.mu.Lock()
 	d.vteps[s.HostAddr] = ofport
+	checked := d.pmtuChecked[s.HostAddr]
+	d.pmtuChecked[s.HostAddr] = true
 	d.mu.Unlock()
+	if !checked {
+		select {
+		case d.pmtuPeers <- s.HostAddr:
+		default:
+			d.log.WithField("vtep", s.HostAddr).Debug("path MTU check skipped: queue full")
+		}
+	}
 	if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(s.HostAddr)); err != nil {
 		d.log.WithError(err).Errorf("add VTEP %s to the datapath", s.HostAddr)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -44,8 +45,27 @@ func (d *Daemon) endpointInfo(le *localEndpoint, nw state.Network) agent.Endpoin
 		if g.PktTag != 0 {
 			info.EndpointGroupVlan = uint16(g.PktTag)
 		}
+		info.RateKbps, info.BurstKb = d.meterFor(g)
 	}
 	return info
+}
+
+// meterFor is the group's bandwidth limit as an OpenFlow meter rate and burst: on
+// the userspace datapath only, which ignores the ingress policing the driver sets
+// (docs/traffic.md). The burst is the profile's, but at least one second of the
+// rate: with less, the userspace meter's drops hold TCP to about half the rate. A
+// bandwidth the driver cannot parse gives no meter (the driver refuses it with an
+// error of its own).
+func (d *Daemon) meterFor(g state.EndpointGroup) (rate, burst uint32) {
+	if d.cfg.OVSDatapath != "netdev" {
+		return 0, 0
+	}
+	kbps, err := ovsdriver.ParseBandwidth(g.Bandwidth)
+	if err != nil || kbps <= 0 || g.Burst < 0 {
+		return 0, 0
+	}
+	rate = uint32(min(kbps, math.MaxUint32))
+	return rate, max(rate, uint32(g.Burst))
 }
 
 // addLocal creates the OVS port of an endpoint and announces it to its

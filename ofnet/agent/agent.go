@@ -48,6 +48,7 @@ type Agent struct {
 	masters   map[string]ofrpc.OfnetNode
 	cache     map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
 	groups    map[uint32]ofctrl.Group                   // installed flood groups
+	meters    map[uint32]ofctrl.Meter                   // installed endpoint meters
 	firstConn chan struct{}                             // signalled on the first connect
 	runDone   chan struct{}
 }
@@ -74,6 +75,7 @@ func New(cfg Config) (*Agent, error) {
 		masters:   map[string]ofrpc.OfnetNode{},
 		cache:     map[string]map[ofctrl.FlowKey]ofctrl.Flow{},
 		groups:    map[uint32]ofctrl.Group{},
+		meters:    map[uint32]ofctrl.Meter{},
 		firstConn: make(chan struct{}, 1),
 		runDone:   make(chan struct{}),
 		garps:     make(chan garpRequest, 64),

@@ -119,7 +119,8 @@ func (f featureBase) flows(s *snapshot, d *desiredState) {
 }
 
 // portFlows are the per-port table-1 flows shared by all datapaths (§3.0.5): the
-// port-vlan flow and, with DSCP, the marking flows for IPv4 and IPv6. pushVlan tags
+// port-vlan flow and, with DSCP, the marking flows for IPv4 and IPv6; with a rate,
+// all of them pass the port's meter (id = port number). pushVlan tags
 // packets with the network vlan (VXLAN bridging only).
 func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 	key := keyLocal(ep)
@@ -131,6 +132,9 @@ func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 			fb = fb.MatchEthType(ethType)
 		}
 		ab := fb.Action()
+		if ep.Meter.RateKbps > 0 {
+			ab = ab.Meter(ep.Meter.ID)
+		}
 		if ethType != 0 {
 			ab = ab.SetDSCP(uint8(ep.Dscp))
 		}
@@ -142,6 +146,9 @@ func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 			ab = ab.SetMetadata(pipeline.SrcEPGField, uint64(ep.EPG))
 		}
 		return ab.GotoTable(pipeline.SrvProxyDNATTable).Done()
+	}
+	if ep.Meter.RateKbps > 0 {
+		d.addMeter(ep.Meter)
 	}
 	d.to(key)(build(10, 0))
 	if ep.Dscp != 0 {

@@ -42,6 +42,7 @@ type FlowBuilder struct {
 	wmVal     uint64
 	wmMask    uint64
 	gotoTable *TableID
+	meter     uint32 // 0: none
 	drop      bool
 }
 
@@ -361,6 +362,10 @@ func (a *ActionBuilder) GotoTable(t TableID) *ActionBuilder {
 	return a
 }
 
+// Meter passes the packet through meter id first (0 means no meter); the meter must
+// be installed before the flow.
+func (a *ActionBuilder) Meter(id uint32) *ActionBuilder { a.b.meter = id; return a }
+
 // Drop makes the flow drop packets: it gets no instructions at all.
 func (a *ActionBuilder) Drop() *ActionBuilder { a.b.drop = true; return a }
 
@@ -380,13 +385,16 @@ func (a *ActionBuilder) Done() (ofctrl.Flow, error) {
 		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: %w: %w", b.table.ID, b.priority, ErrInconsistent, err)
 	}
 	if b.drop {
-		if len(b.actions) > 0 || b.wmMask != 0 || b.gotoTable != nil {
+		if len(b.actions) > 0 || b.wmMask != 0 || b.gotoTable != nil || b.meter != 0 {
 			return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: drop flow with actions: %w", b.table.ID, b.priority, ErrInconsistent)
 		}
 		return f, nil
 	}
 	if len(b.actions) == 0 && b.wmMask == 0 && b.gotoTable == nil {
 		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: no actions (use Drop): %w", b.table.ID, b.priority, ErrInconsistent)
+	}
+	if b.meter != 0 {
+		f.Instructions = append(f.Instructions, of.InstrMeter{MeterID: b.meter})
 	}
 	if len(b.actions) > 0 {
 		f.Instructions = append(f.Instructions, of.InstrApplyActions{Actions: append([]of.Action(nil), b.actions...)})

@@ -67,7 +67,7 @@ func requireDocker(t testing.TB) {
 	t.Helper()
 	for _, tool := range []string{"dockerd", "docker", "nsenter", "unshare", "fuse-overlayfs", "busybox"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			requireComponent(t, tool+" (Debian packages docker.io, util-linux, fuse-overlayfs, busybox-static)", err)
+			RequireComponent(t, tool+" (Debian packages docker.io, util-linux, fuse-overlayfs, busybox-static)", err)
 		}
 	}
 }
