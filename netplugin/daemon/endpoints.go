@@ -195,6 +195,15 @@ func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Res
 	if err := nsutil.MoveAndConfigure(lc); err != nil {
 		return res, fmt.Errorf("move %s into %s: %w", le.port.IntfName, req.NetNS, err)
 	}
+	if len(req.Labels) > 0 {
+		// The container is started: it becomes a provider of the services its
+		// labels select (daemons.md §4.12).
+		if err := d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{IPAddress: ep.IPAddress,
+			ContainerID: req.ContainerID, Labels: req.Labels, Tenant: req.Tenant, Network: req.Network,
+			Event: "start", EndpointID: req.ContainerID, EPCommonName: req.Name}); err != nil {
+			return res, err
+		}
+	}
 	res = attach.Result{EndpointID: ep.ID, IPAddress: lc.IPv4.String(), MacAddress: ep.MacAddress,
 		Gateway: nw.Gateway, MTU: mtu, PortName: le.port.PortName, IfName: req.IfName}
 	if lc.IPv6 != nil {
@@ -224,12 +233,19 @@ func (d *Daemon) Detach(ctx context.Context, req attach.DetachRequest) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := d.removeLocal(ctx, epID); err != nil {
-		errs = append(errs, err)
-	}
 	group := ""
 	if ep, err := d.st.Endpoints.Read(ctx, epID); err == nil {
 		group = ep.ServiceName
+		if len(ep.Labels) > 0 {
+			// Withdraw it from its services before its address goes away.
+			if err := d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{ContainerID: req.ContainerID,
+				Event: "die"}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := d.removeLocal(ctx, epID); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil {

@@ -64,6 +64,29 @@ type DeleteEndpointRequest struct {
 	IPv4Address string
 }
 
+// UpdateEndpointRequest is the /plugin/updateEndpoint request: a container
+// started ("start", with its labels) or died ("die").
+type UpdateEndpointRequest struct {
+	IPAddress    string
+	ContainerID  string
+	Labels       map[string]string
+	Tenant       string
+	Network      string
+	Event        string
+	EndpointID   string
+	EPCommonName string
+}
+
+// UpdateEndpoint tells netmaster that a container started or died, so it
+// joins or leaves the services its labels select.
+func (c *Client) UpdateEndpoint(ctx context.Context, req UpdateEndpointRequest) error {
+	var raw json.RawMessage
+	if err := c.Post(ctx, "updateEndpoint", req, &raw); err != nil {
+		return fmt.Errorf("update endpoint of container %q (%s): %w", req.ContainerID, req.Event, err)
+	}
+	return nil
+}
+
 // EndpointResponse answers createEndpoint and deleteEndpoint.
 type EndpointResponse struct {
 	EndpointConfig state.Endpoint

@@ -225,12 +225,12 @@ func serviceProxyMAC(vip net.IP) net.HardwareAddr {
 
 // Roles of service flows, for the counters.
 const (
-	roleLookup   = iota + 1 // client → VIP, every packet (before conntrack)
-	roleNew                 // client → VIP, new connection → select group
-	roleProvIn              // client → provider, after translation
-	roleProvOut             // provider → anyone, before conntrack
-	roleReply               // provider → client, translated back to the VIP
-	roleDropInv             // invalid conntrack state
+	roleLookup  = iota + 1 // client → VIP, every packet (before conntrack)
+	roleNew                // client → VIP, new connection → select group
+	roleProvIn             // client → provider, after translation
+	roleProvOut            // provider → anyone, before conntrack
+	roleReply              // provider → client, translated back to the VIP
+	roleDropInv            // invalid conntrack state
 )
 
 // svcFlow is one flow of the service feature with what it counts.

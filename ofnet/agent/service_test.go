@@ -11,6 +11,12 @@ import (
 	"github.com/contiv/netplugin/test/ovstest"
 )
 
+// txOffloadOff makes the container's kernel fill in TCP/UDP checksums itself:
+// the userspace datapath does not complete partial ones.
+func (c *container) txOffloadOff(t testing.TB) {
+	run(t, "ip", "netns", "exec", c.ns, "ethtool", "-K", "vc"+c.ovsIf[2:], "tx", "off")
+}
+
 // serveIdentity answers every TCP connection on port in the container's namespace with
 // the container's address and a newline, until the test ends.
 func (c *container) serveIdentity(t *testing.T, port int) {
@@ -67,7 +73,7 @@ func TestServiceLBLocal(t *testing.T) {
 	var cs []*container
 	for i, ip := range []string{"198.18.10.1", "198.18.10.2", "198.18.10.3"} {
 		c := h.addContainer(t, ip, 24, 0, 0)
-		run(t, "ip", "netns", "exec", c.ns, "ethtool", "-K", "vc"+c.ovsIf[2:], "tx", "off")
+		c.txOffloadOff(t)
 		if err := h.agent.AddLocalEndpoint(ctx, c.endpointInfo(10, i+1)); err != nil {
 			t.Fatal(err)
 		}
