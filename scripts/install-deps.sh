@@ -10,8 +10,9 @@ CONSUL_BIN=/usr/local/bin/consul
 log() { printf '[install-deps] %s\n' "$*"; }
 
 # Debian packages: etcd for the external-store tests, Open vSwitch for the
-# dataplane, iproute2, ping and ethtool for namespaces and traffic tests.
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make)
+# dataplane, iproute2, ping and ethtool for namespaces and traffic tests,
+# dig (bind9-dnsutils) for the DNS interception tests.
+pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make bind9-dnsutils)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
