@@ -99,7 +99,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
-	// Then services and their providers (spec §6.2 steps 5 and 6).
+	// Then services and their providers (docs/services.md).
 	svcs := newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{put: d.serviceLBPut, del: d.serviceLBDel}, d.log, d.cfg.StoreRetryDelay)
 	provs := newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{put: d.providersPut, del: d.providersDel}, d.log, d.cfg.StoreRetryDelay)
 	if err := svcs.sync(ctx); err != nil {

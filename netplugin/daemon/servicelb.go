@@ -12,7 +12,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// serviceSpec turns a service LB state (daemons.md §3.12) into the
+// serviceSpec turns a service LB state (docs/services.md) into the
 // datapath's spec. Ports are "<svcPort>:<provPort>:<protocol>"; one
 // malformed entry refuses the whole service (§6.3).
 func serviceSpec(s state.ServiceLB) (agent.ServiceSpec, error) {
@@ -81,7 +81,7 @@ func (d *Daemon) providersDel(ctx context.Context, p state.SvcProvider) {
 	d.providersPut(ctx, state.SvcProvider{Common: p.Common, ServiceName: p.ServiceName}, nil)
 }
 
-// svcStatsEntry is one endpoint's entry of /svcstats (daemons.md §6.5): the
+// svcStatsEntry is one endpoint's entry of /svcstats (docs/services.md): the
 // provider endpoint "<ip>:<tenant>" with what each service sent it.
 type svcStatsEntry struct {
 	EndpointIP string
@@ -168,7 +168,7 @@ func (d *Daemon) nameEndpoint(ep state.Endpoint) (nameserver.Endpoint, bool) {
 }
 
 // endpointNamesPut and endpointNamesDel keep the name server's endpoint
-// records in step with state/eps (daemons.md §6.8).
+// records in step with state/eps (docs/dns.md).
 func (d *Daemon) endpointNamesPut(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
 	d.endpointPut(ctx, ep, prev)
 	if ne, ok := d.nameEndpoint(ep); ok {

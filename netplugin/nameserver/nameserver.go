@@ -1,5 +1,5 @@
-// Package nameserver is netplugin's embedded DNS server (daemons.md §6.8,
-// docs/dns.md): per-tenant tables of service VIPs, container names and
+// Package nameserver is netplugin's embedded DNS server (docs/dns.md):
+// per-tenant tables of service VIPs, container names and
 // endpoint-group members, fed from the cluster state, and a Lookup that
 // answers a raw DNS query (as the datapath intercepted it from a container)
 // for one tenant. Names it does not know get no answer: the datapath then
@@ -16,7 +16,7 @@ import (
 	"github.com/miekg/dns"
 )
 
-// Answer limits (daemons.md §6.8).
+// Answer limits (docs/dns.md).
 const (
 	MaxRecords    = 10
 	TTL           = 120
@@ -165,7 +165,7 @@ func (s *Server) removeLocked(id string) {
 // lookupLocked returns the records of a name in a tenant for one query type,
 // and whether the name is known there at all. A: service, then group
 // members, then container name; AAAA: group, then container name
-// (daemons.md §6.8).
+// (docs/dns.md).
 func (t *tenant) lookup(name string, qtype uint16) ([]record, bool) {
 	members := func(ids map[string]bool) []record {
 		var out []record
@@ -297,7 +297,7 @@ func (s *Server) Lookup(query []byte, tenantName string) ([]byte, bool) {
 }
 
 // Inspect returns the tables and counters in the shape of
-// /inspect/nameserver (daemons.md §6.8).
+// /inspect/nameserver (docs/dns.md).
 func (s *Server) Inspect() map[string]any {
 	stats := map[string]map[string]uint64{}
 	s.statsMu.Lock()

@@ -48,7 +48,7 @@ type Config struct {
 	// tenant gets an id it did not have, so the owner can persist them.
 	OnVrfIDs func(map[string]uint8)
 	// DNSLookup, when set, is the name server DNS queries of containers are
-	// intercepted for (dataplane.md §3.0.4); nil: no interception.
+	// intercepted for (docs/dns.md); nil: no interception.
 	DNSLookup DNSLookup
 	// GARPRounds and GARPInterval shape InjectGARPs bursts (default 15 rounds, 3 s).
 	GARPRounds   int

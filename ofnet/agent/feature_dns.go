@@ -11,7 +11,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/pipeline"
 )
 
-// DNS interception (dataplane.md §3.0.4, docs/dns.md): DNS queries from containers
+// DNS interception (docs/dns.md): DNS queries from containers
 // (source MAC 02:02:…) go to the agent, which asks the name server of its owner for
 // the query's tenant. An answer goes straight back to the container; a query the name
 // server does not answer is re-injected with VLAN 4093, which a flow strips before the

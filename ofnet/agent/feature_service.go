@@ -22,7 +22,7 @@ type ServicePort struct {
 	ProvPort uint16
 }
 
-// ServiceSpec is a load-balanced service (dataplane.md §5): its VIP in a tenant (VRF)
+// ServiceSpec is a load-balanced service (docs/services.md): its VIP in a tenant (VRF)
 // and its ports.
 type ServiceSpec struct {
 	Vrf       string
@@ -244,7 +244,7 @@ type svcFlow struct {
 	role    int
 }
 
-// featureService is the service load balancer (dataplane.md §5, docs/services.md):
+// featureService is the service load balancer (docs/services.md):
 // new connections to VIP:port are spread over the providers by an OpenFlow select
 // group whose buckets commit the connection in the connection tracker with a
 // destination NAT to one provider; later packets of the connection, and the replies,

@@ -5,10 +5,11 @@
 //   - service load balancing: new TCP connections per second through a VIP
 //     (connect, read a line, close), and the latency of one such connection
 //     against the same connection made directly to a provider (ratio);
+//
 //   - DNS: answers per second and p50/p99 latency of queries the datapath
 //     intercepts and netplugin answers.
 //
-//	go test ./test/bench/services -run '^$' -bench . -benchtime 1x
+//     go test ./test/bench/services -run '^$' -bench . -benchtime 1x
 package services
 
 import (
