@@ -61,18 +61,23 @@ func (c *container) dial(addr string, timeout time.Duration) (string, error) {
 	return strings.TrimSpace(line), err
 }
 
-// TestServiceLBLocal: on one VXLAN-bridging host, connections from a client to a
-// VIP spread over two providers, a removed provider gets no new connections, the
-// counters count, and deleting the service removes its flows and group.
-func TestServiceLBLocal(t *testing.T) {
-	h := startHost(t, DatapathVxlan, "198.18.0.1")
+// testServiceLBLocal: on one host, connections from a client to a VIP spread over
+// two providers, a removed provider gets no new connections, the counters count,
+// and deleting the service removes its flows and group.
+func testServiceLBLocal(t *testing.T, datapath string) {
+	h := startHost(t, datapath, "198.18.0.1")
 	ctx := testCtx(t)
-	if err := h.agent.AddNetwork(ctx, 10, 7000, "198.18.10.254", "t1"); err != nil {
+	var vni uint32 = 7000
+	var tag uint16
+	if datapath == DatapathVlan {
+		vni, tag = 0, 10
+	}
+	if err := h.agent.AddNetwork(ctx, 10, vni, "198.18.10.254", "t1"); err != nil {
 		t.Fatal(err)
 	}
 	var cs []*container
 	for i, ip := range []string{"198.18.10.1", "198.18.10.2", "198.18.10.3"} {
-		c := h.addContainer(t, ip, 24, 0, 0)
+		c := h.addContainer(t, ip, 24, tag, 0)
 		c.txOffloadOff(t)
 		if err := h.agent.AddLocalEndpoint(ctx, c.endpointInfo(10, i+1)); err != nil {
 			t.Fatal(err)
@@ -148,6 +153,10 @@ func TestServiceLBLocal(t *testing.T) {
 		t.Errorf("the VIP still answers after the service was deleted")
 	}
 }
+
+func TestServiceLBVxlanBridge(t *testing.T)  { testServiceLBLocal(t, DatapathVxlan) }
+func TestServiceLBVxlanRouting(t *testing.T) { testServiceLBLocal(t, DatapathVrouter) }
+func TestServiceLBVlanBridge(t *testing.T)   { testServiceLBLocal(t, DatapathVlan) }
 
 // TestServiceSpecRefused: bad specs and provider lists are errors and change nothing.
 func TestServiceSpecRefused(t *testing.T) {
