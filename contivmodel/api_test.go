@@ -132,19 +132,19 @@ func testDecoding(t *testing.T, newStore storeFunc) {
 	expectError(t, "empty body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", ""), "EOF")
 	expectError(t, "blank body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", "  \n"), "EOF")
 	r = srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n1/", `{"tenantName":"t1","networkName":"n1","pktTag":"12"}`)
-	if r.Status != 500 || !strings.HasPrefix(r.Body, "json: cannot unmarshal string into Go struct field Network.pktTag of type int") {
+	if r.Status != 400 || !strings.HasPrefix(r.Body, "json: cannot unmarshal string into Go struct field Network.pktTag of type int") {
 		t.Errorf("type mismatch: %d %q", r.Status, r.Body)
 	}
 	r = srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n1/", `{"tenantName":"t1","networkName":"n1","pktTag":1.5}`)
-	if r.Status != 500 || !strings.HasPrefix(r.Body, "json: cannot unmarshal number 1.5") {
+	if r.Status != 400 || !strings.HasPrefix(r.Body, "json: cannot unmarshal number 1.5") {
 		t.Errorf("fraction: %d %q", r.Status, r.Body)
 	}
 	r = srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", `{"tenantName":`)
-	if r.Status != 500 || r.Body != "unexpected EOF\n" {
+	if r.Status != 400 || r.Body != "unexpected EOF\n" {
 		t.Errorf("truncated: %d %q", r.Status, r.Body)
 	}
-	expectError(t, "null body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", "null"), "Invalid Key")
-	expectError(t, "body key ignored", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", `{"key":"t2","tenantName":"t3"}`), "Invalid Key")
+	expectError(t, "null body", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", "null"), `Invalid Key: URL key "t2" differs from "" (tenantName in the body)`)
+	expectError(t, "body key ignored", srv.Do(t, http.MethodPost, "/api/v1/tenants/t2/", `{"key":"t2","tenantName":"t3"}`), `Invalid Key: URL key "t2" differs from "t3" (tenantName in the body)`)
 	if after := dump(t, kv); len(after) != len(before) {
 		t.Errorf("refused requests changed the store: %v", after)
 	}
@@ -187,7 +187,7 @@ func testNoControllerTypes(t *testing.T, newStore storeFunc) {
 		}
 		expectError(t, tc.plural+" create", srv.Do(t, http.MethodPost, "/api/v1/"+tc.plural+"/default:v1/", tc.body), "Invalid object type")
 		expectError(t, tc.plural+" update", srv.Do(t, http.MethodPut, "/api/v1/"+tc.plural+"/default:v1/", tc.body), "Invalid object type")
-		expectError(t, tc.plural+" bad key", srv.Do(t, http.MethodPost, "/api/v1/"+tc.plural+"/default:v2/", tc.body), "Invalid Key")
+		expectError(t, tc.plural+" bad key", srv.Do(t, http.MethodPost, "/api/v1/"+tc.plural+"/default:v2/", tc.body), `Invalid Key: URL key "default:v2" differs from "default:v1" (tenantName:`+tc.typ+`Name in the body)`)
 		expectError(t, tc.plural+" get", srv.Do(t, http.MethodGet, "/api/v1/"+tc.plural+"/default:v1/", ""), tc.typ+" not found")
 		expectError(t, tc.plural+" delete", srv.Do(t, http.MethodDelete, "/api/v1/"+tc.plural+"/default:v1/", ""), tc.typ+" not found")
 		expectError(t, tc.plural+" inspect", srv.Do(t, http.MethodGet, "/api/v1/inspect/"+tc.plural+"/default:v1/", ""), tc.typ+" not found")

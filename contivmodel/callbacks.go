@@ -13,9 +13,12 @@ import (
 // operation succeeds. The generic layer serialises all writing operations,
 // so a callback sees a stable model.
 //
-// Errors reach the REST client as the first line of a 500 body; build them
-// with Errorf (or return a *Error somewhere in the chain) so the message is
-// exactly the documented text, whatever context is wrapped around it.
+// Errors reach the REST client as the first line of the error body; build
+// them with Errorf, Invalidf or Missingf (or return a *Error somewhere in
+// the chain) so the message is exactly the documented text, whatever
+// context is wrapped around it. The constructor decides the status (409,
+// 400, 404; docs/rest-errors.md); an error without a *Error is a server
+// fault (500).
 //
 // A callback must not call Registry.Update, Upsert or Remove (they would
 // wait for the transaction it runs in); it uses the tx it was given.

@@ -63,7 +63,7 @@ func Example() {
 	fmt.Println(tenant.LinkSets.Networks.Has("default:net1"))
 	// Output:
 	// 200 {"key":"default:net1","encap":"vlan","networkName":"net1","nwType":"data","subnet":"10.1.1.0/24","tenantName":"default","link-sets":{},"links":{"Tenant":{"type":"tenant","key":"default"}}}
-	// 500 Tenant not found
-	// 500 subnet string invalid format
+	// 409 Tenant not found
+	// 400 subnet string invalid format
 	// true
 }

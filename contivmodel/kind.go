@@ -63,6 +63,7 @@ type schema struct {
 	goType      reflect.Type
 	keyIdx      []int   // Key field
 	keyFields   [][]int // fields forming the composite key
+	keyNames    []string
 	checks      []check
 	configIdx   [][]int // every config field (for CopyConfig)
 	linkSetsIdx []int   // nil when the type has no "link-sets"
@@ -153,6 +154,7 @@ func (k *Kind[T]) compile() (*schema, error) {
 			return nil, fmt.Errorf("kind %q: key field %q is not a string field", k.Name, kf)
 		}
 		s.keyFields = append(s.keyFields, f.Index)
+		s.keyNames = append(s.keyNames, kf)
 	}
 	if len(s.keyFields) == 0 && !k.InspectOnly {
 		return nil, fmt.Errorf("kind %q: no key fields", k.Name)
@@ -244,8 +246,10 @@ func (s *schema) clearLinks(v reflect.Value) {
 // validate runs the key check and then the field table on v (a settable
 // struct value), applying defaults. It returns the first failure.
 func (s *schema) validate(v reflect.Value) error {
-	if s.compositeKey(v) != s.key(v) {
-		return invalidf("Invalid Key")
+	if built := s.compositeKey(v); built != s.key(v) {
+		// "Invalid Key" first: the original's whole message.
+		return invalidf("Invalid Key: URL key %q differs from %q (%s in the body)",
+			s.key(v), built, strings.Join(s.keyNames, ":"))
 	}
 	for _, c := range s.checks {
 		f := v.FieldByIndex(c.idx)

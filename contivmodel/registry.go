@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -42,6 +41,8 @@ type Registry struct {
 	kv            objdb.KV
 	log           *logrus.Entry
 	commitTimeout time.Duration
+	maxBody       int64
+	classify      func(error) int
 
 	opMu sync.Mutex // held by the one running write transaction, and Load
 
@@ -63,6 +64,29 @@ func WithLogger(l *logrus.Entry) Option { return func(r *Registry) { r.log = l }
 // (DefaultCommitTimeout when zero).
 func WithCommitTimeout(d time.Duration) Option { return func(r *Registry) { r.commitTimeout = d } }
 
+// WithMaxBodyBytes bounds a request body (MaxBodyBytes when zero).
+func WithMaxBodyBytes(n int64) Option { return func(r *Registry) { r.maxBody = n } }
+
+// WithStatus adds a classification of errors into HTTP statuses, asked
+// before the built-in one of Status (but never overriding a server fault):
+// it returns 0 when it has no opinion. The netmaster classifies the
+// sentinels of its allocators with it.
+func WithStatus(fn func(error) int) Option { return func(r *Registry) { r.classify = fn } }
+
+// MaxBodyBytes is the registry's bound on a request body.
+func (r *Registry) MaxBodyBytes() int64 { return r.maxBody }
+
+// Status is the HTTP status the registry answers err with: 500 for a
+// server fault, else the WithStatus classification, else Status(err).
+func (r *Registry) Status(err error) int {
+	if err != nil && !ServerFault(err) && r.classify != nil {
+		if s := r.classify(err); s != 0 {
+			return s
+		}
+	}
+	return Status(err)
+}
+
 // NewRegistry returns an empty registry persisting to kv.
 func NewRegistry(kv objdb.KV, opts ...Option) *Registry {
 	r := &Registry{
@@ -81,6 +105,9 @@ func NewRegistry(kv objdb.KV, opts ...Option) *Registry {
 	if r.commitTimeout <= 0 {
 		r.commitTimeout = DefaultCommitTimeout
 	}
+	if r.maxBody <= 0 {
+		r.maxBody = MaxBodyBytes
+	}
 	r.log = r.log.WithField("component", "contivmodel")
 	return r
 }
@@ -90,7 +117,7 @@ func NewRegistry(kv objdb.KV, opts ...Option) *Registry {
 type entry interface {
 	schema() *schema
 	load(ctx context.Context, kv objdb.KV, log *logrus.Entry) (map[string][]byte, error)
-	httpUpsert(ctx context.Context, key string, body io.Reader) (any, error)
+	httpUpsert(ctx context.Context, key string, body []byte) (any, error)
 	httpDelete(ctx context.Context, key string) error
 	httpInspect(ctx context.Context, key string) (any, error)
 }

@@ -36,7 +36,7 @@ func testPathRules(t *testing.T, newStore storeFunc) {
 		method, path, body string
 		header             []string
 		status             int
-		location           string
+		body400            string
 	}{
 		// Trailing slash mandatory, no redirect.
 		{method: "GET", path: "/api/v1/networks", status: 404},
@@ -46,10 +46,17 @@ func testPathRules(t *testing.T, newStore storeFunc) {
 		{method: "DELETE", path: "/api/v1/tenants/t1", status: 404},
 		{method: "GET", path: "/api/v1/networks/t1:n1/", status: 200},
 		{method: "GET", path: "/api/v1/networks/?x=1", status: 200},
-		// Percent-encoding is decoded before matching.
+		// The key segment is percent-decoded; it may not hold a "/" or
+		// be a relative path element (docs/rest-errors.md).
 		{method: "GET", path: "/api/v1/tenants/t%31/", status: 200},
 		{method: "GET", path: "/api/v1/networks/t1%3An1/", status: 200},
-		{method: "GET", path: "/api/v1/tenants/a%2Fb/", status: 404},
+		{method: "GET", path: "/api/v1/tenants/a%2Fb/", status: 400, body400: "invalid key \"a/b\" in URL: contains \"/\"\n"},
+		{method: "DELETE", path: "/api/v1/tenants/t1%2F..%2Fvictim/", status: 400, body400: "invalid key \"t1/../victim\" in URL: contains \"/\"\n"},
+		{method: "GET", path: "/api/v1/tenants/%2E%2E/", status: 400, body400: "invalid key \"..\" in URL: a relative path element\n"},
+		{method: "DELETE", path: "/api/v1/tenants/../", status: 400, body400: "invalid key \"..\" in URL: a relative path element\n"},
+		{method: "GET", path: "/api/v1/tenants/./", status: 400, body400: "invalid key \".\" in URL: a relative path element\n"},
+		{method: "GET", path: "/api/v1/tenants/a%00b/", status: 400, body400: "invalid key \"a\\x00b\" in URL: contains a control character\n"},
+		{method: "GET", path: "/api/v1/tenants/a%FFb/", status: 400, body400: "key \"a\\xffb\" in URL is not valid UTF-8\n"},
 		// Paths are case-sensitive; plurals are irregular.
 		{method: "GET", path: "/api/v1/Tenants/", status: 404},
 		{method: "GET", path: "/api/v1/bgps/", status: 404},
@@ -60,12 +67,12 @@ func testPathRules(t *testing.T, newStore storeFunc) {
 		// Keys are one segment.
 		{method: "GET", path: "/api/v1/tenants/t1/x/", status: 404},
 		{method: "GET", path: "/api/v1/inspect/tenants/", status: 404},
-		// Non-canonical paths redirect to the cleaned path, query kept.
-		{method: "GET", path: "/api/v1//tenants/", status: 301, location: "/api/v1/tenants/"},
-		{method: "GET", path: "/api/v1/tenants/./t1/?a=b&c", status: 301, location: "/api/v1/tenants/t1/?a=b&c"},
-		{method: "DELETE", path: "/api/v1/tenants/x/../t1/", status: 301, location: "/api/v1/tenants/t1/"},
-		{method: "POST", path: "/api/v1/tenants/t1/.", status: 301, location: "/api/v1/tenants/t1"},
-		{method: "GET", path: "/api/v1/tenants/%2E%2E/", status: 301, location: "/api/v1/"},
+		// Non-canonical paths are not cleaned or redirected: they match
+		// no route.
+		{method: "GET", path: "/api/v1//tenants/", status: 404},
+		{method: "GET", path: "/api/v1/tenants/./t1/?a=b&c", status: 404},
+		{method: "DELETE", path: "/api/v1/tenants/x/../t1/", status: 404},
+		{method: "POST", path: "/api/v1/tenants/t1/.", status: 404},
 		// Unregistered methods are 404, not 405.
 		{method: "PATCH", path: "/api/v1/tenants/t1/", body: `{"tenantName":"t1"}`, status: 404},
 		{method: "HEAD", path: "/api/v1/tenants/t1/", status: 404},
@@ -97,9 +104,9 @@ func testPathRules(t *testing.T, newStore storeFunc) {
 			if tc.method != "HEAD" && r.Body != notFoundBody {
 				t.Errorf("%s: 404 body %q", what, r.Body)
 			}
-		case 301:
-			if r.Location != tc.location || r.Body != "" {
-				t.Errorf("%s: Location %q body %q, want %q", what, r.Location, r.Body, tc.location)
+		case 400:
+			if r.Body != tc.body400 || r.Location != "" {
+				t.Errorf("%s: 400 body %q location %q, want %q", what, r.Body, r.Location, tc.body400)
 			}
 		}
 	}

@@ -234,7 +234,7 @@ func TestCommitFailureReverts(t *testing.T) {
 		return nil
 	}
 	r := srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n1/", net1)
-	expectError(t, "commit failure", r, `persist network "t1:n1": injected store failure`)
+	expectStatus(t, "commit failure", r, http.StatusInternalServerError, `persist network "t1:n1": injected store failure`)
 	kv.FailPut = nil
 	if after := dump(t, kv); !reflect.DeepEqual(before, after) {
 		t.Errorf("store not reverted:\nbefore %v\nafter  %v", before, after)

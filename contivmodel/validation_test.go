@@ -206,10 +206,35 @@ func itemPath(plural, key string) string {
 	return "/api/v1/" + plural + "/" + url.PathEscape(key) + "/"
 }
 
+// expectError checks a refusal: a client-error status (400, 404, 409),
+// text/plain and the exact message.
 func expectError(t *testing.T, what string, r modeltest.Response, want string) {
 	t.Helper()
-	if r.Status != http.StatusInternalServerError || r.ContentType != "text/plain; charset=utf-8" || r.Body != want+"\n" {
-		t.Errorf("%s: got %d %q %q, want 500 text/plain %q", what, r.Status, r.ContentType, r.Body, want+"\n")
+	switch r.Status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict:
+	default:
+		t.Errorf("%s: status %d, want 400, 404 or 409", what, r.Status)
+	}
+	if r.ContentType != "text/plain; charset=utf-8" || r.Body != want+"\n" {
+		t.Errorf("%s: got %d %q %q, want text/plain %q", what, r.Status, r.ContentType, r.Body, want+"\n")
+	}
+}
+
+// expectInvalidKey checks the refusal of a body whose key fields do not
+// make the URL key: 400, the original's "Invalid Key" first, then the key.
+func expectInvalidKey(t *testing.T, what string, r modeltest.Response, urlKey string) {
+	t.Helper()
+	want := fmt.Sprintf("Invalid Key: URL key %q differs from ", urlKey)
+	if r.Status != http.StatusBadRequest || !strings.HasPrefix(r.Body, want) {
+		t.Errorf("%s: got %d %q, want 400 %q…", what, r.Status, r.Body, want)
+	}
+}
+
+// expectStatus is expectError with the exact status.
+func expectStatus(t *testing.T, what string, r modeltest.Response, status int, want string) {
+	t.Helper()
+	if r.Status != status || r.ContentType != "text/plain; charset=utf-8" || r.Body != want+"\n" {
+		t.Errorf("%s: got %d %q %q, want %d text/plain %q", what, r.Status, r.ContentType, r.Body, status, want+"\n")
 	}
 }
 
@@ -244,7 +269,7 @@ func testValidationRefusals(t *testing.T, newStore storeFunc) {
 			// The key check comes first, even before invalid fields.
 			for _, wrong := range []string{baseKey + "x", "x" + baseKey, "other"} {
 				r := srv.Do(t, http.MethodPost, itemPath(tc.plural, wrong), baseBody)
-				expectError(t, "key "+wrong, r, "Invalid Key")
+				expectInvalidKey(t, "key "+wrong, r, wrong)
 			}
 			for i, bad := range tc.bad {
 				body := maps.Clone(tc.base)
@@ -280,7 +305,7 @@ func testValidationOrder(t *testing.T, newStore storeFunc) {
 	expectError(t, "encap before subnet", r, "encap string invalid format")
 	r = srv.Do(t, http.MethodPost, "/api/v1/networks/t1:n2/",
 		`{"tenantName":"t1","networkName":"n1","encap":"bad"}`)
-	expectError(t, "key first", r, "Invalid Key")
+	expectStatus(t, "key first", r, http.StatusBadRequest, `Invalid Key: URL key "t1:n2" differs from "t1:n1" (tenantName:networkName in the body)`)
 	r = srv.Do(t, http.MethodPost, "/api/v1/rules/t:p:1/",
 		`{"tenantName":"t","policyName":"p","ruleId":"1","action":"allow","direction":"in","port":70000,"priority":500}`)
 	expectError(t, "port before priority", r, "port Value Out of bound")

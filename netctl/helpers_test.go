@@ -62,6 +62,8 @@ func (f *fakeNetmaster) serve(w http.ResponseWriter, r *http.Request) {
 			status = 201
 		case "400":
 			status = 400
+		case "409":
+			status = 409
 		case "503":
 			status = 503
 		}

@@ -34,6 +34,16 @@ var (
 	ErrClosed = errors.New("objdb: client closed")
 	// ErrInvalid: bad input (malformed endpoint URL, empty key, ...).
 	ErrInvalid = errors.New("objdb: invalid argument")
+	// ErrUncertain: a Put or Delete failed, but an earlier attempt of the
+	// same call was sent and then timed out or lost its connection, so it
+	// may have been applied (or may still be). It comes together with the
+	// final error: ErrConflict when a retried compare-and-swap found the
+	// key changed, possibly by that attempt; ErrNotFound when a retried
+	// delete found nothing, possibly removed by it; ErrUnavailable or a
+	// context error otherwise. A caller must resolve the outcome (PutResolved
+	// does for puts) before it re-applies a change or hands out what the
+	// write took; see docs/allocation-integrity.md.
+	ErrUncertain = errors.New("objdb: outcome unknown, an earlier attempt may have been applied")
 )
 
 // KeyValue is one stored key. Version is the backend's modification index
@@ -47,7 +57,9 @@ type KeyValue struct {
 
 // KV is the core key-value API. Every method takes ctx first and honours its
 // deadline; transient store errors are retried with backoff inside the
-// backend, so an error returned here is final for this call.
+// backend, so an error returned here is final for this call. A failed Put
+// or Delete whose earlier attempt may have been applied says so by
+// wrapping ErrUncertain (see PutResolved).
 type KV interface {
 	// Get returns the key or an error wrapping ErrNotFound.
 	Get(ctx context.Context, key string) (KeyValue, error)

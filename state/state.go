@@ -110,6 +110,30 @@ func (c Collection[T]) Write(ctx context.Context, v T, opts ...objdb.OpOption) (
 	return ver, nil
 }
 
+// WriteResolved is Write for an object whose stored bytes are this
+// writer's own while the write is in flight (an endpoint record naming an
+// address only this request was given, a counter only one writer of this
+// process updates): a write of unknown outcome is settled by reading it
+// back (objdb.PutResolved), so the result is definite unless the store
+// stays unreachable (then the error wraps objdb.ErrUncertain). Values
+// another writer may store identically, such as tag bitmaps, must use
+// Write and re-read on conflict instead.
+func (c Collection[T]) WriteResolved(ctx context.Context, v T, opts ...objdb.OpOption) (int64, error) {
+	id := v.StateID()
+	if err := checkID(id); err != nil {
+		return 0, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("encode state %q: %w", c.Key(id), err)
+	}
+	ver, err := objdb.PutResolved(ctx, c.kv, c.Key(id), b, opts...)
+	if err != nil {
+		return 0, fmt.Errorf("write state %q: %w", c.Key(id), err)
+	}
+	return ver, nil
+}
+
 // Clear deletes the object. Clearing a missing object is not an error.
 func (c Collection[T]) Clear(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {

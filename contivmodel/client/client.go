@@ -69,8 +69,10 @@ func (c *ContivClient) Login(username, password string) (*http.Response, []byte,
 }
 
 // HTTPError is a non-200 answer. Its text is what the original client
-// reported: the body for 500, "Page not found!" for 404, "Access denied!"
-// for 403, the status line otherwise.
+// reported: the body for 500, "Page not found!" for a 404 of an unknown
+// route, "Access denied!" for 403, the status line otherwise; and the
+// netmaster's message for the client-error answers it gives (400, 404 of
+// a missing object, 408, 409, 413; docs/rest-errors.md).
 type HTTPError struct {
 	StatusCode int
 	Body       []byte
@@ -84,14 +86,29 @@ func statusError(resp *http.Response, body []byte) error {
 	switch resp.StatusCode {
 	case http.StatusInternalServerError:
 		e.msg = string(body)
+	case http.StatusBadRequest, http.StatusRequestTimeout, http.StatusConflict, http.StatusRequestEntityTooLarge:
+		e.msg = string(body)
+		if !isText(resp) || len(body) == 0 {
+			e.msg = resp.Status
+		}
 	case http.StatusNotFound:
 		e.msg = "Page not found!"
+		if isText(resp) && len(body) > 0 && string(body) != routeNotFound {
+			e.msg = string(body)
+		}
 	case http.StatusForbidden:
 		e.msg = "Access denied!"
 	default:
 		e.msg = resp.Status
 	}
 	return e
+}
+
+// routeNotFound is the body of Go's 404 for a path no route serves.
+const routeNotFound = "404 page not found\n"
+
+func isText(resp *http.Response) bool {
+	return strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain")
 }
 
 func (c *ContivClient) roundTrip(req *http.Request) (*http.Response, []byte, error) {

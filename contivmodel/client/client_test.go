@@ -259,7 +259,11 @@ func TestClientErrors(t *testing.T) {
 		{500, "", "", "", ""}, // an empty 500 body is an error with empty text
 		{404, notFound, "Page not found!", "Page not found!", ""},
 		{403, "denied", "Access denied!", "Access denied!", "Access denied!"},
-		{400, "x", "400 Bad Request", "400 Bad Request", "400 Bad Request"},
+		{400, "x", "x", "x", "x"},
+		{400, "", "400 Bad Request", "400 Bad Request", "400 Bad Request"},
+		{409, "network not found\n", "network not found\n", "network not found\n", "network not found\n"},
+		{404, "network not found\n", "network not found\n", "network not found\n", ""},
+		{413, "request body exceeds 4194304 bytes\n", "request body exceeds 4194304 bytes\n", "request body exceeds 4194304 bytes\n", "request body exceeds 4194304 bytes\n"},
 		{201, "{}", "201 Created", "201 Created", "201 Created"},
 		{503, "", "503 Service Unavailable", "503 Service Unavailable", "503 Service Unavailable"},
 		{200, "nope", "invalid character 'o' in literal null (expecting 'u')", "", ""},

@@ -66,13 +66,28 @@ func TestEnvironmentAndDefaults(t *testing.T) {
 		t.Fatalf("%q", msg)
 	}
 	if cfg.Common.Mode != "kubernetes" || cfg.ExternalAddress != "0.0.0.0:9999" || cfg.EmbeddedEtcdDir != "/tmp/x" ||
-		cfg.LeaderTTL != daemon.DefaultLeaderTTL || cfg.Infra != "default" || cfg.Common.LogLevel != "INFO" {
+		cfg.LeaderTTL != daemon.DefaultLeaderTTL || cfg.Infra != "default" || cfg.Common.LogLevel != "INFO" ||
+		cfg.HTTP != daemon.DefaultHTTPLimits {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	// A flag wins over its environment twin.
 	cfg, _, _ = parse(t, map[string]string{"CONTIV_NETMASTER_MODE": "kubernetes"}, base...)
 	if cfg.Common.Mode != "test" {
 		t.Fatalf("flag did not win over env: %q", cfg.Common.Mode)
+	}
+}
+
+// TestHTTPLimits: the REST server limits are flags with environment
+// twins.
+func TestHTTPLimits(t *testing.T) {
+	cfg, _, msg := parse(t, map[string]string{"CONTIV_NETMASTER_HTTP_READ_TIMEOUT": "7s", "CONTIV_NETMASTER_HTTP_MAX_BODY_BYTES": "65536"},
+		append(base, "--http-write-timeout", "9s", "--http-idle-timeout", "11s", "--http-read-header-timeout", "2s")...)
+	if !strings.Contains(msg, "parsed") {
+		t.Fatalf("%q", msg)
+	}
+	want := daemon.HTTPLimits{ReadHeaderTimeout: 2e9, ReadTimeout: 7e9, WriteTimeout: 9e9, IdleTimeout: 11e9, MaxBodyBytes: 65536}
+	if cfg.HTTP != want {
+		t.Fatalf("HTTP limits %+v, want %+v", cfg.HTTP, want)
 	}
 }
 
@@ -91,6 +106,9 @@ func TestInvalidFlagsExit22(t *testing.T) {
 		{with("--internal-address", "[::1]:9999"), "--internal-address"},
 		{with("--log-level", "loud"), "invalid --log-level"},
 		{with("--leader-ttl", "500ms"), "invalid --leader-ttl"},
+		{with("--http-read-timeout", "0s"), "invalid --http-read-timeout"},
+		{with("--http-write-timeout", "1ms"), "invalid --http-write-timeout"},
+		{with("--http-max-body-bytes", "10"), "invalid --http-max-body-bytes"},
 		{with("--etcd", "http://a:1", "--consul", "b:2"), "ambiguous store"},
 		{with("extra-arg"), "unexpected arguments"},
 	}

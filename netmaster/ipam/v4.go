@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +29,10 @@ import (
 // store write whatever its size and the subnet's size. Another process
 // (a second netmaster) writing the same chunk makes the CAS fail; the
 // committer re-reads the chunk and applies the requests again, so an
-// address is never handed out twice.
+// address is never handed out twice. A chunk write whose outcome the store
+// left unknown (a timed-out attempt it may have applied) is read back
+// before anything it took is handed out or its requests run again
+// (putChunk, docs/allocation-integrity.md).
 //
 // The per-pool "full" summary lets the search skip full chunks. It is only
 // a hint: a chunk wrongly marked not full costs one read and is fixed; a
@@ -52,12 +57,15 @@ type V4 struct {
 	mu     sync.Mutex
 	closed bool
 	pools  map[string]*pool4
+
+	id string // random: marks this allocator's chunk writes (putChunk)
 }
 
 // NewV4 returns an IPv4 allocator over kv.
 func NewV4(kv objdb.KV, opts ...Option) *V4 {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{}}
+	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{},
+		id: strconv.FormatUint(rand.Uint64(), 36)}
 }
 
 // Close gives back the pools' reserves (best effort, a few seconds at
@@ -71,6 +79,25 @@ func (a *V4) Close() {
 	a.mu.Unlock()
 	a.cancel()
 	a.wg.Wait()
+}
+
+// putChunk writes chunk c of pool l (bits b) by compare-and-swap on
+// version base (0: create), marked with this allocator's id. A write of
+// unknown outcome is resolved by reading the chunk back
+// (objdb.PutResolved): the result is success, a definite ErrConflict, or,
+// only while the store stays unreachable, an error wrapping
+// objdb.ErrUncertain.
+//
+// The stored value is this write's own: another process (or another
+// leadership term's allocator) marks its writes with another id, and this
+// allocator has one write of a pool in flight at a time, the committer's
+// (or a sub-pool operation's, which the caller keeps from running
+// concurrently with allocations). So reading back exactly the bytes written
+// proves the write was applied (docs/allocation-integrity.md). One id per
+// allocator rather than per write keeps a chunk byte-identical when a
+// rollback frees what a refused request took.
+func (a *V4) putChunk(ctx context.Context, l *layout, c int, b *[chunkWords]uint64, base int64) (int64, error) {
+	return objdb.PutResolved(ctx, a.kv, a.keys(l.id).chunk(c), l.encodeChunk(c, b, a.id), casOpt(base))
 }
 
 // closeFlushTimeout bounds the reserve hand-back at Close.
@@ -627,7 +654,7 @@ func (p *pool4) round(a *V4, batch []*request, refill bool) (retry []*request) {
 			// leaves a "not full" mark on a full chunk (harmless).
 			p.setFull(ctx, a, []int{c}, false)
 		}
-		ver, err := a.kv.Put(ctx, p.keys.chunk(c), l.encodeChunk(c, w), casOpt(old.version))
+		ver, err := a.putChunk(ctx, l, c, w, old.version)
 		switch {
 		case err == nil:
 			p.chunks[c] = &cachedChunk{bits: *w, version: ver}
@@ -638,7 +665,9 @@ func (p *pool4) round(a *V4, batch []*request, refill bool) (retry []*request) {
 			if multi && !hasFree && !p.isFull(c) {
 				nowFull = append(nowFull, c)
 			}
-		case errors.Is(err, objdb.ErrConflict) && ctx.Err() == nil:
+		case errors.Is(err, objdb.ErrConflict) && !errors.Is(err, objdb.ErrUncertain) && ctx.Err() == nil:
+			// Definitely not written (putChunk resolved any doubt):
+			// run the requests again on a fresh read.
 			delete(p.chunks, c)
 			for _, pd := range perChunk[c] {
 				if pd.r.conflicts++; pd.r.conflicts > maxConflicts {
@@ -648,7 +677,10 @@ func (p *pool4) round(a *V4, batch []*request, refill bool) (retry []*request) {
 				retry = append(retry, pd.r)
 			}
 		default:
-			// The write may or may not have happened: forget the chunk.
+			// Failed, or (the store stayed unreachable) of unknown
+			// outcome: nothing of it is handed out. If it was applied,
+			// its addresses stay taken without an owner until a leader's
+			// sweep gives them back; never twice.
 			delete(p.chunks, c)
 			for _, pd := range perChunk[c] {
 				p.complete(pd.r, result{err: err})

@@ -44,6 +44,12 @@ type header4 struct {
 type chunk4 struct {
 	Gen  int64  `json:"gen"`  // version of the header the chunk belongs to
 	Bits string `json:"bits"` // base64, bit i of the chunk = byte i/8, bit i%8
+	// W is the id of the allocator that wrote this value: a writer whose
+	// write had an unknown outcome (the store timed out) finds out whether
+	// it was applied by reading the value back, and W tells its writes
+	// from another allocator's with the same bits (V4.putChunk,
+	// docs/allocation-integrity.md).
+	W string `json:"w,omitempty"`
 }
 
 type full4 struct {
@@ -147,18 +153,22 @@ func (l *layout) chunkBytes(c int) int {
 	return int((n + 7) / 8)
 }
 
-func (l *layout) encodeChunk(c int, b *[chunkWords]uint64) []byte {
+// encodeChunk is the stored form of chunk c with bits b, written by the
+// allocator with id w.
+func (l *layout) encodeChunk(c int, b *[chunkWords]uint64, w string) []byte {
 	raw := make([]byte, l.chunkBytes(c))
 	for i := range raw {
 		raw[i] = byte(b[i/8] >> (8 * uint(i%8)))
 	}
 	// Same bytes as json.Marshal(chunk4{...}), without reflection: this
 	// runs once per allocation batch.
-	out := make([]byte, 0, 24+base64.StdEncoding.EncodedLen(len(raw)))
+	out := make([]byte, 0, 40+len(w)+base64.StdEncoding.EncodedLen(len(raw)))
 	out = append(out, `{"gen":`...)
 	out = strconv.AppendInt(out, l.gen, 10)
 	out = append(out, `,"bits":"`...)
 	out = base64.StdEncoding.AppendEncode(out, raw)
+	out = append(out, `","w":"`...)
+	out = append(out, w...)
 	return append(out, `"}`...)
 }
 

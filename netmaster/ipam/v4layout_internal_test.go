@@ -14,9 +14,9 @@ func TestChunkEncoding(t *testing.T) {
 	}
 	var b [chunkWords]uint64
 	b[0], b[63] = 0x8000000000000001, 1<<62
-	enc := l.encodeChunk(7, &b)
+	enc := l.encodeChunk(7, &b, "w1.2")
 	var ch chunk4
-	if err := json.Unmarshal(enc, &ch); err != nil || ch.Gen != 42 {
+	if err := json.Unmarshal(enc, &ch); err != nil || ch.Gen != 42 || ch.W != "w1.2" {
 		t.Fatalf("%s: %v %+v", enc, err, ch)
 	}
 	got, err := decodeChunk(l, 7, enc)

@@ -144,8 +144,8 @@ func (a *V4) modifyChunk(ctx context.Context, l *layout, c int, fn func(b *[chun
 		if err != nil || !changed {
 			return err
 		}
-		_, err = a.kv.Put(ctx, k.chunk(c), l.encodeChunk(c, b), casOpt(ver))
-		if errors.Is(err, objdb.ErrConflict) {
+		_, err = a.putChunk(ctx, l, c, b, ver)
+		if errors.Is(err, objdb.ErrConflict) && !errors.Is(err, objdb.ErrUncertain) {
 			continue
 		}
 		return err

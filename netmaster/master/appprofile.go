@@ -22,7 +22,7 @@ func linkAppProfileGroup(tx *contivmodel.Tx, ap *contivmodel.AppProfile, name st
 		return nil
 	})
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("EndpointGroup %s not found", gkey)
+		return contivmodel.Missingf("EndpointGroup %s not found", gkey)
 	} else if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func unlinkAppProfileGroup(tx *contivmodel.Tx, ap *contivmodel.AppProfile, name 
 		return nil
 	})
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("EndpointGroup %s not found", gkey)
+		return contivmodel.Missingf("EndpointGroup %s not found", gkey)
 	}
 	return err
 }
@@ -48,12 +48,12 @@ func unlinkAppProfileGroup(tx *contivmodel.Tx, ap *contivmodel.AppProfile, name 
 // Create links the listed groups and the tenant.
 func (appProfileCtl) Create(_ context.Context, tx *contivmodel.Tx, ap *contivmodel.AppProfile) error {
 	if ap.TenantName == "" {
-		return contivmodel.Errorf("Invalid tenant name")
+		return contivmodel.Invalidf("Invalid tenant name")
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, ap.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant %s not found", ap.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", ap.TenantName)
 	}
 	for _, name := range ap.EndpointGroups {
 		if err := linkAppProfileGroup(tx, ap, name); err != nil {
@@ -91,7 +91,7 @@ func (appProfileCtl) Delete(_ context.Context, tx *contivmodel.Tx, ap *contivmod
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, ap.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant %s not found", ap.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", ap.TenantName)
 	}
 	for _, name := range ap.EndpointGroups {
 		err := unlinkAppProfileGroup(tx, ap, name)

@@ -23,7 +23,7 @@ type bgpCtl struct{ m *master }
 // checkBgp applies the create/update refusals.
 func checkBgp(tx *contivmodel.Tx, b *contivmodel.Bgp) error {
 	if b.Hostname == "" {
-		return contivmodel.Errorf("Invalid host name")
+		return contivmodel.Invalidf("Invalid host name")
 	}
 	if isACI(tx) {
 		return contivmodel.Errorf("not supported in ACI fabric mode")

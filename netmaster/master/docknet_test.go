@@ -201,7 +201,7 @@ func TestDocknetConflicts(t *testing.T) {
 	other := docknettest.UniqueName("dg")
 	docknettest.RemoveAtCleanup(t, d.c, other)
 	d.fail("POST", "/api/v1/endpointGroups/default:"+other+"/", epgBody("default", other, reused, `"policies":["nope"]`),
-		"Policy not found")
+		"Policy default:nope not found")
 	if _, ok := d.docker(other); ok {
 		t.Fatalf("docker network %q left behind by a refused group create", other)
 	}
@@ -283,5 +283,5 @@ func TestDocknetNoEngine(t *testing.T) {
 	cfg.ClusterMode = "docker"
 	cfg.DockerSocket = t.TempDir() + "/no-docker.sock"
 	e := newEnvCfg(t, cfg)
-	e.fail("POST", "/api/v1/networks/default:web/", netBody("default", "web", "vlan", "198.18.43.0/24", "", 0), "")
+	e.failStatus("POST", "/api/v1/networks/default:web/", netBody("default", "web", "vlan", "198.18.43.0/24", "", 0), 500, "")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -42,9 +43,18 @@ func (m *master) addEpCleanupRoute(r *mux.Router) {
 // endpoint was deleted and reclaimed, an empty body otherwise (failures
 // are logged; rest-api.md Appendix A Q12).
 func (m *master) serveEpCleanup(w http.ResponseWriter, r *http.Request) {
-	v := mux.Vars(r)
 	log := m.log.WithField("path", r.URL.Path)
-	msg, err := m.epCleanup(r.Context(), v["tenant"], v["category"], v["id"])
+	var vals [3]string
+	var err error
+	for i, name := range []string{"tenant", "category", "id"} {
+		if vals[i], err = contivmodel.PathVar(r, name); err != nil {
+			break
+		}
+	}
+	msg := ""
+	if err == nil {
+		msg, err = m.epCleanup(r.Context(), vals[0], vals[1], vals[2])
+	}
 	switch {
 	case errors.Is(err, errNothingToClean):
 		log.Info("endpoint cleanup: nothing to clean up")

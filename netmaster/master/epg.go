@@ -28,12 +28,12 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, g.TenantName); err != nil {
 		return err
 	} else if !ok || g.TenantName == "" {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", g.TenantName)
 	}
 	netKey := modelKey(g.TenantName, g.NetworkName)
 	nw, err := contivmodel.Get[contivmodel.Network](tx, netKey)
 	if errors.Is(err, contivmodel.ErrNotFound) || g.NetworkName == "" {
-		return contivmodel.Errorf("Network %s not found", g.NetworkName)
+		return contivmodel.Missingf("Network %s not found", g.NetworkName)
 	} else if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func linkPolicy(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, name string) e
 	if ok, err := contivmodel.Exists[contivmodel.Policy](tx, key); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Policy not found")
+		return contivmodel.Missingf("Policy %s not found", key)
 	}
 	g.LinkSets.Policies.Add(contivmodel.NewLink(contivmodel.TypePolicy, key))
 	return contivmodel.Modify(tx, key, func(p *contivmodel.Policy) error {
@@ -177,7 +177,7 @@ func unlinkPolicy(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, name string)
 		return nil
 	})
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("Policy not found")
+		return contivmodel.Missingf("Policy %s not found", key)
 	}
 	return err
 }
@@ -187,7 +187,7 @@ func attachNetprofile(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gs *stat
 	key := modelKey(g.TenantName, name)
 	np, err := contivmodel.Get[contivmodel.Netprofile](tx, key)
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("netprofile not found")
+		return contivmodel.Missingf("netprofile %s not found", key)
 	} else if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func detachNetprofile(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, name str
 		return nil
 	})
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("netprofile not found")
+		return contivmodel.Missingf("netprofile %s not found", key)
 	}
 	return err
 }
@@ -220,7 +220,7 @@ func linkContracts(tx *contivmodel.Tx, g *contivmodel.EndpointGroup, names []str
 			return nil
 		})
 		if errors.Is(err, contivmodel.ErrNotFound) {
-			return contivmodel.Errorf("External contracts group %s not found", name)
+			return contivmodel.Missingf("External contracts group %s not found", name)
 		} else if err != nil {
 			return err
 		}

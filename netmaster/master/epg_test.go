@@ -60,24 +60,24 @@ func TestEndpointGroup(t *testing.T) {
 	}
 
 	// Refusals (19, 20, 22).
-	e.fail("POST", "/api/v1/endpointGroups/nosuch:g2/", epgBody("nosuch", "g2", "net1", ""), "Tenant not found")
+	e.fail("POST", "/api/v1/endpointGroups/nosuch:g2/", epgBody("nosuch", "g2", "net1", ""), "Tenant nosuch not found")
 	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "nonet", ""), "Network nonet not found")
 	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "", ""), "")
 	e.fail("POST", "/api/v1/endpointGroups/default:in_valid/", epgBody("default", "in_valid", "net1", ""), "")
 	e.fail("POST", "/api/v1/endpointGroups/default:net1/", epgBody("default", "net1", "net1", ""), "Network net1 conflicts with the endpointGroup name")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"policies":["p1"]`), "Policy not found")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"netProfile":"np1"`), "netprofile not found")
+	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"policies":["p1"]`), "Policy default:p1 not found")
+	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"netProfile":"np1"`), "netprofile default:np1 not found")
 	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"extContractsGrps":["c1"]`), "External contracts group c1 not found")
 	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.5"`), "invalid ip-pool 10.1.1.10-10.1.1.5")
 	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.2.10-10.1.2.20"`),
 		"bad ip-pool 10.1.2.10-10.1.2.20, EPG ip-pool must be a subset of network 10.1.1.0/24")
 	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.250-10.1.1.254"`), "ip address 10.1.1.254 is not available")
 	// A failure after the ip pool was carved out leaves nothing behind.
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.20","policies":["p1"]`), "Policy not found")
+	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.20","policies":["p1"]`), "Policy default:p1 not found")
 	e.createNet("default", "net2", "vlan", "10.1.2.0/24", "", 0)
 	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net2", ""), "Cannot change network association after epg is created.")
 	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"ipPool":"10.1.1.10-10.1.1.20"`), "Cannot change IP pool after epg is created.")
-	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"policies":["p1"]`), "Policy not found")
+	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"policies":["p1"]`), "Policy default:p1 not found")
 	// Update keeps cfgdTag silently.
 	e.ok("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"cfgdTag":"other"`))
 	if b := e.ok("GET", "/api/v1/endpointGroups/default:g1/", ""); !strings.Contains(b, `"cfgdTag":"web"`) {
@@ -183,7 +183,7 @@ func TestPluginEndpoints(t *testing.T) {
 	if ni.Oper.AllocatedIPAddresses != "60.1.1.1, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.NumEndpoints != 1 || len(ni.Oper.Endpoints) != 1 {
 		t.Fatalf("network oper: %+v", ni.Oper)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "nosuch", "c9", ""), "key not found")
+	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "nosuch", "c9", ""), "group nosuch:t2 not found")
 	e.createEndpoint(createEP("t2", "net", "t2-epgA", "c2", ""))
 	if ni := e.netOper("t2", "net"); ni.Oper.AllocatedIPAddresses != "60.1.1.1-60.1.1.2, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 2 {
 		t.Fatalf("network oper: %+v", ni.Oper)
@@ -237,7 +237,7 @@ func TestPluginEndpoints(t *testing.T) {
 			t.Fatalf("deleteEndpoint answer %+v", d)
 		}
 	}
-	e.fail("POST", "/plugin/deleteEndpoint", deleteEP("t2", "net", "t2-epgA", "c1"), "key not found")
+	e.fail("POST", "/plugin/deleteEndpoint", deleteEP("t2", "net", "t2-epgA", "c1"), "endpoint net.t2-c1 not found")
 	ni = e.netOper("t2", "net")
 	if ni.Oper.AllocatedIPAddresses != "60.1.1.254" || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.NumEndpoints != 0 {
 		t.Fatalf("network oper after deletes: %+v", ni.Oper)
@@ -280,9 +280,9 @@ func TestPluginAddresses(t *testing.T) {
 		t.Fatalf("alloc preferred: %s", got)
 	}
 	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"web.default","PreferredIPv4Address":"10.1.1.50"}`, "ip address 10.1.1.50 is not available")
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, "network not found")
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, "network not found")
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "key not found")
+	e.failStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, 404, "AddressPool 10.9.9.0/24: no network has subnet 10.9.9.0/24")
+	e.failStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, 400, `AddressPool "10.9.9.0" is not <subnet>/<length> or <subnet>/<length>:<tenant>`)
+	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "network nonet.default not found")
 	if ni := e.netOper("default", "web"); ni.Oper.AllocatedAddressesCount != 4 {
 		t.Fatalf("count %d", ni.Oper.AllocatedAddressesCount)
 	}

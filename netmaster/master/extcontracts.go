@@ -14,15 +14,15 @@ type extContractsCtl struct{ m *master }
 // Create checks the contracts type and the tenant.
 func (extContractsCtl) Create(_ context.Context, tx *contivmodel.Tx, ec *contivmodel.ExtContractsGroup) error {
 	if ec.ContractsType != "provided" && ec.ContractsType != "consumed" {
-		return contivmodel.Errorf("Contracts group need to be either 'provided' or 'consumed'")
+		return contivmodel.Invalidf("Contracts group need to be either 'provided' or 'consumed'")
 	}
 	if ec.TenantName == "" {
-		return contivmodel.Errorf("Tenant %s not found", ec.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", ec.TenantName)
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, ec.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant %s not found", ec.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", ec.TenantName)
 	}
 	return nil
 }

@@ -47,23 +47,67 @@ func (c globalCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmode
 	if err := checkInfra(g.NetworkInfraType); err != nil {
 		return err
 	}
-	if _, err := resources.ParseTagRanges(g.Vlans, resources.VLAN); err != nil {
+	if err := checkTagRanges(g); err != nil {
 		return err
 	}
-	if _, err := resources.ParseTagRanges(g.Vxlans, resources.VXLAN); err != nil {
+	held, err := c.m.heldTags(ctx)
+	if err != nil {
 		return err
 	}
 	if err := c.guard(ctx, tx); err != nil {
 		return err
 	}
-	if err := c.m.res.DefineVLANs(ctx, g.Vlans); err != nil {
+	if err := c.m.res.DefineVLANs(ctx, g.Vlans, held); err != nil {
 		return err
 	}
-	start, err := c.m.res.DefineVXLANs(ctx, g.Vxlans)
+	start, err := c.m.res.DefineVXLANs(ctx, g.Vxlans, held)
 	if err != nil {
 		return err
 	}
 	return c.m.writeGlobalState(ctx, g, start)
+}
+
+// heldTags are the tags the stored networks and groups own. A global
+// created again after a delete (which removes the tag pools, never refused
+// as in the original) keeps them taken instead of handing them out a
+// second time; a new range that leaves one out is refused as an update's
+// is (docs/allocation-integrity.md).
+func (m *master) heldTags(ctx context.Context) (resources.Held, error) {
+	var h resources.Held
+	nets, _, err := m.st.Networks.ReadAll(ctx)
+	if err != nil {
+		return h, fmt.Errorf("read networks: %w", err)
+	}
+	groups, _, err := m.st.EndpointGroups.ReadAll(ctx)
+	if err != nil {
+		return h, fmt.Errorf("read endpoint groups: %w", err)
+	}
+	add := func(tagType string, pkt, ext int) {
+		switch {
+		case tagType == "vlan" && pkt > 0:
+			h.VLANs = append(h.VLANs, uint(pkt))
+		case tagType == "vxlan":
+			if ext > 0 {
+				h.VXLANs = append(h.VXLANs, uint(ext))
+			}
+			if pkt > 0 {
+				h.LocalVLANs = append(h.LocalVLANs, uint(pkt))
+			}
+		}
+	}
+	netTag := map[string]int{}
+	for _, n := range nets {
+		add(n.PktTagType, n.PktTag, n.ExtPktTag)
+		netTag[n.ID] = n.PktTag
+	}
+	for _, g := range groups {
+		// A group shares its network's tags, except in ACI mode, where
+		// it has a VLAN of its own from the VLAN pool.
+		if g.PktTag > 0 && g.PktTag != netTag[netStateID(g.TenantName, g.NetworkName)] {
+			h.VLANs = append(h.VLANs, uint(g.PktTag))
+		}
+	}
+	return h, nil
 }
 
 func (m *master) writeGlobalState(ctx context.Context, g *contivmodel.Global, vxlanStart uint) error {
@@ -95,6 +139,9 @@ func inUseParts(v, x int) string {
 // Update applies a changed global object, refusing in the spec's order.
 func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.Global) error {
 	m := c.m
+	if err := checkTagRanges(req); err != nil {
+		return err
+	}
 	_, nv, err := m.res.VLANsInUse(ctx)
 	if err != nil && !errors.Is(err, resources.ErrNotDefined) {
 		return fmt.Errorf("read vlans in use: %w", err)
@@ -124,11 +171,15 @@ func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *
 	if err := checkInfra(req.NetworkInfraType); err != nil {
 		return err
 	}
+	held, err := m.heldTags(ctx)
+	if err != nil {
+		return err
+	}
 	if err := c.guard(ctx, tx); err != nil {
 		return err
 	}
 	if req.Vlans != stored.Vlans {
-		if err := m.res.DefineVLANs(ctx, req.Vlans); err != nil {
+		if err := m.res.DefineVLANs(ctx, req.Vlans, held); err != nil {
 			return err
 		}
 	}
@@ -137,7 +188,7 @@ func (c globalCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *
 		return fmt.Errorf("read vxlan start: %w", err)
 	}
 	if req.Vxlans != stored.Vxlans {
-		if start, err = m.res.DefineVXLANs(ctx, req.Vxlans); err != nil {
+		if start, err = m.res.DefineVXLANs(ctx, req.Vxlans, held); err != nil {
 			return err
 		}
 	}

@@ -202,14 +202,23 @@ func (e *env) ok(method, path, body string) string {
 	return b
 }
 
-// fail requires a 500 whose first line is msg ("" = any) and an unchanged
-// store.
+// fail requires a client-error answer (400, 404 or 409) whose first line
+// is msg ("" = any) and an unchanged store.
 func (e *env) fail(method, path, body, msg string) {
+	e.t.Helper()
+	e.failStatus(method, path, body, 0, msg)
+}
+
+// failStatus is fail with the exact status (0: any of 400, 404, 409).
+func (e *env) failStatus(method, path, body string, status int, msg string) {
 	e.t.Helper()
 	before := e.dump()
 	code, b := e.do(method, path, body)
-	if code != http.StatusInternalServerError {
-		e.t.Fatalf("%s %s %s: want 500, got %d %q", method, path, body, code, b)
+	switch {
+	case status != 0 && code != status:
+		e.t.Fatalf("%s %s %s: want %d, got %d %q", method, path, body, status, code, b)
+	case status == 0 && code != http.StatusBadRequest && code != http.StatusNotFound && code != http.StatusConflict:
+		e.t.Fatalf("%s %s %s: want 400, 404 or 409, got %d %q", method, path, body, code, b)
 	}
 	first, _, _ := strings.Cut(b, "\n")
 	if msg != "" && first != msg {

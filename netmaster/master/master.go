@@ -19,9 +19,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel"
@@ -33,6 +35,7 @@ import (
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/httpmetrics"
 )
 
 // Built-in defaults of the global object written at first start (spec
@@ -74,6 +77,13 @@ type Config struct {
 	// DockerSocket is the Docker Engine's API socket used in docker mode
 	// ("": docknet.DefaultSocket). No other mode talks to Docker.
 	DockerSocket string
+	// MaxBodyBytes bounds a request body of the REST API and the /plugin
+	// routes (0: contivmodel.MaxBodyBytes).
+	MaxBodyBytes int64
+	// Metrics receives each term's IPAM and endpoint metrics (nil: none).
+	Metrics prometheus.Registerer
+	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
+	RPCTLS *daemon.RPCTLS
 }
 
 // Leader implements daemon.Leader.
@@ -92,7 +102,8 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
+		MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -152,6 +163,15 @@ type master struct {
 
 	sweepWG   sync.WaitGroup
 	closeOnce sync.Once
+	sweepMu   sync.Mutex
+	sweepRep  *SweepReport // last sweep of the term (sweep.go)
+
+	// Background work started by requests (repair.go), stopped with the
+	// term: termCtx is the term's context, bgClosed set by close.
+	bgMu          sync.Mutex
+	bgClosed      bool
+	repairPending bool
+	termCtx       context.Context
 
 	svc     objdb.ServiceRegistry // agent discovery (ofnet.go)
 	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
@@ -206,6 +226,9 @@ func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 
 func (m *master) close() {
 	m.closeOnce.Do(func() {
+		m.bgMu.Lock()
+		m.bgClosed = true
+		m.bgMu.Unlock()
 		m.sweepWG.Wait() // it ends with the term's context
 		m.ofnetWG.Wait() // so does the ofnet master
 		m.v4.Close()
@@ -236,7 +259,11 @@ func (m *master) controllers() contivmodel.Controllers {
 }
 
 func (m *master) start(ctx context.Context) (http.Handler, error) {
-	m.reg = contivmodel.NewRegistry(m.kv, contivmodel.WithLogger(m.log))
+	m.bgMu.Lock()
+	m.termCtx = ctx
+	m.bgMu.Unlock()
+	m.reg = contivmodel.NewRegistry(m.kv, contivmodel.WithLogger(m.log),
+		contivmodel.WithMaxBodyBytes(m.cfg.MaxBodyBytes), contivmodel.WithStatus(httpStatus))
 	if err := contivmodel.RegisterAll(m.reg, m.controllers()); err != nil {
 		return nil, fmt.Errorf("register model kinds: %w", err)
 	}
@@ -272,9 +299,13 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 		}()
 	}
 	router := contivmodel.NewRouter(m.reg)
+	router.Use(httpmetrics.MuxRoute)
+	m.registerTermMetrics(ctx, m.cfg.Metrics)
 	m.addPluginRoutes(router)
 	m.addEpCleanupRoute(router)
+	m.addSweepRoute(router)
 	m.addServiceRoutes(router)
+	m.addTraceRoute(router)
 	m.startOfnet(ctx, router)
 	return router, nil
 }
@@ -304,11 +335,18 @@ func (m *master) ensureDefaults(ctx context.Context) error {
 	return nil
 }
 
-// storeErr is a client-facing store error: the original showed the state
-// driver's text, whose useful part is "key not found".
+// storeErr is a client-facing store error. A missing record says which
+// one: what is "<verb> <record> <id>" ("read network state web.default")
+// and the message "<record> <id> not found" (the original's "key not
+// found" named nothing; docs/rest-errors.md).
 func storeErr(what string, err error) error {
 	if errors.Is(err, objdb.ErrNotFound) {
-		return &contivmodel.Error{Msg: "key not found", Err: fmt.Errorf("%s: %w", what, err)}
+		_, obj, ok := strings.Cut(what, " ")
+		if !ok {
+			obj = what
+		}
+		obj = strings.Replace(obj, " state ", " ", 1)
+		return &contivmodel.Error{Msg: obj + " not found", Err: fmt.Errorf("%s: %w: %w", what, contivmodel.ErrMissing, err)}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -473,8 +511,11 @@ func casUpdateHinted[T state.Object](ctx context.Context, c state.Collection[T],
 		if err := fn(&cur); err != nil {
 			return err
 		}
-		nv, err := c.Write(ctx, cur, objdb.WithPrevVersion(ver))
-		if errors.Is(err, objdb.ErrConflict) || errors.Is(err, objdb.ErrNotFound) {
+		// This process's counter writer is the only one of the object
+		// (addCounters), so its value is its own: an attempt of unknown
+		// outcome is settled by reading it back, never applied twice.
+		nv, err := c.WriteResolved(ctx, cur, objdb.WithPrevVersion(ver))
+		if (errors.Is(err, objdb.ErrConflict) || errors.Is(err, objdb.ErrNotFound)) && !errors.Is(err, objdb.ErrUncertain) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -142,11 +142,11 @@ func TestGlobal(t *testing.T) {
 		e.fail("POST", "/api/v1/globals/global/", b, "")
 	}
 	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-5000", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		"invalid range 1-5000, vlan values exceed 4095 max allowed")
+		"vlans: invalid range 1-5000, vlan values exceed 4095 max allowed")
 	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-20000", "bridge", "proxy", "172.19.0.0/16"),
-		"does not allow vxlan range to exceed 16000 range 1-20000")
+		"vxlans: does not allow vxlan range to exceed 16000 range 1-20000")
 	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-100000", "bridge", "proxy", "172.19.0.0/16"),
-		"invalid range 1-100000, vlan values exceed 65535 max allowed")
+		"vxlans: invalid range 1-100000, vxlan values exceed 65535 max allowed")
 
 	// 3, 4, 5.
 	e.createNet("default", "vx", "vxlan", "10.1.1.0/24", "", 1)
@@ -235,7 +235,7 @@ func TestGlobal(t *testing.T) {
 	e.ok("DELETE", "/api/v1/globals/global/", "")
 	e.fail("POST", "/api/v1/networks/default:z/", netBody("default", "z", "vlan", "10.6.0.0/24", "", 0),
 		"Global configuration is not ready: global configuration is not ready")
-	if code, _ := e.do("GET", "/api/v1/inspect/globals/global/", ""); code != 500 {
+	if code, _ := e.do("GET", "/api/v1/inspect/globals/global/", ""); code != 404 {
 		t.Fatalf("inspect of a deleted global: %d", code)
 	}
 	for _, k := range []string{"master/config/global", "state/global/global", "oper/global/global", "state/auto-vlan/global", "oper/auto-vxlan/global"} {
@@ -361,8 +361,8 @@ func TestNetwork(t *testing.T) {
 	}
 	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.10-10.1.1.1/24", "", 0), "Network subnet format not valid")
 	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.0/24", "10.1.2.1", 0),
-		"hostIP 10.1.2.1 is exceeding beyond subnet 10.1.1.0/24, hostID 257")
-	e.fail("POST", "/api/v1/networks/nosuch:x/", netBody("nosuch", "x", "vlan", "10.1.1.0/24", "", 0), "Tenant not found")
+		"gateway 10.1.2.1 is outside subnet 10.1.1.0/24")
+	e.fail("POST", "/api/v1/networks/nosuch:x/", netBody("nosuch", "x", "vlan", "10.1.1.0/24", "", 0), "Tenant nosuch not found")
 	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.0/7", "", 0), "")
 
 	// 14.

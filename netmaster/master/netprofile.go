@@ -16,15 +16,15 @@ type netprofileCtl struct{ m *master }
 // Create links a profile to its tenant.
 func (netprofileCtl) Create(_ context.Context, tx *contivmodel.Tx, np *contivmodel.Netprofile) error {
 	if np.TenantName == "" {
-		return contivmodel.Errorf("Invalid tenant name")
+		return contivmodel.Invalidf("Invalid tenant name")
 	}
 	if np.Burst == 1 {
-		return contivmodel.Errorf("Invalid Burst size. burst size > 1500 bytes")
+		return contivmodel.Invalidf("Invalid Burst size. burst size > 1500 bytes")
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, np.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", np.TenantName)
 	}
 	np.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, np.TenantName)
 	return contivmodel.Modify(tx, np.TenantName, func(t *contivmodel.Tenant) error {
@@ -38,13 +38,13 @@ func (netprofileCtl) Create(_ context.Context, tx *contivmodel.Tx, np *contivmod
 func (c netprofileCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.Netprofile) error {
 	m := c.m
 	if req.Burst == 1 {
-		return contivmodel.Errorf("Invalid Burst size. burst size must be > 1500 bytes")
+		return contivmodel.Invalidf("Invalid Burst size. burst size must be > 1500 bytes")
 	}
 	stored.Bandwidth, stored.DSCP, stored.Burst = req.Bandwidth, req.DSCP, req.Burst
 	for _, key := range sortedKeys(stored.LinkSets.EndpointGroups) {
 		g, err := contivmodel.Get[contivmodel.EndpointGroup](tx, key)
 		if errors.Is(err, contivmodel.ErrNotFound) {
-			return contivmodel.Errorf("EndpointGroups not found")
+			return contivmodel.Missingf("EndpointGroup %s not found", key)
 		} else if err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func (netprofileCtl) Delete(_ context.Context, tx *contivmodel.Tx, np *contivmod
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, np.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant %s not found", np.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", np.TenantName)
 	}
 	if len(np.LinkSets.EndpointGroups) > 0 {
 		return contivmodel.Errorf("NetProfile is being used")
@@ -93,12 +93,12 @@ type policyCtl struct{ m *master }
 // Create links a policy to its tenant.
 func (policyCtl) Create(_ context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) error {
 	if p.TenantName == "" {
-		return contivmodel.Errorf("Invalid tenant name")
+		return contivmodel.Invalidf("Invalid tenant name")
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, p.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", p.TenantName)
 	}
 	p.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, p.TenantName)
 	return contivmodel.Modify(tx, p.TenantName, func(t *contivmodel.Tenant) error {
@@ -117,7 +117,7 @@ func (policyCtl) Delete(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, p.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant %s not found", p.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", p.TenantName)
 	}
 	if len(p.LinkSets.EndpointGroups) > 0 {
 		return contivmodel.Errorf("Policy is being used")

@@ -44,7 +44,7 @@ func TestNetprofileAndPolicy(t *testing.T) {
 	e.fail("POST", np, npBody("default", "np1", 72, 1500, ""), "DSCP Value Out of bound")
 	e.fail("POST", np, npBody("default", "np1", 1, 1, ""), "Invalid Burst size. burst size must be > 1500 bytes")
 	e.fail("POST", "/api/v1/netprofiles/default:np9/", npBody("default", "np9", 1, 1, ""), "Invalid Burst size. burst size > 1500 bytes")
-	e.fail("POST", "/api/v1/netprofiles/nosuch:np9/", npBody("nosuch", "np9", 1, 0, ""), "Tenant not found")
+	e.fail("POST", "/api/v1/netprofiles/nosuch:np9/", npBody("nosuch", "np9", 1, 0, ""), "Tenant nosuch not found")
 	e.fail("DELETE", "/api/v1/netprofiles/default:nosuch/", "", "netprofile not found")
 
 	// 20.
@@ -75,7 +75,7 @@ func TestNetprofileAndPolicy(t *testing.T) {
 	// Policies (19, without rules).
 	e.ok("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
 	e.ok("POST", "/api/v1/policys/default:p2/", `{"tenantName":"default","policyName":"p2"}`)
-	e.fail("POST", "/api/v1/policys/nosuch:p1/", `{"tenantName":"nosuch","policyName":"p1"}`, "Tenant not found")
+	e.fail("POST", "/api/v1/policys/nosuch:p1/", `{"tenantName":"nosuch","policyName":"p1"}`, "Tenant nosuch not found")
 	e.createEPG("default", "g1", "net", `"policies":["p1"]`)
 	if b := e.ok("GET", "/api/v1/policys/default:p1/", ""); !strings.Contains(b, `"EndpointGroups":{"default:g1"`) {
 		t.Fatalf("policy links: %s", b)

@@ -93,12 +93,12 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 		return err
 	}
 	if nw.TenantName == "" {
-		return contivmodel.Errorf("Invalid tenant name")
+		return contivmodel.Invalidf("Invalid tenant name")
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, nw.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", nw.TenantName)
 	}
 	nets, err := contivmodel.List[contivmodel.Network](tx)
 	if err != nil {
@@ -125,16 +125,14 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if err != nil {
 		return err
 	}
-	if nw.Gateway != "" {
-		if _, err := sn.CheckHost(nw.Gateway); err != nil {
-			return err
-		}
-	}
 	var v6 netip.Prefix
 	if nw.Ipv6Subnet != "" {
 		if v6, err = ipam.ParseSubnetV6(nw.Ipv6Subnet); err != nil {
 			return err
 		}
+	}
+	if err := checkGateways(nw, sn, v6); err != nil {
+		return err
 	}
 	netID := netStateID(nw.TenantName, nw.NetworkName)
 	ns := state.Network{
@@ -241,7 +239,7 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 		})
 		ns.PktTag, ns.ExtPktTag = int(local), int(vni)
 	default:
-		return contivmodel.Errorf("invalid encap %s", nw.Encap)
+		return contivmodel.Invalidf("invalid encap %s", nw.Encap)
 	}
 	return nil
 }
@@ -257,7 +255,7 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, nw.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant not found")
+		return contivmodel.Missingf("Tenant %s not found", nw.TenantName)
 	}
 	if n := len(nw.LinkSets.EndpointGroups); n > 0 {
 		return contivmodel.Errorf("cannot delete %s has %d endpoint groups", nw.NetworkName, n)

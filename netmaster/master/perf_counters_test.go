@@ -151,7 +151,7 @@ func TestConcurrentEndpointCounters(t *testing.T) {
 			if _, dup := deleted.LoadOrStore(id, true); dup {
 				return fmt.Errorf("delete %s succeeded twice", id)
 			}
-		case !strings.HasPrefix(b, "key not found"):
+		case code != http.StatusNotFound || !strings.HasPrefix(b, "endpoint "+"cnt.default-"):
 			return fmt.Errorf("delete %s: %d %q", id, code, b)
 		}
 		return nil
@@ -192,25 +192,33 @@ func TestEndpointCounterFailureRollsBack(t *testing.T) {
 	if err := e.st.Delete(ctx, "state/endpointGroups/rbg:default"); err != nil {
 		t.Fatal(err)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbg", "x1", ""), "")
+	e.failStatus("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbg", "x1", ""), http.StatusInternalServerError, "")
 
 	// Network state gone: the group's counter is taken back too.
 	if err := e.st.Delete(ctx, "state/nets/rb.default"); err != nil {
 		t.Fatal(err)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbh", "x2", ""), "")
+	e.failStatus("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbh", "x2", ""), http.StatusInternalServerError, "")
 }
 
-// Deleting an endpoint whose address was already given back through
-// releaseAddress lowers only the endpoint count.
-func TestDeleteEndpointOfReleasedAddress(t *testing.T) {
+// An endpoint's address cannot be given back through releaseAddress (the
+// endpoint owns it, docs/allocation-integrity.md): the release is refused
+// and changes nothing; deleting the endpoint lowers both counts.
+func TestDeleteEndpointOfRefusedRelease(t *testing.T) {
 	e := newEnv(t)
 	e.createNet("default", "rel", "vxlan", "198.18.6.0/24", "", 0)
 	e.createEndpoint(createEP("default", "rel", "", "keep", ""))
 	r := e.createEndpoint(createEP("default", "rel", "", "gone", ""))
-	e.ok("POST", "/plugin/releaseAddress", fmt.Sprintf(`{"NetworkID":"rel.default","IPv4Address":%q}`, r.EndpointConfig.IPAddress))
-	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 1 {
-		t.Fatalf("after release: %+v", ni.Oper)
+	before := e.dump()
+	code, b := e.do("POST", "/plugin/releaseAddress", fmt.Sprintf(`{"NetworkID":"rel.default","IPv4Address":%q}`, r.EndpointConfig.IPAddress))
+	if want := "address 198.18.6.2 is held by endpoint rel.default-gone and cannot be released; release it through its owner\n"; code != http.StatusConflict || b != want {
+		t.Fatalf("release of an endpoint's address: %d %q, want 409 %q", code, b, want)
+	}
+	if d := diffDumps(before, e.dump()); d != "" {
+		t.Fatalf("refused release changed the store:\n%s", d)
+	}
+	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 2 {
+		t.Fatalf("after the refused release: %+v", ni.Oper)
 	}
 	e.ok("POST", "/plugin/deleteEndpoint", deleteEP("default", "rel", "", "gone"))
 	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 1 || ni.Oper.AllocatedAddressesCount != 1 {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -107,13 +106,16 @@ func (m *master) addPluginRoutes(r *mux.Router) {
 }
 
 // pluginHandler decodes the request (case-insensitive member names), runs
-// fn and answers 200 JSON + "\n", or 500 text/plain with the message.
+// fn and answers 200 JSON + "\n", or text/plain with the message and the
+// status of the registry's classification (docs/rest-errors.md).
 func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *Req) (Resp, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, contivmodel.MaxBodyBytes))
+		body, err := contivmodel.ReadBody(w, r, m.reg.MaxBodyBytes())
 		if err == nil {
-			err = json.Unmarshal(body, &req)
+			if uerr := json.Unmarshal(body, &req); uerr != nil {
+				err = &contivmodel.Error{Msg: "decode request: " + uerr.Error(), Err: fmt.Errorf("%w: %w", contivmodel.ErrInvalid, uerr)}
+			}
 		}
 		var out bytes.Buffer
 		if err == nil {
@@ -123,8 +125,9 @@ func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *R
 			}
 		}
 		if err != nil {
-			m.log.WithError(err).WithField("path", r.URL.Path).Info("plugin request failed")
-			http.Error(w, pluginMessage(err), http.StatusInternalServerError)
+			status := m.reg.Status(err)
+			m.log.WithError(err).WithFields(map[string]any{"path": r.URL.Path, "status": status}).Info("plugin request failed")
+			http.Error(w, pluginMessage(err), status)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -209,7 +212,12 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 }
 
 func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (AddressAllocResponse, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	resp := AddressAllocResponse{NetworkID: req.NetworkID}
+	if err := checkAllocAddress(req); err != nil {
+		return resp, err
+	}
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	ref := parseNetworkID(req.NetworkID)
@@ -217,7 +225,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	if req.NetworkID == "" {
 		pfx, tenant, ok := parseAddressPool(req.AddressPool)
 		if !ok {
-			return resp, contivmodel.Errorf("network not found")
+			return resp, contivmodel.Invalidf("AddressPool %q is not a subnet", req.AddressPool)
 		}
 		v6 = pfx.Addr().Is6()
 		id, err := m.findNetworkByPool(ctx, pfx, tenant)
@@ -229,7 +237,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 				resp.IPv4Address = fmt.Sprintf("%s/%d", pfx.Addr().Next(), pfx.Bits())
 				return resp, nil
 			}
-			return resp, contivmodel.Errorf("network not found")
+			return resp, contivmodel.Missingf("AddressPool %s: no network has subnet %s", req.AddressPool, pfx)
 		}
 		ref.netID = id
 	}
@@ -257,11 +265,21 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	if err != nil {
 		return resp, err
 	}
-	if _, err := m.kv.Put(ctx, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
-		m.releaseV4(ref.netID, pool, a)
+	if _, err := objdb.PutResolved(ctx, m.kv, ipallocKey(pool, a), []byte(ref.netID)); err != nil {
+		if !errors.Is(err, objdb.ErrUncertain) {
+			// Never an address a record may still name
+			// (docs/allocation-integrity.md): released only when the
+			// record surely does not exist.
+			m.releaseV4(ref.netID, pool, a)
+		}
 		return resp, fmt.Errorf("record address %s: %w", a, err)
 	}
 	if err := m.bumpNetwork(ctx, ref.netID, 0, 1); err != nil {
+		m.needRepair(err)
+		if derr := m.forgetRecord(pool, a); derr != nil {
+			// The record stays: so does its address.
+			return resp, errors.Join(err, derr)
+		}
 		m.releaseV4(ref.netID, pool, a)
 		return resp, err
 	}
@@ -301,7 +319,7 @@ func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Ad
 	}
 	ip, err := netip.ParseAddr(preferred)
 	if err != nil || !ip.Is6() {
-		return netip.Addr{}, contivmodel.Errorf("invalid ipv6 address %s", preferred)
+		return netip.Addr{}, contivmodel.Invalidf("invalid ipv6 address %s", preferred)
 	}
 	a, err := m.v6.AllocateSpecific(ctx, netID, ip)
 	return a, err
@@ -342,6 +360,31 @@ func (m *master) releaseV6(netID string, a netip.Addr) {
 	}
 }
 
+// takeOverRecord removes the allocAddress record of ip for the endpoint
+// now holding the address; a record already gone was released
+// concurrently, and the create fails.
+func (m *master) takeOverRecord(ctx context.Context, pool string, ip netip.Addr) error {
+	var prev objdb.KeyValue
+	if err := m.kv.Delete(ctx, ipallocKey(pool, ip), objdb.WithPrevKV(&prev)); err != nil {
+		return fmt.Errorf("take over address record %s: %w", ip, err)
+	}
+	if prev.Version == 0 {
+		return contivmodel.Errorf("address %s was released while the endpoint took it over", ip)
+	}
+	return nil
+}
+
+// forgetRecord removes the allocAddress record of a during a rollback.
+func (m *master) forgetRecord(pool string, a netip.Addr) error {
+	ctx, cancel := undoCtx()
+	defer cancel()
+	if err := m.kv.Delete(ctx, ipallocKey(pool, a)); err != nil {
+		m.log.WithError(err).WithField("pool", pool).Error("roll back address record")
+		return fmt.Errorf("remove address record %s: %w", a, err)
+	}
+	return nil
+}
+
 // releaseV4 gives an address back during a rollback.
 func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 	ctx, cancel := undoCtx()
@@ -351,7 +394,13 @@ func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 	}
 }
 
+// releaseAddress frees an address allocAddress handed out, or one without
+// any owner. An endpoint's address, a gateway, a service VIP or an address
+// of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
+// changes (docs/allocation-integrity.md).
 func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest) (AddressReleaseResponse, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	ref := parseNetworkID(req.NetworkID)
@@ -361,11 +410,8 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	}
 	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
-		if _, err := m.v6.Release(ctx, ref.netID, a); err != nil {
+		if _, err := m.releaseChecked(ctx, ref.netID, ref.netID, a, ns.Gateway, ns.IPv6Gateway); err != nil {
 			return AddressReleaseResponse{}, err
-		}
-		if err := m.kv.Delete(ctx, ipallocKey(ref.netID, a)); err != nil {
-			return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", a, err)
 		}
 		return AddressReleaseResponse{Status: "success"}, nil
 	}
@@ -381,15 +427,13 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	if err != nil {
 		return AddressReleaseResponse{}, err
 	}
-	released, err := m.v4.Release(ctx, pool, ip)
+	released, err := m.releaseChecked(ctx, ref.netID, pool, ip, ns.Gateway, ns.IPv6Gateway)
 	if err != nil {
 		return AddressReleaseResponse{}, err
 	}
-	if err := m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-		return AddressReleaseResponse{}, fmt.Errorf("forget address record %s: %w", ip, err)
-	}
 	if released {
 		if err := m.bumpNetwork(ctx, ref.netID, 0, -1); err != nil {
+			m.needRepair(err)
 			return AddressReleaseResponse{}, err
 		}
 	}
@@ -417,6 +461,11 @@ func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Add
 }
 
 func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest) (resp EndpointResponse, err error) {
+	if err := checkCreateEndpoint(req); err != nil {
+		return resp, err
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	netID := netStateID(req.TenantName, req.NetworkName)
@@ -447,6 +496,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			}
 			return resp, storeErr("read group state "+epgID, err)
 		}
+		if err := checkGroupNetwork(req, gs); err != nil {
+			return resp, err
+		}
 		if gs.IPPool != "" {
 			pool = epgID
 		}
@@ -462,10 +514,12 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			for i := len(undo) - 1; i >= 0; i-- {
 				undo[i]()
 			}
+			m.needRepair(err)
 		}
 	}()
 	ip, err := m.allocV4(ctx, &ns, pool, req.ConfigEP.IPAddress)
 	newlyTaken := err == nil
+	takeOver := false // the address is one allocAddress handed out
 	if errors.Is(err, ipam.ErrInUse) {
 		// The address an allocAddress handed out for this endpoint is
 		// accepted; one held by another endpoint is refused (§10 #6).
@@ -484,7 +538,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			rec, gerr := m.kv.Get(ctx, ipallocKey(pool, pref))
 			switch {
 			case gerr == nil && !strings.HasPrefix(string(rec.Value), vipRecordPrefix):
-				ip, err = pref, nil
+				ip, err, takeOver = pref, nil, true
 			case gerr != nil && !errors.Is(gerr, objdb.ErrNotFound):
 				return resp, fmt.Errorf("read address record %s: %w", pref, gerr)
 			}
@@ -523,11 +577,25 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	// The record and the counters are written concurrently (see
 	// perf_counters.go); each failure path takes back what was stored.
 	var netErr, groupErr error
+	//
+	// The record's bytes are this request's own (they name an address
+	// only it was given), so a write of unknown outcome is settled by
+	// reading it back: a conflict below is always another request's
+	// record, never this request's own retried write
+	// (docs/allocation-integrity.md).
 	err = both(func() { netErr, groupErr = m.bumpEndpointCounters(ctx, netID, ep.EndpointGroupKey, 1, addrs) },
 		func() error {
-			_, err := m.st.Endpoints.Write(ctx, ep, objdb.WithCreateOnly())
+			_, err := m.st.Endpoints.WriteResolved(ctx, ep, objdb.WithCreateOnly())
 			return err
 		})
+	if errors.Is(err, objdb.ErrUncertain) {
+		// The store stayed unreachable: the record may exist or still
+		// appear. Keep what it would own (address, counts); the agent's
+		// retry finds the record if it landed, a leader's sweep gives the
+		// address back if it never did, and the counters are recounted.
+		undo = nil
+		return resp, fmt.Errorf("write endpoint %q: %w", epID, err)
+	}
 	if netErr == nil {
 		undo = append(undo, func() { m.undoNetworkBump(netID, -1, -addrs) })
 	}
@@ -557,10 +625,13 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	if err = errors.Join(netErr, groupErr); err != nil {
 		return resp, err
 	}
-	if !newlyTaken {
-		// The endpoint now owns an address allocAddress handed out.
-		if err = m.kv.Delete(ctx, ipallocKey(pool, ip)); err != nil {
-			return resp, fmt.Errorf("take over address record %s: %w", ip, err)
+	// The endpoint now owns an address allocAddress handed out: it takes
+	// the record atomically, so that a concurrent releaseAddress of the
+	// address either gets the record first (and this create is rolled
+	// back) or finds the endpoint and is refused (release.go).
+	if !newlyTaken && takeOver {
+		if err = m.takeOverRecord(ctx, pool, ip); err != nil {
+			return resp, err
 		}
 	}
 	if v6TakenOver {
@@ -572,6 +643,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 }
 
 func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest) (EndpointResponse, error) {
+	if err := required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "EndpointID", req.EndpointID); err != nil {
+		return EndpointResponse{}, err
+	}
 	netID := netStateID(req.TenantName, req.NetworkName)
 	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
 }
@@ -579,9 +653,15 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 // removeEndpoint deletes endpoint state epID of network netID and gives
 // its addresses and counts back (spec daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
-func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (EndpointResponse, error) {
+func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp EndpointResponse, err error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
+	// A step of unknown outcome (the store stayed unreachable) leaves the
+	// counters to a recount; an address it could not release stays taken
+	// until a leader's sweep finds it without an owner.
+	defer func() { m.needRepair(err) }()
 	// Removing the record first, and getting it back in the same store
 	// operation, makes exactly one of several concurrent deletes do the
 	// bookkeeping.
@@ -589,7 +669,7 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (Endpoi
 	if err != nil {
 		return EndpointResponse{}, storeErr("delete endpoint "+epID, err)
 	}
-	resp := EndpointResponse{EndpointConfig: ep}
+	resp = EndpointResponse{EndpointConfig: ep}
 	ns, err := m.netState(ctx, netID)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return resp, nil
@@ -678,7 +758,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 		}
 		if req.ContainerID == "" {
 			b, _ := json.Marshal(req)
-			return nil, contivmodel.Errorf("invalid ProviderID from providerInfo:%s", b)
+			return nil, contivmodel.Invalidf("invalid ProviderID from providerInfo:%s", b)
 		}
 		if err := m.providerStart(ctx, startedProvider(req, ep)); err != nil {
 			return nil, err
@@ -686,7 +766,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 		return resp, nil
 	case "die":
 		if req.ContainerID == "" {
-			return nil, contivmodel.Errorf("invalid containerID in UpdateEndpointRequest:(nil)")
+			return nil, contivmodel.Invalidf("invalid containerID in UpdateEndpointRequest:(nil)")
 		}
 		if known, err := m.providerDie(ctx, req.ContainerID); err != nil || !known {
 			return nil, err

@@ -32,23 +32,23 @@ func checkRuleDirection(r *contivmodel.Rule) error {
 	case "in":
 		switch {
 		case r.ToNetwork != "" || r.ToEndpointGroup != "":
-			return contivmodel.Errorf("can not specify 'to' parameters in incoming rule")
+			return contivmodel.Invalidf("can not specify 'to' parameters in incoming rule")
 		case r.FromNetwork != "" && r.FromIpAddress != "":
-			return contivmodel.Errorf("can not specify both from network and from ip address")
+			return contivmodel.Invalidf("can not specify both from network and from ip address")
 		case r.FromNetwork != "" && r.FromEndpointGroup != "":
-			return contivmodel.Errorf("can not specify both from network and from EndpointGroup")
+			return contivmodel.Invalidf("can not specify both from network and from EndpointGroup")
 		}
 	case "out":
 		switch {
 		case r.FromNetwork != "" || r.FromEndpointGroup != "" || r.FromIpAddress != "":
-			return contivmodel.Errorf("can not specify 'from' parameters in outgoing rule")
+			return contivmodel.Invalidf("can not specify 'from' parameters in outgoing rule")
 		case r.ToNetwork != "" && r.ToIpAddress != "":
-			return contivmodel.Errorf("can not specify both to-network and to-ip address")
+			return contivmodel.Invalidf("can not specify both to-network and to-ip address")
 		case r.ToNetwork != "" && r.ToEndpointGroup != "":
-			return contivmodel.Errorf("can not specify both to-network and to-EndpointGroup")
+			return contivmodel.Invalidf("can not specify both to-network and to-EndpointGroup")
 		}
 	default:
-		return contivmodel.Errorf("invalid direction for the rule")
+		return contivmodel.Invalidf("invalid direction for the rule")
 	}
 	return nil
 }
@@ -72,25 +72,25 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 		if ok, err := contivmodel.Exists[contivmodel.EndpointGroup](tx, modelKey(r.TenantName, matchedGroup(r))); err != nil {
 			return err
 		} else if !ok {
-			return contivmodel.Errorf("endpoint group not found")
+			return contivmodel.Missingf("endpoint group %s not found", modelKey(r.TenantName, matchedGroup(r)))
 		}
 	case r.FromNetwork != "":
 		if ok, err := contivmodel.Exists[contivmodel.Network](tx, modelKey(r.TenantName, r.FromNetwork)); err != nil {
 			return err
 		} else if !ok {
-			return contivmodel.Errorf("from Network not found")
+			return contivmodel.Missingf("from Network %s not found", modelKey(r.TenantName, r.FromNetwork))
 		}
 	case r.ToNetwork != "":
 		if ok, err := contivmodel.Exists[contivmodel.Network](tx, modelKey(r.TenantName, r.ToNetwork)); err != nil {
 			return err
 		} else if !ok {
-			return contivmodel.Errorf("to Network not found")
+			return contivmodel.Missingf("to Network %s not found", modelKey(r.TenantName, r.ToNetwork))
 		}
 	}
 	polKey := modelKey(r.TenantName, r.PolicyName)
 	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("Policy not found")
+		return contivmodel.Missingf("Policy %s not found", polKey)
 	} else if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (c ruleCtl) Delete(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 	polKey := modelKey(r.TenantName, r.PolicyName)
 	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
 	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Errorf("Policy not found")
+		return contivmodel.Missingf("Policy %s not found", polKey)
 	} else if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (m *master) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey stri
 			add(o)
 		}
 	default:
-		return nil, contivmodel.Errorf("invalid direction for the rule")
+		return nil, contivmodel.Invalidf("invalid direction for the rule")
 	}
 	return out, nil
 }
@@ -303,7 +303,7 @@ func (m *master) installRule(ctx context.Context, tx *contivmodel.Tx, g *contivm
 	id := epgPolicyID(g.TenantName, g.GroupName, r.PolicyName)
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
-		return contivmodel.Errorf("epg policy not found")
+		return contivmodel.Errorf("epg policy %s not found", id)
 	} else if err != nil {
 		return fmt.Errorf("read epg policy %q: %w", id, err)
 	}
@@ -351,7 +351,7 @@ func (m *master) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.E
 func (m *master) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, ruleKey string) error {
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
-		return contivmodel.Errorf("epg policy not found")
+		return contivmodel.Errorf("epg policy %s not found", id)
 	} else if err != nil {
 		return fmt.Errorf("read epg policy %q: %w", id, err)
 	}

@@ -86,12 +86,12 @@ func TestRules(t *testing.T) {
 	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromIpAddress":"10.1.1.1"`), "can not specify 'from' parameters in outgoing rule")
 	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toIpAddress":"10.1.1.1"`), "can not specify both to-network and to-ip address")
 	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toEndpointGroup":"g0"`), "can not specify both to-network and to-EndpointGroup")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromEndpointGroup":"nosuch"`), "endpoint group not found")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toEndpointGroup":"nosuch"`), "endpoint group not found")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"nosuch"`), "from Network not found")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"nosuch"`), "to Network not found")
-	e.fail("POST", rulePath("default", "nosuch", "9"), ruleBody("default", "nosuch", "9", "in", ""), "Policy not found")
-	e.fail("POST", rulePath("nosuch", "p1", "9"), ruleBody("nosuch", "p1", "9", "in", ""), "Policy not found")
+	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
+	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
+	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"nosuch"`), "from Network default:nosuch not found")
+	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"nosuch"`), "to Network default:nosuch not found")
+	e.fail("POST", rulePath("default", "nosuch", "9"), ruleBody("default", "nosuch", "9", "in", ""), "Policy default:nosuch not found")
+	e.fail("POST", rulePath("nosuch", "p1", "9"), ruleBody("nosuch", "p1", "9", "in", ""), "Policy nosuch:p1 not found")
 	// 25: toIpAddress on an incoming rule.
 	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, 0 endpoint groups linked to policy p1 ")
 
@@ -254,7 +254,7 @@ func TestPolicyDeleteCascadesRules(t *testing.T) {
 	if b := e.ok("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "default:p1:1") {
 		t.Fatalf("deleted policy's rule still linked from the group: %s", b)
 	}
-	if code, _ := e.do("GET", rulePath("default", "p1", "1"), ""); code != 500 {
+	if code, _ := e.do("GET", rulePath("default", "p1", "1"), ""); code != 404 {
 		t.Fatalf("rule of the deleted policy still exists (%d)", code)
 	}
 }

@@ -48,7 +48,7 @@ func parseSelectors(sel []string) (map[string]string, error) {
 	out := make(map[string]string, len(sel))
 	for _, s := range sel {
 		if strings.Count(s, "=") != 1 {
-			return nil, contivmodel.Errorf("Invalid selector %s. selector format is key1=value1", s)
+			return nil, contivmodel.Invalidf("Invalid selector %s. selector format is key1=value1", s)
 		}
 		k, v, _ := strings.Cut(s, "=")
 		out[k] = v
@@ -60,31 +60,31 @@ func parseSelectors(sel []string) (map[string]string, error) {
 // parsed selectors.
 func checkService(tx *contivmodel.Tx, s *contivmodel.ServiceLB) (map[string]string, error) {
 	if s.ServiceName == "" {
-		return nil, contivmodel.Errorf("Invalid service name")
+		return nil, contivmodel.Invalidf("Invalid service name")
 	}
 	if len(s.Selectors) == 0 {
-		return nil, contivmodel.Errorf("Invalid selector options")
+		return nil, contivmodel.Invalidf("Invalid selector options")
 	}
 	if len(s.Ports) == 0 {
-		return nil, contivmodel.Errorf(msgBadPorts)
+		return nil, contivmodel.Invalidf(msgBadPorts)
 	}
 	for _, p := range s.Ports {
 		if !validPort(p) {
-			return nil, contivmodel.Errorf(msgBadPorts)
+			return nil, contivmodel.Invalidf(msgBadPorts)
 		}
 	}
 	if s.TenantName == "" {
-		return nil, contivmodel.Errorf("Invalid tenant name")
+		return nil, contivmodel.Invalidf("Invalid tenant name")
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, s.TenantName); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, contivmodel.Errorf("Tenant %s not found", s.TenantName)
+		return nil, contivmodel.Missingf("Tenant %s not found", s.TenantName)
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Network](tx, modelKey(s.TenantName, s.NetworkName)); err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, contivmodel.Errorf("Network %s not found", s.NetworkName)
+		return nil, contivmodel.Missingf("Network %s not found", s.NetworkName)
 	}
 	return parseSelectors(s.Selectors)
 }
@@ -160,13 +160,13 @@ func (c serviceLBCtl) Delete(ctx context.Context, tx *contivmodel.Tx, s *contivm
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, s.TenantName); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Tenant %s not found", s.TenantName)
+		return contivmodel.Missingf("Tenant %s not found", s.TenantName)
 	}
 	netKey := modelKey(s.TenantName, s.NetworkName)
 	if ok, err := contivmodel.Exists[contivmodel.Network](tx, netKey); err != nil {
 		return err
 	} else if !ok {
-		return contivmodel.Errorf("Network %s not found in tenant %s", s.NetworkName, s.TenantName)
+		return contivmodel.Missingf("Network %s not found in tenant %s", s.NetworkName, s.TenantName)
 	}
 	if err := m.removeService(ctx, tx, id); err != nil {
 		return err

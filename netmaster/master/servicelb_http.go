@@ -38,9 +38,13 @@ func (m *master) serveServices(w http.ResponseWriter, r *http.Request) {
 // serveService answers the one record in an array, or null (status 200)
 // for an unknown service, as the original did (Appendix A Q12).
 func (m *master) serveService(w http.ResponseWriter, r *http.Request) {
-	rec, err := m.st.ServiceLBs.Read(r.Context(), mux.Vars(r)["id"])
+	id, err := contivmodel.PathVar(r, "id")
+	var rec state.ServiceLB
+	if err == nil {
+		rec, err = m.st.ServiceLBs.Read(r.Context(), id)
+	}
 	switch {
-	case errors.Is(err, objdb.ErrNotFound) || errors.Is(err, objdb.ErrInvalid):
+	case errors.Is(err, objdb.ErrNotFound) || errors.Is(err, objdb.ErrInvalid) || errors.Is(err, contivmodel.ErrInvalid):
 		writeServiceView(w, nil)
 	case err != nil:
 		m.serviceViewError(w, r, err)

@@ -371,11 +371,11 @@ func TestServiceProviders(t *testing.T) {
 	}
 
 	// Refusals (§3.5).
-	e.fail("POST", "/plugin/updateEndpoint", startEvent("default", "nosuch", "c1", "cid-c1", ips["c1"], both), "key not found")
-	e.fail("POST", "/plugin/updateEndpoint", startEvent("default", "orange", "c9", "cid-c9", "", both), "key not found")
+	e.fail("POST", "/plugin/updateEndpoint", startEvent("default", "nosuch", "c1", "cid-c1", ips["c1"], both), "group nosuch:default not found")
+	e.fail("POST", "/plugin/updateEndpoint", startEvent("default", "orange", "c9", "cid-c9", "", both), "endpoint orange.default-c9 not found")
 	e.fail("POST", "/plugin/updateEndpoint", `{"Event":"die"}`, "invalid containerID in UpdateEndpointRequest:(nil)")
 	code, body := e.do("POST", "/plugin/updateEndpoint", startEvent("default", "orange", "c3", "", ips["c3"], both))
-	if code != http.StatusInternalServerError || !strings.HasPrefix(body, "invalid ProviderID from providerInfo:{") {
+	if code != http.StatusBadRequest || !strings.HasPrefix(body, "invalid ProviderID from providerInfo:{") {
 		t.Fatalf("start without container id: %d %q", code, body)
 	}
 

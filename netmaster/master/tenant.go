@@ -12,7 +12,7 @@ type tenantCtl struct{ m *master }
 // Create accepts a named tenant; it has no state of its own.
 func (tenantCtl) Create(_ context.Context, _ *contivmodel.Tx, t *contivmodel.Tenant) error {
 	if t.TenantName == "" {
-		return contivmodel.Errorf("Invalid tenant name")
+		return contivmodel.Invalidf("Invalid tenant name")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bits-and-blooms/bitset"
 
@@ -89,11 +90,39 @@ func checkCovered(kind TagKind, rs []TagRange, used []uint) error {
 	return nil
 }
 
+// Held are the tags existing objects own (networks, groups), read from
+// their records by the caller. A (re)definition keeps them taken whatever
+// the pool's oper object says, also when there is none: a pool deleted and
+// defined again while networks exist must not forget their tags, or it
+// hands one out to a second owner (docs/allocation-integrity.md).
+type Held struct {
+	VLANs      []uint // VLAN pool tags
+	VXLANs     []uint // VNIs
+	LocalVLANs []uint // host-local VLANs paired with VNIs
+}
+
+func heldOf(hs []Held) Held {
+	var out Held
+	for _, h := range hs {
+		out.VLANs = append(out.VLANs, h.VLANs...)
+		out.VXLANs = append(out.VXLANs, h.VXLANs...)
+		out.LocalVLANs = append(out.LocalVLANs, h.LocalVLANs...)
+	}
+	return out
+}
+
+// union is a and b sorted, without repeats.
+func union(a, b []uint) []uint {
+	out := append(append([]uint(nil), a...), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // DefineVLANs creates or redefines the VLAN pool from a range list. VLANs in
-// use stay allocated; a new list that leaves one of them out is refused
-// ("cannot update the vlan range due to existing vlans <list>") before the
-// range rules are checked, as the original does.
-func (m *Manager) DefineVLANs(ctx context.Context, ranges string) error {
+// use (in the pool, or held) stay allocated; a new list that leaves one of
+// them out is refused ("cannot update the vlan range due to existing vlans
+// <list>") before the range rules are checked, as the original does.
+func (m *Manager) DefineVLANs(ctx context.Context, ranges string, held ...Held) error {
 	rs, err := splitRanges(ranges, VLAN)
 	if err != nil {
 		return fmt.Errorf("define vlan pool %q: %w", ranges, err)
@@ -111,6 +140,7 @@ func (m *Manager) DefineVLANs(ctx context.Context, ranges string) error {
 		case !errors.Is(err, objdb.ErrNotFound):
 			return fmt.Errorf("define vlan pool %q: %w", ranges, err)
 		}
+		used = union(used, heldOf(held).VLANs)
 		if err := checkCovered(VLAN, rs, used); err != nil {
 			return fmt.Errorf("define vlan pool %q: %w", ranges, err)
 		}

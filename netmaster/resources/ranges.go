@@ -91,8 +91,7 @@ func checkRanges(s string, rs []TagRange, kind TagKind) error {
 		case kind == VLAN && r.Max > MaxVLAN:
 			return userErr(ErrInvalidRange, "invalid range %s, vlan values exceed %d max allowed", item, MaxVLAN)
 		case kind == VXLAN && r.Max > MaxVXLAN:
-			// "vlan" (sic) is the original's text.
-			return userErr(ErrInvalidRange, "invalid range %s, vlan values exceed %d max allowed", item, MaxVXLAN)
+			return userErr(ErrInvalidRange, "invalid range %s, vxlan values exceed %d max allowed", item, MaxVXLAN)
 		case kind == VXLAN && r.Max-r.Min > MaxVXLANWidth:
 			return userErr(ErrInvalidRange, "does not allow vxlan range to exceed %d range %s", MaxVXLANWidth, item)
 		}

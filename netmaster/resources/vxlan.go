@@ -22,8 +22,8 @@ import (
 // their local VLANs; a range that leaves one out is refused ("cannot update
 // the vxlan range due to existing vxlans <list>"). It returns the new start
 // (min-1), which the netmaster also records in gstate.Oper
-// (freeVXLANsStart).
-func (m *Manager) DefineVXLANs(ctx context.Context, ranges string) (start uint, err error) {
+// (freeVXLANsStart). Held VNIs and local VLANs count as in use too.
+func (m *Manager) DefineVXLANs(ctx context.Context, ranges string, held ...Held) (start uint, err error) {
 	rs, err := splitRanges(ranges, VXLAN)
 	if err != nil {
 		return 0, fmt.Errorf("define vxlan pool %q: %w", ranges, err)
@@ -43,6 +43,8 @@ func (m *Manager) DefineVXLANs(ctx context.Context, ranges string) (start uint, 
 		case !errors.Is(err, objdb.ErrNotFound):
 			return 0, fmt.Errorf("define vxlan pool %q: %w", ranges, err)
 		}
+		h := heldOf(held)
+		used = union(used, h.VXLANs)
 		if err := checkCovered(VXLAN, rs, used); err != nil {
 			return 0, fmt.Errorf("define vxlan pool %q: %w", ranges, err)
 		}
@@ -76,6 +78,9 @@ func (m *Manager) DefineVXLANs(ctx context.Context, ranges string) (start uint, 
 					next.FreeLocalVLANs.Clear(t)
 				}
 			}
+		}
+		for _, t := range h.LocalVLANs {
+			next.FreeLocalVLANs.Clear(t)
 		}
 		if _, err := m.vxlanCfg.Write(ctx, cfg); err != nil {
 			return 0, fmt.Errorf("define vxlan pool %q: %w", ranges, err)

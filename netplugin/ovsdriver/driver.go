@@ -68,6 +68,10 @@ type Config struct {
 	// Netlink is the handle for link work; nil means a handle in the
 	// process's own network namespace.
 	Netlink *netlink.Handle
+	// NetNSPath is the namespace Netlink works in (a bind mount such as
+	// /var/run/netns/NAME), for the ethtool calls netlink cannot make;
+	// empty means the process's own namespace.
+	NetNSPath string
 	// IPTables is the command (and leading arguments) used for the host
 	// masquerade rule, default {"iptables"}. Tests use {"ip", "netns",
 	// "exec", NS, "iptables"} so the rule lands in the namespace of

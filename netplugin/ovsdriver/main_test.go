@@ -71,7 +71,8 @@ func (e *env) driver(t *testing.T, st *state.Store) *ovsdriver.Driver {
 	log.SetOutput(testWriter{t})
 	d, err := ovsdriver.New(e.ctx, ovsdriver.Config{
 		OVSDB: e.ovs.DBSock, DatapathType: "netdev", HostLabel: "host1", Store: st, Netlink: e.nl,
-		IPTables: []string{"ip", "netns", "exec", e.ovs.NetNS, "iptables"}, Logger: log,
+		NetNSPath: "/var/run/netns/" + e.ovs.NetNS,
+		IPTables:  []string{"ip", "netns", "exec", e.ovs.NetNS, "iptables"}, Logger: log,
 	})
 	if err != nil {
 		t.Fatalf("new driver: %v", err)
@@ -137,6 +138,13 @@ func (e *env) addVeth(t *testing.T, name, peer string, mtu int) netlink.Link {
 // handle to it.
 func newNetNS(t *testing.T) netns.NsHandle {
 	t.Helper()
+	h, _ := newNamedNetNS(t)
+	return h
+}
+
+// newNamedNetNS is newNetNS that also returns the namespace's bind mount.
+func newNamedNetNS(t *testing.T) (netns.NsHandle, string) {
+	t.Helper()
 	b := make([]byte, 4)
 	rand.Read(b)
 	name := "ovsdrv-" + hex.EncodeToString(b)
@@ -149,5 +157,5 @@ func newNetNS(t *testing.T) netns.NsHandle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return h
+	return h, "/var/run/netns/" + name
 }

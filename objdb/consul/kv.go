@@ -53,12 +53,20 @@ type txnResponse struct {
 
 // txn runs KV operations atomically. ok is false when consul rolled the
 // transaction back (a check or CAS failed).
-func (c *Client) txn(ctx context.Context, what string, ops api.TxnOps) (ok bool, resp txnResponse, err error) {
+//
+// An attempt that failed after it may have reached consul (a transport
+// error, a timeout, a 5xx) may have been applied: then a failed call, or a
+// rolled-back retry, reports uncertain; the caller wraps
+// objdb.ErrUncertain into its error (docs/allocation-integrity.md).
+func (c *Client) txn(ctx context.Context, what string, ops api.TxnOps) (ok bool, resp txnResponse, uncertain bool, err error) {
 	err = c.retry(ctx, what, func(ctx context.Context) error {
 		resp = txnResponse{}
 		// Raw().Write reports every non-200 reply as a typed StatusError,
 		// so server errors can be told from a rolled-back transaction.
 		_, err := c.api.Raw().Write("/v1/txn", ops, &resp, wopts(ctx))
+		if err != nil && (transient(err) || errors.Is(err, context.Canceled) || ctx.Err() != nil) {
+			uncertain = true
+		}
 		var se api.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusConflict {
 			resp = txnResponse{}
@@ -71,7 +79,16 @@ func (c *Client) txn(ctx context.Context, what string, ops api.TxnOps) (ok bool,
 		ok = err == nil
 		return err
 	})
-	return ok, resp, err
+	return ok, resp, uncertain, markUncertain(err, uncertain)
+}
+
+// markUncertain adds objdb.ErrUncertain to err when an attempt may have
+// been applied.
+func markUncertain(err error, uncertain bool) error {
+	if err == nil || !uncertain || errors.Is(err, objdb.ErrUncertain) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, objdb.ErrUncertain)
 }
 
 // Put writes key and returns its new Version (ModifyIndex). It is one
@@ -102,16 +119,16 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objd
 	if value == nil {
 		op.Value = []byte{}
 	}
-	ok, resp, err := c.txn(ctx, fmt.Sprintf("put %q", key), api.TxnOps{{KV: op}})
+	ok, resp, uncertain, err := c.txn(ctx, fmt.Sprintf("put %q", key), api.TxnOps{{KV: op}})
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
 		if op.Verb == api.KVCAS {
 			if o.CreateOnly && o.PrevVersion == 0 {
-				return 0, fmt.Errorf("put %q: key exists: %w", key, objdb.ErrConflict)
+				return 0, markUncertain(fmt.Errorf("put %q: key exists: %w", key, objdb.ErrConflict), uncertain)
 			}
-			return 0, fmt.Errorf("put %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict)
+			return 0, markUncertain(fmt.Errorf("put %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict), uncertain)
 		}
 		return 0, fmt.Errorf("put %q: consul refused the write: %s", key, txnErrors(resp))
 	}
@@ -151,7 +168,7 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 	}
 	// Consul's delete-cas succeeds on an absent key, so check the index
 	// and delete in one transaction instead.
-	ok, _, err := c.txn(ctx, what, api.TxnOps{
+	ok, _, uncertain, err := c.txn(ctx, what, api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: c.full(key), Index: uint64(o.PrevVersion)}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.full(key)}},
 	})
@@ -162,9 +179,9 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 		return nil
 	}
 	if _, err := c.Get(ctx, key); errors.Is(err, objdb.ErrNotFound) {
-		return fmt.Errorf("delete %q at version %d: %w", key, o.PrevVersion, objdb.ErrNotFound)
+		return markUncertain(fmt.Errorf("delete %q at version %d: %w", key, o.PrevVersion, objdb.ErrNotFound), uncertain)
 	}
-	return fmt.Errorf("delete %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict)
+	return markUncertain(fmt.Errorf("delete %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict), uncertain)
 }
 
 // deleteReturning is Delete with WithPrevKV: one transaction (checks the
@@ -178,7 +195,7 @@ func (c *Client) deleteReturning(ctx context.Context, what, key string, o objdb.
 	ops = append(ops,
 		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGet, Key: c.full(key)}},
 		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: c.full(key)}})
-	ok, resp, err := c.txn(ctx, what, ops)
+	ok, resp, uncertain, err := c.txn(ctx, what, ops)
 	if err != nil {
 		return err
 	}
@@ -188,12 +205,16 @@ func (c *Client) deleteReturning(ctx context.Context, what, key string, o objdb.
 		}
 		if o.PrevVersion <= 0 {
 			*o.PrevKV = objdb.KeyValue{Key: key}
+			if uncertain {
+				// Nothing left to remove: maybe the earlier attempt did.
+				return markUncertain(fmt.Errorf("delete %q: %w", key, objdb.ErrNotFound), true)
+			}
 			return nil
 		}
 		if _, err := c.Get(ctx, key); errors.Is(err, objdb.ErrNotFound) {
-			return fmt.Errorf("delete %q at version %d: %w", key, o.PrevVersion, objdb.ErrNotFound)
+			return markUncertain(fmt.Errorf("delete %q at version %d: %w", key, o.PrevVersion, objdb.ErrNotFound), uncertain)
 		}
-		return fmt.Errorf("delete %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict)
+		return markUncertain(fmt.Errorf("delete %q: version %d is not current: %w", key, o.PrevVersion, objdb.ErrConflict), uncertain)
 	}
 	got := len(ops) - 2 // the get's result
 	if len(resp.Results) <= got || resp.Results[got].KV == nil {

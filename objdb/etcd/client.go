@@ -351,6 +351,29 @@ func (c *Client) retry(ctx context.Context, op, key string, attemptTO time.Durat
 	}
 }
 
+// doWrite is do for a write: uncertain reports that an attempt failed after
+// it may have reached the store (it timed out, lost its connection or was
+// cancelled), so it may have been applied although the call fails.
+func (c *Client) doWrite(ctx context.Context, op, key string, f func(context.Context) error) (uncertain bool, err error) {
+	err = c.do(ctx, op, key, func(actx context.Context) error {
+		err := f(actx)
+		if err != nil && (isTransient(err) || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled) {
+			uncertain = true
+		}
+		return err
+	})
+	return uncertain, err
+}
+
+// markUncertain adds objdb.ErrUncertain to err when an attempt may have
+// been applied.
+func markUncertain(err error, uncertain bool) error {
+	if !uncertain || errors.Is(err, objdb.ErrUncertain) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, objdb.ErrUncertain)
+}
+
 // do is retry with the request timeout.
 func (c *Client) do(ctx context.Context, op, key string, f func(context.Context) error) error {
 	return c.retry(ctx, op, key, c.reqTO, f)

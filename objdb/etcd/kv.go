@@ -33,10 +33,11 @@ func (c *Client) Get(ctx context.Context, key string) (objdb.KeyValue, error) {
 // Put writes key and returns its new Version (mod revision). WithPrevVersion
 // and WithCreateOnly turn it into one transaction whose Else branch reads
 // the key, so a conflict reports the current version without another round
-// trip. A conditional attempt that timed out may still have been applied;
-// its retry then fails the compare and reports ErrConflict, so objdb.Update
-// re-reads and recomputes. An allocator built on Update can thus leak the
-// one allocation of such an attempt, but never hands one out twice.
+// trip. An attempt that timed out or lost its connection may still have
+// been applied (or be applied later): when the call then fails, also the
+// retry's conflict that attempt may have caused, the error wraps
+// objdb.ErrUncertain as well, and the caller resolves it
+// (objdb.PutResolved; docs/allocation-integrity.md).
 func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objdb.OpOption) (int64, error) {
 	if err := objdb.CheckKey(key); err != nil {
 		return 0, fmt.Errorf("put: %w", err)
@@ -51,12 +52,12 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objd
 	full := c.full(key)
 	if o.PrevVersion == 0 && !o.CreateOnly {
 		var resp *clientv3.PutResponse
-		err := c.do(ctx, "put", key, func(actx context.Context) (err error) {
+		uncertain, err := c.doWrite(ctx, "put", key, func(actx context.Context) (err error) {
 			resp, err = c.cli.Put(actx, full, string(value))
 			return err
 		})
 		if err != nil {
-			return 0, err
+			return 0, markUncertain(err, uncertain)
 		}
 		return resp.Header.Revision, nil
 	}
@@ -66,7 +67,7 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objd
 		cmp = clientv3.Compare(clientv3.CreateRevision(full), "=", 0)
 	}
 	var resp *clientv3.TxnResponse
-	err := c.do(ctx, "put", key, func(actx context.Context) (err error) {
+	uncertain, err := c.doWrite(ctx, "put", key, func(actx context.Context) (err error) {
 		resp, err = c.cli.Txn(actx).If(cmp).
 			Then(clientv3.OpPut(full, string(value))).
 			Else(clientv3.OpGet(full)).
@@ -74,17 +75,18 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts ...objd
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, markUncertain(err, uncertain)
 	}
 	if !resp.Succeeded {
 		cur := currentVersion(resp)
 		if o.CreateOnly {
-			return 0, fmt.Errorf("put %q: %w: key exists (version %d)", key, objdb.ErrConflict, cur)
+			err = fmt.Errorf("put %q: %w: key exists (version %d)", key, objdb.ErrConflict, cur)
+		} else if cur == 0 {
+			err = fmt.Errorf("put %q: %w: key absent, expected version %d", key, objdb.ErrConflict, o.PrevVersion)
+		} else {
+			err = fmt.Errorf("put %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion)
 		}
-		if cur == 0 {
-			return 0, fmt.Errorf("put %q: %w: key absent, expected version %d", key, objdb.ErrConflict, o.PrevVersion)
-		}
-		return 0, fmt.Errorf("put %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion)
+		return 0, markUncertain(err, uncertain)
 	}
 	return resp.Header.Revision, nil
 }
@@ -119,17 +121,24 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 	}
 	if o.PrevVersion == 0 {
 		var resp *clientv3.DeleteResponse
-		err := c.do(ctx, "delete", key, func(actx context.Context) (err error) {
+		uncertain, err := c.doWrite(ctx, "delete", key, func(actx context.Context) (err error) {
 			resp, err = c.cli.Delete(actx, full, delOpts...)
 			return err
 		})
-		if err == nil && o.PrevKV != nil {
-			*o.PrevKV = removed(key, resp.PrevKvs)
+		if err != nil {
+			return markUncertain(err, uncertain)
 		}
-		return err
+		if o.PrevKV != nil {
+			*o.PrevKV = removed(key, resp.PrevKvs)
+			if o.PrevKV.Version == 0 && uncertain {
+				// Nothing left to remove: maybe the earlier attempt did.
+				return markUncertain(fmt.Errorf("delete %q: %w", key, objdb.ErrNotFound), true)
+			}
+		}
+		return nil
 	}
 	var resp *clientv3.TxnResponse
-	err := c.do(ctx, "delete", key, func(actx context.Context) (err error) {
+	uncertain, err := c.doWrite(ctx, "delete", key, func(actx context.Context) (err error) {
 		resp, err = c.cli.Txn(actx).
 			If(clientv3.Compare(clientv3.ModRevision(full), "=", o.PrevVersion)).
 			Then(clientv3.OpDelete(full, delOpts...)).
@@ -138,14 +147,14 @@ func (c *Client) Delete(ctx context.Context, key string, opts ...objdb.OpOption)
 		return err
 	})
 	if err != nil {
-		return err
+		return markUncertain(err, uncertain)
 	}
 	if !resp.Succeeded {
 		cur := currentVersion(resp)
 		if cur == 0 {
-			return fmt.Errorf("delete %q: %w", key, objdb.ErrNotFound)
+			return markUncertain(fmt.Errorf("delete %q: %w", key, objdb.ErrNotFound), uncertain)
 		}
-		return fmt.Errorf("delete %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion)
+		return markUncertain(fmt.Errorf("delete %q: %w: version is %d, expected %d", key, objdb.ErrConflict, cur, o.PrevVersion), uncertain)
 	}
 	if o.PrevKV != nil {
 		*o.PrevKV = removed(key, resp.Responses[0].GetResponseDeleteRange().GetPrevKvs())

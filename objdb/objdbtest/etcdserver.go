@@ -108,8 +108,9 @@ func (e *embedded) restart(t testing.TB) {
 // /usr/bin/etcd) on free loopback ports with its data in t.TempDir. The
 // process is stopped on t.Cleanup, also when the test fails. Its Restart
 // sends SIGTERM, waits for the exit and starts etcd again on the same data
-// directory and ports. Without the binary the test is skipped, or fails
-// when CI=true.
+// directory and ports; its Signal signals the running process (a process
+// paused with SIGSTOP is resumed before it is stopped). Without the binary
+// the test is skipped, or fails when CI=true.
 func StartEtcdProcess(t testing.TB) Server {
 	t.Helper()
 	bin, err := exec.LookPath("etcd")
@@ -139,7 +140,9 @@ func StartEtcdProcess(t testing.TB) Server {
 		}
 		t.Fatalf("start etcd process: %v\n%s", err, out)
 	}
-	return etcdServer(p.clientAddr, p.restart)
+	srv := etcdServer(p.clientAddr, p.restart)
+	srv.Signal = p.signal
+	return srv
 }
 
 // freeLoopback returns "127.0.0.1:port" of a port free right now.
@@ -232,6 +235,8 @@ func (p *etcdProc) stop() {
 	if cmd == nil {
 		return
 	}
+	// A process a test paused (SIGSTOP) handles SIGTERM only once resumed.
+	cmd.Process.Signal(syscall.SIGCONT)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
@@ -239,6 +244,17 @@ func (p *etcdProc) stop() {
 		cmd.Process.Kill()
 		<-done
 	}
+}
+
+// signal sends sig to the running process.
+func (p *etcdProc) signal(sig os.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return errors.New("etcd process not running")
+	}
+	return cmd.Process.Signal(sig)
 }
 
 func (p *etcdProc) restart(t testing.TB) {

@@ -43,6 +43,9 @@ type Server struct {
 	// Addr is the store's TCP address "127.0.0.1:port" (what a proxy
 	// forwards to).
 	Addr string
+	// Signal sends sig to the store process (SIGSTOP and SIGCONT pause and
+	// resume it), or is nil when the store is not a process of its own.
+	Signal func(sig os.Signal) error
 }
 
 // RequireComponent fails the test when a real component is missing and

@@ -95,7 +95,8 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 }
 
 // featureBase holds the fixed flows every datapath has: table misses and (VXLAN
-// datapaths) the drop of frames with a multicast source MAC.
+// datapaths) the drop of frames with a multicast source MAC and of router-only
+// IPv6 multicast (feature_llnoise.go).
 type featureBase struct{ mcastDrop bool }
 
 func (featureBase) name() string { return "base" }
@@ -113,6 +114,7 @@ func (f featureBase) flows(s *snapshot, d *desiredState) {
 	if f.mcastDrop {
 		d.to(keyInit())(s.table(pipeline.ClassifierTable).BuildFlow(100).Cookie(cookie).
 			MatchEthSrcMasked(mcastSrcMAC, mcastSrcMAC).Action().Drop().Done())
+		linkLocalNoiseFlows(s, d, cookie)
 	}
 }
 

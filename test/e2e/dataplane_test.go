@@ -19,6 +19,8 @@ import (
 // cluster-wide bridge forwarding mode: a VXLAN network (contivVxlanBridge,
 // VXLAN bridging) and a VLAN network (contivVlanBridge, VLAN bridging over
 // the uplinks) on three hosts, two containers per host per network.
+// Containers stay at their default interface settings: every reachability
+// check sends TCP and UDP besides ping.
 func TestThreeHostsBridgeMode(t *testing.T) {
 	tb := testbed.New(t, testbed.Config{Hosts: 3, NetMode: "vlan", FwdMode: "bridge"})
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.1.0/24", "--gateway", "198.19.1.254", "vx")
@@ -50,6 +52,16 @@ func TestThreeHostsBridgeMode(t *testing.T) {
 		}
 		if err := pingOK(blue[0], blue[1], 15*time.Second); err != nil {
 			t.Error(err)
+		}
+	})
+	t.Run("3 MB TCP transfers and UDP on one host and across hosts (VXLAN and VLAN bridging)", func(t *testing.T) {
+		for _, name := range []string{"vx", "vl"} {
+			cs := byNet[name] // cs[0], cs[1] on host 0; cs[2] on host 1
+			for _, p := range [][2]*ctr{{cs[0], cs[1]}, {cs[1], cs[0]}, {cs[0], cs[2]}, {cs[3], cs[1]}} {
+				if err := trafficOK(p[0], p[1], 15*time.Second); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			}
 		}
 	})
 	if t.Failed() {

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +35,8 @@ func netctl(t *testing.T, tb *testbed.Testbed, args ...string) string {
 	return out
 }
 
-// attachNew creates a container namespace on h and attaches it.
+// attachNew creates a container namespace on h, attaches it and starts
+// the traffic echo (testbed.TrafficPort) in it.
 func attachNew(t *testing.T, h *testbed.Host, name, tenant, network, group string) *ctr {
 	t.Helper()
 	c := h.NewContainerNS(t, name)
@@ -45,6 +48,7 @@ func attachNew(t *testing.T, h *testbed.Host, name, tenant, network, group strin
 	if err != nil {
 		t.Fatalf("attach %s on %s to %s/%s: %v", name, h.Name, tenant, network, err)
 	}
+	c.ServeTraffic(t)
 	return &ctr{Container: c, host: h, tenant: tenant, network: network, id: id, res: res}
 }
 
@@ -63,6 +67,7 @@ func tryAttach(t *testing.T, h *testbed.Host, name, tenant, network string) *ctr
 		c.Delete(t)
 		return nil
 	}
+	c.ServeTraffic(t)
 	return &ctr{Container: c, host: h, tenant: tenant, network: network, id: id, res: res}
 }
 
@@ -76,23 +81,67 @@ func detach(t *testing.T, c *ctr) {
 	}
 }
 
-// pingOK pings until it succeeds (bounded: the first packets may race the
-// remote endpoint's arrival at the peer).
+// trafficTimeout bounds each TCP or UDP exchange of a reachability check.
+const trafficTimeout = 10 * time.Second
+
+// blockedTimeout is how long a check waits before it calls a TCP or UDP
+// exchange blocked.
+const blockedTimeout = 1500 * time.Millisecond
+
+// pingOK checks that from reaches to: pings until one is answered (bounded:
+// the first packets may race the remote endpoint's arrival at the peer),
+// then a TCP request/response and a UDP exchange with to's echo.
 func pingOK(from, to *ctr, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var err error
 	for time.Now().Before(deadline) {
 		if err = from.Ping(to.ip(), 1, 2*time.Second); err == nil {
-			return nil
+			break
 		}
 	}
-	return fmt.Errorf("%s (%s on %s) → %s (%s on %s): %w", from.Name, from.ip(), from.host.Name, to.Name, to.ip(), to.host.Name, err)
+	if err == nil {
+		err = errors.Join(from.TCPEcho(to.ip(), testbed.TrafficPort, 64, trafficTimeout),
+			udpOK(from, to))
+	}
+	if err != nil {
+		return fmt.Errorf("%s (%s on %s) → %s (%s on %s): %w", from.Name, from.ip(), from.host.Name, to.Name, to.ip(), to.host.Name, err)
+	}
+	return nil
 }
 
-// pingFails checks that no reply comes back.
+func udpOK(from, to *ctr) error {
+	_, err := from.UDPEcho(to.ip(), testbed.TrafficPort, trafficTimeout)
+	return err
+}
+
+// trafficOK is the full application check from → to: ping, TCP
+// request/response, a 3 MB TCP transfer with matching checksum and a UDP
+// exchange.
+func trafficOK(from, to *ctr, within time.Duration) error {
+	if err := pingOK(from, to, within); err != nil {
+		return err
+	}
+	if err := from.CheckTraffic(to.ip(), testbed.TrafficPort, trafficTimeout); err != nil {
+		return fmt.Errorf("%s (%s on %s) → %s (%s on %s): %w", from.Name, from.ip(), from.host.Name, to.Name, to.ip(), to.host.Name, err)
+	}
+	return nil
+}
+
+// pingFails checks that neither a ping nor a TCP connection nor a UDP
+// exchange gets through.
 func pingFails(from, to *ctr) error {
-	if err := from.Ping(to.ip(), 2, 3*time.Second); err == nil {
-		return fmt.Errorf("%s (%s/%s) reached %s (%s/%s) but must not", from.Name, from.tenant, from.network, to.Name, to.tenant, to.network)
+	// The three run at once: each has to wait out its timeout.
+	var pingErr, appErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := from.Ping(to.ip(), 2, 3*time.Second); err == nil {
+			pingErr = errors.New("ping answered")
+		}
+	})
+	wg.Go(func() { appErr = from.CheckNoTraffic(to.ip(), testbed.TrafficPort, blockedTimeout) })
+	wg.Wait()
+	if err := errors.Join(pingErr, appErr); err != nil {
+		return fmt.Errorf("%s (%s/%s) reached %s (%s/%s) but must not: %w", from.Name, from.tenant, from.network, to.Name, to.tenant, to.network, err)
 	}
 	return nil
 }

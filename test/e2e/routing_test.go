@@ -27,6 +27,13 @@ func TestVxlanRouting(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// 3 MB transfers across hosts (same network, and routed) and on one
+	// host (routed between the two networks).
+	for _, p := range [][2]*ctr{{a, b}, {b, d}, {a, d}, {c, b}} {
+		if err := trafficOK(p[0], p[1], 10*time.Second); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, p := range [][2]*ctr{{a, g}, {g, b}} {
 		if err := pingFails(p[0], p[1]); err != nil {
 			t.Error(err)

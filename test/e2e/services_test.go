@@ -18,9 +18,9 @@ import (
 	"github.com/contiv/netplugin/test/testbed"
 )
 
-// attachLabeled attaches a new container with labels (which make it a
-// provider of the services they select) and checksum offload switched off on
-// its interface (testbed.DisableTxOffload).
+// attachLabeled attaches a new container, at its default interface
+// settings, with labels (which make it a provider of the services they
+// select).
 func attachLabeled(t *testing.T, h *testbed.Host, name, network, group string, labels map[string]string) *ctr {
 	t.Helper()
 	c := h.NewContainerNS(t, name)
@@ -31,9 +31,6 @@ func attachLabeled(t *testing.T, h *testbed.Host, name, network, group string, l
 		Group: group, ContainerID: id, Name: name, NetNS: c.NSPath(), Labels: labels})
 	if err != nil {
 		t.Fatalf("attach %s on %s: %v", name, h.Name, err)
-	}
-	if err := c.DisableTxOffload(res.IfName); err != nil {
-		t.Fatal(err)
 	}
 	return &ctr{Container: c, host: h, tenant: "default", network: network, id: id, res: res}
 }

@@ -12,7 +12,7 @@ func TestSmokeTwoHostsVxlan(t *testing.T) {
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.1.0/24", "--gateway", "198.19.1.254", "vx1")
 	a := attachNew(t, tb.Hosts[0], "a", "default", "vx1", "")
 	b := attachNew(t, tb.Hosts[1], "b", "default", "vx1", "")
-	if err := pingOK(a, b, 20*time.Second); err != nil {
+	if err := trafficOK(a, b, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }

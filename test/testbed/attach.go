@@ -13,9 +13,10 @@ import (
 const attachTimeout = 60 * time.Second
 
 // Attach asks h's netplugin to attach container c (container id = its
-// namespace name) to tenant/network/group, records the address in c.IP
-// and switches off checksum offload on the container's interface (see
-// DisableTxOffload). Any error fails the test.
+// namespace name) to tenant/network/group and records the address in
+// c.IP. The container's interface is left as netplugin made it (the
+// driver, not the test, makes it carry TCP and UDP on the userspace
+// datapath; see docs/traffic.md). Any error fails the test.
 func (h *Host) Attach(t testing.TB, c *Container, tenant, network, group string) attach.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), attachTimeout)
@@ -28,9 +29,6 @@ func (h *Host) Attach(t testing.TB, c *Container, tenant, network, group string)
 		t.Fatalf("testbed: attach %s on %s: %v", c.Name, h.Name, err)
 	}
 	c.IP, _, _ = strings.Cut(res.IPAddress, "/")
-	if err := c.DisableTxOffload(res.IfName); err != nil {
-		t.Fatalf("testbed: attach %s on %s: %v", c.Name, h.Name, err)
-	}
 	return res
 }
 

@@ -49,13 +49,6 @@ func (c *Container) Delete(t testing.TB) {
 	}
 }
 
-// DisableTxOffload switches off checksum offload on the container's
-// interface (see the package function): needed for TCP and UDP between
-// containers across the hosts' userspace OVS.
-func (c *Container) DisableTxOffload(ifname string) error {
-	return DisableTxOffload(c.NS, ifname)
-}
-
 // Exec runs a program inside the container's namespace and returns its
 // combined output.
 func (c *Container) Exec(args ...string) (string, error) {

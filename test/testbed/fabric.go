@@ -75,8 +75,10 @@ func (tb *Testbed) plugMgmt(ns, fabIf, ip string) error {
 }
 
 // plugUnderlay plugs a master's namespace into the underlay with address
-// ip on eth1. Its traffic reaches the hosts' OVS, so TX checksum offload
-// is switched off (see DisableTxOffload).
+// ip on eth1. The master stands for a machine with a real NIC, which
+// completes checksums in hardware; its veth does not, and its traffic
+// reaches the hosts' userspace OVS (br-phy), so TX checksum offload is
+// switched off there (see DisableTxOffload).
 func (tb *Testbed) plugUnderlay(ns, fabIf, ip string) error {
 	if err := tb.plugAddr(UnderlayBridge, fabIf, ns, UnderlayIf, ip); err != nil {
 		return err
@@ -88,8 +90,9 @@ func (tb *Testbed) plugUnderlay(ns, fabIf, ip string) error {
 // on ifname in namespace ns. A veth otherwise leaves TCP/UDP checksums to
 // "hardware", and a packet that reaches an OVS userspace-datapath port
 // still without one is dropped by the receiving host: pings pass but TCP
-// does not. Use it on every veth end whose traffic reaches a host's OVS
-// (the testbed does it for its master and store links).
+// does not. The testbed uses it only on the underlay links of the
+// namespaces that stand for other machines (the masters), never on a
+// container: netplugin's driver does that for the links it creates.
 func DisableTxOffload(ns, ifname string) error {
 	if _, err := nsExec(ns, "ethtool", "-K", ifname, "tx", "off"); err != nil {
 		return fmt.Errorf("disable tx offload on %s in %s: %w", ifname, ns, err)

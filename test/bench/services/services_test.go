@@ -48,9 +48,6 @@ func attachOne(b *testing.B, h *testbed.Host, name, group string, labels map[str
 	if err != nil {
 		b.Fatalf("attach %s: %v", name, err)
 	}
-	if err := c.DisableTxOffload(res.IfName); err != nil {
-		b.Fatal(err)
-	}
 	return c, strings.Split(res.IPAddress, "/")[0]
 }
 

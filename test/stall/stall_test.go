@@ -1,0 +1,52 @@
+package stall_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/test/stall"
+)
+
+func TestMain(m *testing.M) {
+	stall.RunDaemonIfAsked()
+	goleak.VerifyTestMain(m, objdbtest.LeakOptions()...)
+}
+
+// runs is how often each variant runs: $STALL_RUNS, 1 by default (the
+// acceptance figure of ten runs each comes from test/bench/stall).
+func runs(t *testing.T) int {
+	s := os.Getenv("STALL_RUNS")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("STALL_RUNS=%q: want a positive number", s)
+	}
+	return n
+}
+
+// TestStoreFaults runs every variant against an etcd process and netmaster
+// processes: after each, no address has two owners, every owned address is
+// taken in the pool and the counters equal the records.
+func TestStoreFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and netmaster processes and pauses the store")
+	}
+	n := runs(t)
+	for _, v := range stall.Variants() {
+		t.Run(v.String(), func(t *testing.T) {
+			for i := 0; i < n; i++ {
+				res := stall.Run(t, v)
+				t.Log(res)
+				if f := res.Failures(); f != "" {
+					t.Errorf("run %d of %s:\n%s", i+1, v, f)
+				}
+			}
+		})
+	}
+}
