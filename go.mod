@@ -7,6 +7,7 @@ require (
 	github.com/containernetworking/plugins v1.9.1
 	github.com/gorilla/mux v1.8.1
 	github.com/hashicorp/consul/api v1.34.5
+	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_golang v1.23.2
 	github.com/sirupsen/logrus v1.10.2
 	github.com/urfave/cli v1.22.17

@@ -14,8 +14,9 @@ log() { printf '[install-deps] %s\n' "$*"; }
 # busybox-static (the test image of the per-host engines), fuse-overlayfs
 # (their storage driver), prometheus (server and promtool) for the metrics
 # tests; iperf3 for the netprofile bandwidth test and the throughput
-# benchmark; the reference CNI plugins (/usr/lib/cni) for the CNI ADD benchmark.
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iperf3 iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus containernetworking-plugins)
+# benchmark; the reference CNI plugins (/usr/lib/cni) for the CNI ADD benchmark;
+# dig (bind9-dnsutils) for the DNS interception tests.
+pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iperf3 iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus containernetworking-plugins bind9-dnsutils)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -56,7 +56,13 @@ type Request struct {
 	Name        string `json:"name,omitempty"` // EPCommonName (e.g. the pod name)
 	NetNS       string `json:"netns"`          // the container's netns path
 	IfName      string `json:"ifName,omitempty"`
+	// Labels are the container's labels: a container whose labels include a
+	// service's selectors becomes one of its providers (docs/services.md).
+	Labels map[string]string `json:"labels,omitempty"`
 }
+
+// maxLabels bounds a request's label map.
+const maxLabels = 64
 
 // Result describes the attached endpoint. Addresses are "ip/len".
 type Result struct {
@@ -96,6 +102,14 @@ func (r Request) Validate() error {
 	}
 	if err := checkNetNS(r.NetNS); err != nil {
 		return err
+	}
+	if len(r.Labels) > maxLabels {
+		return &FieldError{"labels", fmt.Sprintf("has %d entries, at most %d are allowed", len(r.Labels), maxLabels)}
+	}
+	for k, v := range r.Labels {
+		if k == "" || len(k) > maxIDLen || len(v) > maxIDLen || strings.ContainsFunc(k+v, unicode.IsControl) {
+			return &FieldError{"labels", fmt.Sprintf("entry %q: keys must be 1..%d and values at most %d characters without control characters", k, maxIDLen, maxIDLen)}
+		}
 	}
 	return checkIfName(r.IfName)
 }

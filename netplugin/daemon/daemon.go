@@ -16,6 +16,7 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/masterclient"
+	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
@@ -38,6 +39,7 @@ type Daemon struct {
 	vl    *agent.Agent // contivVlanBridge
 	mc    *masterclient.Client
 	glob  state.GlobConfig
+	names *nameserver.Server // the embedded DNS server (daemons.md §6.8)
 
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
@@ -73,7 +75,7 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
 		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
-		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}}
+		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New()}
 	d.met = newMetrics(cfg.registerer(), d)
 	return d.run(ctx)
 }
@@ -124,12 +126,21 @@ func (d *Daemon) run(ctx context.Context) error {
 	// then groups; then follow the store.
 	nets := newFollower("networks", d.st.Networks, handlers[state.Network]{put: d.networkPut, del: d.networkDel}, d.log, d.cfg.StoreRetryDelay)
 	groups := newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{put: d.groupPut, del: d.groupDel}, d.log, d.cfg.StoreRetryDelay)
-	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointPut, del: d.endpointDel}, d.log, d.cfg.StoreRetryDelay)
+	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointNamesPut, del: d.endpointNamesDel}, d.log, d.cfg.StoreRetryDelay)
 	glob := newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{put: d.globalPut, del: func(context.Context, state.GlobConfig) {}}, d.log, d.cfg.StoreRetryDelay)
 	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
 	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
+	}
+	// Then services and their providers (docs/services.md).
+	svcs := newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{put: d.serviceLBPut, del: d.serviceLBDel}, d.log, d.cfg.StoreRetryDelay)
+	provs := newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{put: d.providersPut, del: d.providersDel}, d.log, d.cfg.StoreRetryDelay)
+	if err := svcs.sync(ctx); err != nil {
+		return fmt.Errorf("replay services: %w", err)
+	}
+	if err := provs.sync(ctx); err != nil {
+		return fmt.Errorf("replay service providers: %w", err)
 	}
 	errc := make(chan error, 4)
 	if d.cfg.dockerMode() {
@@ -165,6 +176,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, groups.run)
 	goRun(ctx, &wg, eps.run)
 	goRun(ctx, &wg, glob.run)
+	goRun(ctx, &wg, svcs.run)
+	goRun(ctx, &wg, provs.run)
 	goRun(ctx, &wg, d.finishRestart)
 	goRun(ctx, &wg, d.sweepLoop)
 
@@ -301,7 +314,8 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
 		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
 		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
-		Logger: d.log.WithField("bridge", bridge)})
+		DNSLookup: d.names.Lookup,
+		Logger:    d.log.WithField("bridge", bridge)})
 	if err != nil {
 		ofl.Close()
 		rpcl.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/contiv/netplugin/netplugin/attach"
@@ -188,6 +189,20 @@ func (d *Daemon) attach(ctx context.Context, req attach.Request) (res attach.Res
 		return attach.Result{}, err
 	}
 	res.IfName = req.IfName
+	if len(req.Labels) > 0 {
+		// The container is started: it becomes a provider of the services its
+		// labels select (docs/services.md).
+		ip, _, _ := strings.Cut(res.IPAddress, "/")
+		if err := d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{IPAddress: ip,
+			ContainerID: req.ContainerID, Labels: req.Labels, Tenant: req.Tenant, Network: req.Network,
+			Event: "start", EndpointID: req.ContainerID, EPCommonName: req.Name}); err != nil {
+			if derr := d.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
+				ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: req.IfName}); derr != nil {
+				d.log.WithError(derr).Warnf("roll back endpoint %s", res.EndpointID)
+			}
+			return attach.Result{}, err
+		}
+	}
 	return res, nil
 }
 
@@ -372,12 +387,19 @@ func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := d.removeLocal(ctx, epID); err != nil {
-		errs = append(errs, err)
-	}
 	group := ""
 	if ep, err := d.st.Endpoints.Read(ctx, epID); err == nil {
 		group = ep.ServiceName
+		if len(ep.Labels) > 0 {
+			// Withdraw it from its services before its address goes away.
+			if err := d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{ContainerID: req.ContainerID,
+				Event: "die"}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := d.removeLocal(ctx, epID); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil {

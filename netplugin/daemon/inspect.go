@@ -22,12 +22,12 @@ import (
 func (d *Daemon) serveInspect(ctx context.Context) error {
 	r := mux.NewRouter()
 	r.HandleFunc("/inspect/driver", d.inspectDriver).Methods(http.MethodGet)
-	r.HandleFunc("/svcstats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, map[string]any{}) }).Methods(http.MethodGet)
+	r.HandleFunc("/svcstats", d.serveSvcStats).Methods(http.MethodGet)
 	r.HandleFunc("/inspect/bgp", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "Error fetching bgp", http.StatusInternalServerError)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/inspect/nameserver", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "Error fetching nameserver from driver: the embedded name server is not implemented", http.StatusInternalServerError)
+		writeJSON(w, d.names.Inspect())
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/debug/reclaimEndpoint/{id}", d.reclaimEndpoint).Methods(http.MethodDelete)
 	r.HandleFunc("/inspect/trace", d.serveTrace).Methods(http.MethodGet)
@@ -57,6 +57,17 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 
 func (d *Daemon) inspectDriver(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{"vxlan": d.vx.State(), "vlan": d.vl.State()})
+}
+
+func (d *Daemon) serveSvcStats(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	stats, err := d.svcStats(ctx)
+	if err != nil {
+		http.Error(w, "Error fetching stats from driver: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, stats)
 }
 
 func (d *Daemon) reclaimEndpoint(w http.ResponseWriter, r *http.Request) {

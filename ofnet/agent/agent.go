@@ -44,6 +44,7 @@ type Agent struct {
 	vteps     map[string]uint32 // peer IP → VTEP port
 	uplinks   map[uint32]string // port → link name
 	rules     map[string]ofrpc.OfnetPolicyRule
+	services  map[string]*service // by name (<svc>:<tenant>)
 	arpFlood  bool
 	masters   map[string]ofrpc.OfnetNode
 	cache     map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
@@ -72,6 +73,7 @@ func New(cfg Config) (*Agent, error) {
 		vteps:     map[string]uint32{},
 		uplinks:   map[uint32]string{},
 		rules:     map[string]ofrpc.OfnetPolicyRule{},
+		services:  map[string]*service{},
 		masters:   map[string]ofrpc.OfnetNode{},
 		cache:     map[string]map[ofctrl.FlowKey]ofctrl.Flow{},
 		groups:    map[uint32]ofctrl.Group{},

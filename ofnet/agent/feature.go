@@ -78,19 +78,19 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.IPTable] = pipeline.MissGoto(pipeline.HostSNATTable)
 		common[pipeline.HostSNATTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanRouting{}, featurePolicy{ipv6: true}, featureARP{}}
+			featureVxlanRouting{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
 	case DatapathVlan:
 		common[pipeline.VlanTable] = pipeline.MissGoto(pipeline.DstGroupTable)
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissNormal()
 		return pipeline.NewRegistry(common), []feature{featureBase{},
-			featureVlanBridge{}, featurePolicy{}, featureARP{}}
+			featureVlanBridge{}, featurePolicy{}, featureARP{}, featureService{}, featureDNS{}}
 	default: // DatapathVxlan
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}}
+			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
 	}
 }
 

@@ -213,6 +213,19 @@ func (b *FlowBuilder) MatchTunnelID(id uint64) *FlowBuilder {
 	return b
 }
 
+// MatchCtState matches connection tracking state: the bits in mask must equal those
+// in state (of.CtState* bits).
+func (b *FlowBuilder) MatchCtState(state, mask uint32) *FlowBuilder {
+	b.fields = append(b.fields, of.OXMCtState(state, mask))
+	return b
+}
+
+// MatchCtZone matches the conntrack zone the packet was last tracked in.
+func (b *FlowBuilder) MatchCtZone(zone uint16) *FlowBuilder {
+	b.fields = append(b.fields, of.OXMCtZone(zone))
+	return b
+}
+
 // MatchMetadata adds field = v to the metadata match (several calls combine). A value
 // that does not fit is an error from Done.
 func (b *FlowBuilder) MatchMetadata(f MetadataField, v uint64) *FlowBuilder {
@@ -333,6 +346,16 @@ func (a *ActionBuilder) Controller() *ActionBuilder { return a.Output(of.OFPPCon
 
 // Normal hands the packet to OVS's NORMAL processing.
 func (a *ActionBuilder) Normal() *ActionBuilder { return a.Output(of.OFPPNormal) }
+
+// Conntrack sends the packet through the connection tracker (OVS ct); the flow must
+// match eth_type ip or ipv6, as OVS requires.
+func (a *ActionBuilder) Conntrack(ct of.ActionConntrack) *ActionBuilder {
+	if a.b.ethType != EthTypeIPv4 && a.b.ethType != EthTypeIPv6 {
+		a.b.fail("ct without an ip/ipv6 match: %w", ErrInconsistent)
+	}
+	a.b.actions = append(a.b.actions, ct)
+	return a
+}
 
 // Group sends the packet to a group.
 func (a *ActionBuilder) Group(id uint32) *ActionBuilder {
