@@ -428,7 +428,7 @@ func (c *creators) check(ctx context.Context, st objdb.Store) error {
 		}
 		var ports []string
 		for _, p := range strings.Fields(out) {
-			if strings.HasPrefix(p, "vport") {
+			if strings.HasPrefix(p, "vport") || strings.HasPrefix(p, "vvport") {
 				ports = append(ports, p)
 			}
 		}

@@ -14,7 +14,8 @@ import (
 // (docs/allocation-integrity.md).
 type Ownership struct {
 	// Records are the network's endpoint records; IPs maps each record's
-	// ContainerID (or its ID when it has none) to its address.
+	// EndpointID (the container's id; its ID when it has none) to its
+	// address.
 	Records int
 	IPs     map[string]string
 	// DoubleOwned lists "address: owner, owner" for addresses with two or
@@ -74,7 +75,7 @@ func CheckNetwork(ctx context.Context, st objdb.Store, netID, gateway string) (O
 			continue
 		}
 		o.Records++
-		who := ep.ContainerID
+		who := ep.EndpointID
 		if who == "" {
 			who = ep.ID
 		}
