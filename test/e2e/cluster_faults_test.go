@@ -67,22 +67,23 @@ func TestClusterFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pr := &probe{}
-	var bg sync.WaitGroup
+	var probing, creating sync.WaitGroup
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	bg.Go(func() { pr.run(probeCtx, a, b) })
+	probing.Go(func() { pr.run(probeCtx, a, b) })
 	cr := newCreators(tb)
 	cr.add(a)
 	cr.add(b)
 	createCtx, stopCreate := context.WithCancel(ctx)
 	defer stopCreate()
 	for _, h := range tb.Hosts {
-		bg.Go(func() { cr.run(createCtx, t, h) })
+		creating.Go(func() { cr.run(createCtx, t, h) })
 	}
 	defer func() {
 		stopCreate()
 		stopProbe()
-		bg.Wait()
+		creating.Wait()
+		probing.Wait()
 		if t.Failed() {
 			t.Logf("etcd members:\n%s", tb.EtcdLogTails(40))
 		}
@@ -108,7 +109,7 @@ func TestClusterFaults(t *testing.T) {
 		}
 	}
 
-	time.Sleep(3 * time.Second)
+	time.Sleep(time.Second)
 	converge("baseline", time.Now())
 
 	// 1. The leading netmaster dies; it comes back as a follower.
@@ -153,7 +154,7 @@ func TestClusterFaults(t *testing.T) {
 	converge("restart-netplugin", t0)
 
 	stopCreate()
-	bg.Wait() // the creators finish the endpoint they are making
+	creating.Wait() // the creators finish the endpoint they are making
 	converge("final", time.Now())
 	tcp, udp := pr.gaps(pr.start, time.Now())
 	t.Logf("cluster-faults: fault=all tcp_gap_s=%.1f udp_gap_s=%.1f tcp_ok=%d udp_ok=%d endpoints=%d attach_failures=%d",
