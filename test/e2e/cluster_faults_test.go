@@ -159,6 +159,9 @@ func TestClusterFaults(t *testing.T) {
 	tcp, udp := pr.gaps(pr.start, time.Now())
 	t.Logf("cluster-faults: fault=all tcp_gap_s=%.1f udp_gap_s=%.1f tcp_ok=%d udp_ok=%d endpoints=%d attach_failures=%d",
 		tcp.Seconds(), udp.Seconds(), pr.okCount(true), pr.okCount(false), cr.count(), cr.failures.Load())
+	if tcp > cfMaxGap || udp > cfMaxGap {
+		t.Errorf("forwarding between hosts 0 and 1 stopped for %v (TCP) / %v (UDP), more than %v", tcp, udp, cfMaxGap)
+	}
 }
 
 func etcdLeader(t *testing.T, tb *testbed.Testbed) *testbed.EtcdMember {
@@ -314,6 +317,9 @@ func (c *creators) run(ctx context.Context, t *testing.T, h *testbed.Host) {
 				break
 			}
 			c.failures.Add(1)
+			if try == 0 {
+				t.Logf("attach %s on %s failed (retried until it works): %v", name, h.Name, err)
+			}
 			if ctx.Err() != nil && try >= 20 {
 				// Stopped and still failing: the check finds what it left.
 				return
