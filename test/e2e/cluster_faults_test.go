@@ -66,7 +66,7 @@ func TestClusterFaults(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	pr := &probe{}
+	pr := &probe{start: time.Now()}
 	var probing, creating sync.WaitGroup
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
@@ -177,15 +177,12 @@ func etcdLeader(t *testing.T, tb *testbed.Testbed) *testbed.EtcdMember {
 // container with another's echo, again and again, and keeps when each
 // succeeded.
 type probe struct {
+	start    time.Time // set before run
 	mu       sync.Mutex
-	start    time.Time
 	tcp, udp []time.Time
 }
 
 func (p *probe) run(ctx context.Context, from, to *ctr) {
-	p.mu.Lock()
-	p.start = time.Now()
-	p.mu.Unlock()
 	for ctx.Err() == nil {
 		var wg sync.WaitGroup
 		wg.Go(func() {
