@@ -95,13 +95,13 @@ func TestClusterFaults(t *testing.T) {
 	// figures.
 	converge := func(name string, t0 time.Time) {
 		t.Helper()
-		took, err := cr.converge(ctx, st, t0, cfConverge)
+		took, waited, err := cr.converge(ctx, st, t0, cfConverge)
 		if err != nil {
 			t.Fatalf("%s: not converged within %v: %v", name, cfConverge, err)
 		}
 		tcp, udp := pr.gaps(t0, time.Now())
-		line := fmt.Sprintf("cluster-faults: fault=%s converge_s=%.1f tcp_gap_s=%.1f udp_gap_s=%.1f endpoints=%d attach_failures=%d",
-			name, took.Seconds(), tcp.Seconds(), udp.Seconds(), cr.count(), cr.failures.Load())
+		line := fmt.Sprintf("cluster-faults: fault=%s converge_s=%.1f tcp_gap_s=%.1f udp_gap_s=%.1f endpoints=%d attach_failures=%d waited_for=%q",
+			name, took.Seconds(), tcp.Seconds(), udp.Seconds(), cr.count(), cr.failures.Load(), waited)
 		t.Log(line)
 		figures = append(figures, line)
 		if tcp > cfMaxGap || udp > cfMaxGap {
@@ -333,13 +333,16 @@ func (c *creators) run(ctx context.Context, t *testing.T, h *testbed.Host) {
 
 // converge waits until every host attached an endpoint after t0 and then,
 // with the creators paused, until check passes (each pause lasts at most
-// 3 s, then the creators go on for a second). It returns the time from t0.
-func (c *creators) converge(ctx context.Context, st objdb.Store, t0 time.Time, within time.Duration) (time.Duration, error) {
+// 3 s, then the creators go on for a second). It returns the time from t0
+// and the first line of the last thing it waited for ("" when nothing).
+func (c *creators) converge(ctx context.Context, st objdb.Store, t0 time.Time, within time.Duration) (time.Duration, string, error) {
 	deadline := t0.Add(within)
 	var last error
+	waited := ""
 	for time.Now().Before(deadline) {
 		if err := c.attachedSince(t0); err != nil {
 			last = err
+			waited, _, _ = strings.Cut(err.Error(), "\n")
 			time.Sleep(200 * time.Millisecond)
 			continue
 		}
@@ -351,8 +354,9 @@ func (c *creators) converge(ctx context.Context, st objdb.Store, t0 time.Time, w
 			for end := time.Now().Add(3 * time.Second); ; {
 				if last = c.check(ctx, st); last == nil {
 					c.paused.Store(false)
-					return time.Since(t0), nil
+					return time.Since(t0), waited, nil
 				}
+				waited, _, _ = strings.Cut(last.Error(), "\n")
 				if time.Now().After(end) {
 					break
 				}
@@ -360,11 +364,12 @@ func (c *creators) converge(ctx context.Context, st objdb.Store, t0 time.Time, w
 			}
 		} else {
 			last = fmt.Errorf("%d attach(es) still in flight", c.inflight.Load())
+			waited = last.Error()
 		}
 		c.paused.Store(false)
 		time.Sleep(time.Second)
 	}
-	return 0, last
+	return 0, waited, last
 }
 
 // attachedSince is nil once every host whose creator still runs has
