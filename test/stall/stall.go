@@ -39,7 +39,6 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
-	"github.com/contiv/netplugin/state"
 )
 
 // envDaemon makes the test binary run as a netmaster; its arguments follow
@@ -356,54 +355,12 @@ func check(t testing.TB, endpoint string, res *Result) {
 		t.Fatalf("open store: %v", err)
 	}
 	defer st.Close()
-	ss := state.New(st)
-	eps, _, err := ss.Endpoints.ReadAll(ctx)
+	o, err := CheckNetwork(ctx, st, netID, gateway)
 	if err != nil {
-		t.Fatalf("read endpoints: %v", err)
+		t.Fatal(err)
 	}
-	recs, err := st.List(ctx, "state/ipalloc/")
-	if err != nil {
-		t.Fatalf("read address records: %v", err)
-	}
-	ns, err := ss.Networks.Read(ctx, netID)
-	if err != nil {
-		t.Fatalf("read network: %v", err)
-	}
-	owners := map[string][]string{gateway: {"gateway"}}
-	for _, ep := range eps {
-		if ep.NetID != netID {
-			continue
-		}
-		res.Records++
-		if ep.IPAddress != "" {
-			owners[ep.IPAddress] = append(owners[ep.IPAddress], "endpoint "+ep.ID)
-		}
-	}
-	allocs := 0
-	for _, r := range recs {
-		ip := r.Key[strings.LastIndex(r.Key, "/")+1:]
-		owners[ip] = append(owners[ip], "record "+r.Key)
-		allocs++
-	}
-	taken, err := takenIn(ctx, st, netID)
-	if err != nil {
-		t.Fatalf("read pool: %v", err)
-	}
-	for ip, who := range owners {
-		if len(who) > 1 {
-			res.DoubleOwned = append(res.DoubleOwned, ip+": "+strings.Join(who, ", "))
-		}
-		if a, err := netip.ParseAddr(ip); err != nil || !taken[a] {
-			res.Unmarked = append(res.Unmarked, ip)
-		}
-	}
-	for a := range taken {
-		if _, ok := owners[a.String()]; !ok {
-			res.Leaked++
-		}
-	}
-	res.EpCount, res.EpAddrCount = ns.EpCount, ns.EpAddrCount
-	res.WantEps, res.WantAddrs = res.Records, res.Records+allocs
+	res.Records, res.DoubleOwned, res.Unmarked, res.Leaked = o.Records, o.DoubleOwned, o.Unmarked, o.Leaked
+	res.EpCount, res.EpAddrCount, res.WantEps, res.WantAddrs = o.EpCount, o.EpAddrCount, o.WantEps, o.WantAddrs
 }
 
 // takenIn is the set of addresses taken in pool.

@@ -22,6 +22,9 @@ import (
 // opened inside the store's namespace. The client is closed in t.Cleanup.
 func (tb *Testbed) Store(t testing.TB) objdb.Store {
 	t.Helper()
+	if tb.cluster != nil {
+		return tb.clusterStore(t)
+	}
 	ns := tb.Masters[0].NS
 	if tb.StoreNS != "" {
 		ns = tb.StoreNS

@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -99,8 +100,12 @@ type Config struct {
 	Hosts      int    // simulated hosts (0..200)
 	NetMode    string // vxlan (default) or vlan
 	FwdMode    string // bridge or routing; default routing for vxlan, bridge for vlan
-	Netmasters int    // 1 (default) or 2 (external stores only)
+	Netmasters int    // 1 (default), 2 or 3 (external stores only)
 	Store      StoreMode
+	// EtcdMembers with ExternalEtcd: 3 runs a three-member etcd cluster,
+	// each member in its own namespace (etcdcluster.go); 0 or 1 one
+	// server at StoreIP.
+	EtcdMembers int
 	// LeaderTTL is passed as --leader-ttl when non-zero.
 	LeaderTTL time.Duration
 	// NetpluginArgs and NetmasterArgs are appended to the daemons'
@@ -155,8 +160,10 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("testbed: FwdMode %q: want bridge or routing", c.FwdMode)
 	case c.NetMode == "vxlan" && c.FwdMode == "bridge":
 		return fmt.Errorf("testbed: vxlan with bridge forwarding is rejected by the daemons (daemons.md §1.1)")
-	case c.Netmasters < 1 || c.Netmasters > 2:
-		return fmt.Errorf("testbed: Netmasters %d: want 1 or 2", c.Netmasters)
+	case c.Netmasters < 1 || c.Netmasters > 3:
+		return fmt.Errorf("testbed: Netmasters %d: want 1, 2 or 3", c.Netmasters)
+	case c.EtcdMembers != 0 && c.EtcdMembers != 1 && !(c.EtcdMembers == 3 && c.Store == ExternalEtcd):
+		return fmt.Errorf("testbed: EtcdMembers %d: want 0, 1, or 3 with ExternalEtcd", c.EtcdMembers)
 	case c.Store == Embedded && c.Netmasters != 1:
 		return fmt.Errorf("testbed: the embedded store runs in the single netmaster: use an external store for %d netmasters", c.Netmasters)
 	}
@@ -174,10 +181,14 @@ type Testbed struct {
 	Masters  []*Master
 	Hosts    []*Host
 	Bins     Binaries // Netplugin is empty until needed
+	// Etcd are the members of the etcd cluster (Config.EtcdMembers = 3).
+	Etcd []*EtcdMember
 
 	store *daemon // the external etcd or consul
 	httpc *http.Client
 	proxy storeProxy
+
+	cluster *etcdCluster // Config.EtcdMembers = 3
 
 	binMu      sync.Mutex // guards Bins.Netplugin
 	containers atomic.Int32
@@ -244,7 +255,11 @@ func New(t testing.TB, cfg Config) *Testbed {
 	tb.StoreIP = MasterIP(0)
 	switch cfg.Store {
 	case ExternalEtcd:
-		tb.startEtcd(t)
+		if cfg.EtcdMembers > 1 {
+			tb.startEtcdCluster(t)
+		} else {
+			tb.startEtcd(t)
+		}
 	case ExternalConsul:
 		tb.startConsul(t)
 	}
@@ -389,6 +404,9 @@ func (tb *Testbed) Netctl(args ...string) (string, error) {
 func (tb *Testbed) StoreArgs() []string {
 	if tb.Config.Store == ExternalConsul {
 		return []string{"--consul-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, ConsulPort)}
+	}
+	if len(tb.Etcd) > 0 {
+		return []string{"--etcd-endpoints", strings.Join(tb.EtcdEndpoints(), ",")}
 	}
 	return []string{"--etcd-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, EtcdPort)}
 }
