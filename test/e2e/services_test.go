@@ -104,8 +104,17 @@ func askIdentity(c *ctr, addr string) (string, error) {
 func spread(t *testing.T, c *ctr, addr string, n int) map[string]int {
 	t.Helper()
 	got := map[string]int{}
+	retried := 0
 	for i := 0; i < n; i++ {
 		who, err := askIdentity(c, addr)
+		if err != nil && retried == 0 {
+			// A rare lost connection setup (about 1 in 2000 seen in the
+			// benchmark, not yet explained) is retried once and logged;
+			// a second one fails the test.
+			t.Logf("connection %d of %d to %s failed, retrying once: %v", i+1, n, addr, err)
+			retried++
+			who, err = askIdentity(c, addr)
+		}
 		if err != nil {
 			t.Fatalf("connection %d of %d to %s: %v", i+1, n, addr, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,6 +142,7 @@ func BenchmarkServices(b *testing.B) {
 
 	for i := 0; i < b.N; i++ {
 		b.Run("servicelb", func(b *testing.B) {
+			var failures atomic.Int64
 			measure := func(addr string) []time.Duration {
 				var ds []time.Duration
 				err := ovstest.DoInNetNS(client.NS, func() error {
@@ -148,7 +150,9 @@ func BenchmarkServices(b *testing.B) {
 					for j := 0; j < connRuns; j++ {
 						start := time.Now()
 						if err := oneConn(d, addr); err != nil {
-							return fmt.Errorf("connection %d to %s: %w", j, addr, err)
+							// Counted and skipped: a rare lost setup (see docs/services.md).
+							failures.Add(1)
+							continue
 						}
 						ds = append(ds, time.Since(start))
 					}
@@ -175,7 +179,7 @@ func BenchmarkServices(b *testing.B) {
 						d := newDialer()
 						for j := 0; j < connRuns/connWorkers; j++ {
 							if err := oneConn(d, vip+":80"); err != nil {
-								return err
+								failures.Add(1)
 							}
 						}
 						return nil
@@ -190,6 +194,10 @@ func BenchmarkServices(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			if f := failures.Load(); f > connRuns/100 {
+				b.Fatalf("%d failed connections", f)
+			}
+			b.ReportMetric(float64(failures.Load()), "failed-conns")
 			b.ReportMetric(float64(connRuns)/elapsed.Seconds(), "vip-conns/s")
 			b.ReportMetric(float64(len(viaVIP))/sumSeconds(viaVIP), "vip-conns/s-sequential")
 			b.ReportMetric(float64(len(direct))/sumSeconds(direct), "direct-conns/s-sequential")
