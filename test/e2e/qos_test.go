@@ -15,7 +15,7 @@ import (
 const iperfPort = 5201
 
 // iperfRate runs one iperf3 TCP test from → to (to runs a one-off iperf3
-// server) for secs seconds, the first one omitted (slow start, the
+// server) for secs seconds after two omitted ones (slow start, the
 // policer's initial burst), and returns the rate the receiver measured in
 // Mbit/s.
 func iperfRate(t *testing.T, from, to *ctr, secs int) float64 {
@@ -28,7 +28,7 @@ func iperfRate(t *testing.T, from, to *ctr, secs int) float64 {
 	var out string
 	var err error
 	for range 50 { // until the server listens
-		out, err = from.Exec("iperf3", "-c", to.ip(), "-p", fmt.Sprint(iperfPort), "-t", fmt.Sprint(secs), "-O", "1", "-J")
+		out, err = from.Exec("iperf3", "-c", to.ip(), "-p", fmt.Sprint(iperfPort), "-t", fmt.Sprint(secs), "-O", "2", "-J")
 		if !strings.Contains(out, "unable to connect") && (err == nil || !strings.Contains(err.Error(), "unable to connect")) {
 			break
 		}
@@ -92,7 +92,7 @@ func TestNetprofileQoS(t *testing.T) {
 
 	var first float64
 	t.Run("50 Mbit/s limit and DSCP 10 at attach", func(t *testing.T) {
-		first = iperfRate(t, c0, sink, 3)
+		first = iperfRate(t, c0, sink, 4)
 		t.Logf("limited to 50mbps: %.1f Mbit/s", first)
 		within(t, first, 50)
 		checkDSCP(t, 10)
@@ -110,7 +110,7 @@ func TestNetprofileQoS(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		checkDSCP(t, 20)
-		second := iperfRate(t, c0, sink, 3)
+		second := iperfRate(t, c0, sink, 4)
 		t.Logf("limited to 100mbps: %.1f Mbit/s (before: %.1f)", second, first)
 		if second < first*1.3 {
 			t.Errorf("raising the limit from 50mbps to 100mbps: %.1f → %.1f Mbit/s, want at least 30%% more", first, second)
