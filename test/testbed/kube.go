@@ -222,12 +222,14 @@ func (k *KubeAPIServer) httpClient() *http.Client {
 	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
 }
 
+// stop kills the API server (its graceful shutdown waits for the watches
+// of clients that may still run; nothing of it is kept) and stops etcd.
 func (k *KubeAPIServer) stop(t testing.TB) {
-	for _, d := range []*daemon{k.server, k.etcd} {
-		if d == nil {
-			continue
-		}
-		if err := d.stop(syscall.SIGTERM, stopGrace); err != nil {
+	if k.server != nil {
+		k.server.stop(syscall.SIGKILL, stopGrace)
+	}
+	if k.etcd != nil {
+		if err := k.etcd.stop(syscall.SIGTERM, stopGrace); err != nil {
 			t.Logf("testbed: %v", err)
 		}
 	}
