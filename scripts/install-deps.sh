@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 GO_VERSION=1.26.8
 CONSUL_BIN=/usr/local/bin/consul
+KUBE_APISERVER_BIN=/usr/local/bin/kube-apiserver
 
 log() { printf '[install-deps] %s\n' "$*"; }
 
@@ -74,17 +75,29 @@ if ! command -v go >/dev/null 2>&1; then
 	rm -rf "$tmp"
 fi
 
-# A real consul agent for the consul backend tests (no Debian package):
-# built once from its Go module, see test/tools/consul. The quickstart
-# does not need it (INSTALL_DEPS_NO_CONSUL=1).
-want="consul-tool $(sha256sum test/tools/consul/go.sum | cut -c1-16)"
-if [ "${INSTALL_DEPS_NO_CONSUL:-}" = 1 ]; then
+# The test-only servers built from Go modules (no Debian packages): a real
+# consul agent for the consul backend tests (test/tools/consul) and the
+# Kubernetes API server for the kubernetes-mode tests
+# (test/tools/kube-apiserver, several minutes of CPU the first time). Each
+# is built once and rebuilt only when its go.sum changes (the stamp file).
+# The quickstart does not need them: INSTALL_DEPS_NO_TEST_SERVERS=1 (the
+# older INSTALL_DEPS_NO_CONSUL=1 means the same).
+build_tool() { # build_tool <dir under test/tools> <binary>
+	local want
+	want="$1-tool $(sha256sum "test/tools/$1/go.sum" | cut -c1-16)"
+	if [ ! -x "$2" ] || [ "$(cat "$2.stamp" 2>/dev/null)" != "$want" ]; then
+		log "building $2 from test/tools/$1 (first time: a few minutes)"
+		(cd "test/tools/$1" && go build -ldflags='-s -w' -o "$2.tmp" .)
+		mv "$2.tmp" "$2"
+		echo "$want" >"$2.stamp"
+	fi
+}
+if [ "${INSTALL_DEPS_NO_TEST_SERVERS:-${INSTALL_DEPS_NO_CONSUL:-}}" = 1 ]; then
 	CONSUL_BIN="(not built)"
-elif [ ! -x "$CONSUL_BIN" ] || [ "$(cat "$CONSUL_BIN.stamp" 2>/dev/null)" != "$want" ]; then
-	log "building the consul test agent (first time: a few minutes)"
-	(cd test/tools/consul && go build -o "$CONSUL_BIN.tmp" .)
-	mv "$CONSUL_BIN.tmp" "$CONSUL_BIN"
-	echo "$want" >"$CONSUL_BIN.stamp"
+	KUBE_APISERVER_BIN="(not built)"
+else
+	build_tool consul "$CONSUL_BIN"
+	build_tool kube-apiserver "$KUBE_APISERVER_BIN"
 fi
 # cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
 # the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
@@ -94,4 +107,4 @@ if [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ 
 	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
 	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
 fi
-log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, docker engine at /var/run/docker.sock"
+log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN, docker engine at /var/run/docker.sock"

@@ -55,6 +55,7 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
 		cli.StringFlag{Name: "cni-socket", EnvVar: env("CNI_SOCKET"), Value: cniapi.DefaultSocket, Usage: "unix socket of the Kubernetes CNI server (kubernetes mode)"},
 		cli.StringFlag{Name: "cni-state-dir", EnvVar: env("CNI_STATE_DIR"), Value: daemon.DefaultCNIStateDir, Usage: "directory of the CNI server's attachment records (kubernetes mode)"},
+		cli.StringFlag{Name: "k8s-config", EnvVar: env("K8S_CONFIG"), Usage: "kubernetes mode: the API server's settings, a kubeconfig or the original's contiv.json (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else none)"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
 		cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
 		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
@@ -113,6 +114,7 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		DockerSocket:     c.String("docker-socket"),
 		CNISocket:        c.String("cni-socket"),
 		CNIStateDir:      c.String("cni-state-dir"),
+		K8sConfig:        c.String("k8s-config"),
 		Version:          version.Get().Version,
 	}
 	if ca, cert, key := c.String("netmaster-ca-file"), c.String("netmaster-cert-file"), c.String("netmaster-key-file"); ca != "" || cert != "" || key != "" {
@@ -191,6 +193,9 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		if !filepath.IsAbs(f.v) {
 			return cfg, fmt.Errorf("invalid --%s %q: must be an absolute path", f.name, f.v)
 		}
+	}
+	if cfg.K8sConfig != "" && !filepath.IsAbs(cfg.K8sConfig) {
+		return cfg, fmt.Errorf("invalid --k8s-config %q: must be an absolute path", cfg.K8sConfig)
 	}
 	if _, _, err := net.SplitHostPort(cfg.InspectAddress); err != nil {
 		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)

@@ -117,10 +117,14 @@ func TestCNIFlags(t *testing.T) {
 	var msg string
 	cfg, code, msg = parse(t, map[string]string{"CONTIV_NETPLUGIN_CNI_STATE_DIR": "/tmp/cni-rec"},
 		append(base, "--cni-socket", "/tmp/cni.sock")...)
-	if code != 1 || !strings.Contains(msg, "parsed") || cfg.CNISocket != "/tmp/cni.sock" || cfg.CNIStateDir != "/tmp/cni-rec" {
+	if code != 1 || !strings.Contains(msg, "parsed") || cfg.CNISocket != "/tmp/cni.sock" || cfg.CNIStateDir != "/tmp/cni-rec" || cfg.K8sConfig != "" {
 		t.Fatalf("exit %d %q, parsed %+v", code, msg, cfg)
 	}
-	for _, bad := range [][]string{{"--cni-socket", "run/cni.sock"}, {"--cni-state-dir", ""}} {
+	cfg, _, _ = parse(t, map[string]string{"CONTIV_NETPLUGIN_K8S_CONFIG": "/etc/contiv/kubeconfig"}, base...)
+	if cfg.K8sConfig != "/etc/contiv/kubeconfig" {
+		t.Fatalf("K8S_CONFIG: %q", cfg.K8sConfig)
+	}
+	for _, bad := range [][]string{{"--cni-socket", "run/cni.sock"}, {"--cni-state-dir", ""}, {"--k8s-config", "kubeconfig"}} {
 		_, code, msg := parse(t, nil, append(append([]string{}, base...), bad...)...)
 		if code != daemonflags.ExitInvalid || !strings.Contains(msg, bad[0]) {
 			t.Errorf("%v: exit %d %q", bad, code, msg)

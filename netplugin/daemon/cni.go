@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/kubewatch"
 	"github.com/contiv/netplugin/netplugin/nsutil"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -21,7 +25,17 @@ func (d *Daemon) startCNI(ctx context.Context, wg *sync.WaitGroup, errc chan<- e
 	if d.cfg.Common.Mode != daemonflags.ModeKubernetes {
 		return nil
 	}
-	srv, err := k8splugin.New(k8splugin.Config{Attacher: d, Checker: d, Labels: d.cfg.PodLabels,
+	labels := d.cfg.PodLabels
+	if labels == nil {
+		w, err := d.startKubeWatch(ctx, wg)
+		if err != nil {
+			return err
+		}
+		if w != nil {
+			labels = w
+		}
+	}
+	srv, err := k8splugin.New(k8splugin.Config{Attacher: d, Checker: d, Labels: labels,
 		StateDir: d.cfg.CNIStateDir, Ready: d.cniReady, Log: d.log.WithField("api", "cni")})
 	if err != nil {
 		return err
@@ -32,6 +46,29 @@ func (d *Daemon) startCNI(ctx context.Context, wg *sync.WaitGroup, errc chan<- e
 		}
 	})
 	return nil
+}
+
+// startKubeWatch runs the pod and namespace informers of the API server
+// the configuration names (docs/k8s.md, "Informers"); nil when there is
+// none. Lookups wait for the first list, so the start does not.
+func (d *Daemon) startKubeWatch(ctx context.Context, wg *sync.WaitGroup) (*kubewatch.Watcher, error) {
+	if d.cfg.K8sConfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		d.log.Info("kubernetes: no API server configured (--k8s-config): pods are placed by the labels of their CNI requests")
+		return nil, nil
+	}
+	rc, err := kubewatch.RESTConfig(d.cfg.K8sConfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "contiv-netplugin/" + d.cfg.Version
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", rc.Host, err)
+	}
+	w := kubewatch.New(cs, kubewatch.Options{})
+	goRun(ctx, wg, w.Run)
+	d.log.WithField("apiserver", rc.Host).Info("kubernetes: watching pods and namespaces")
+	return w, nil
 }
 
 // cniReady answers CNI STATUS: ADD needs a known netmaster.

@@ -35,8 +35,14 @@ type Config struct {
 	AttachSocket string
 	CNISocket    string // kubernetes mode: the CNI server's socket
 	CNIStateDir  string // kubernetes mode: the CNI attachment records
-	// PodLabels gives pods' labels to the CNI server (nil: only the
-	// labels a CNI request carries; the client-go informer plugs in here).
+	// K8sConfig is the API server settings file of kubernetes mode: a
+	// kubeconfig or the original's contiv.json; "" means the in-cluster
+	// settings when KUBERNETES_SERVICE_HOST is set, else no API server
+	// (docs/k8s.md, "Informers").
+	K8sConfig string
+	// PodLabels gives pods' labels to the CNI server; nil: the pod
+	// informer of the API server K8sConfig names, or, with none, only the
+	// labels a CNI request carries.
 	PodLabels      k8splugin.LabelSource
 	InspectAddress string
 	// Docker front end (docker and swarm-mode, docs/docker.md): driver

@@ -21,6 +21,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// The etcd client's gRPC internals wind down on their own timers.
 		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+		// client-go's logger flushes on a timer for the whole process.
+		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run"),
 	)
 }
 
