@@ -10,14 +10,25 @@ KUBE_APISERVER_BIN=/usr/local/bin/kube-apiserver
 
 log() { printf '[install-deps] %s\n' "$*"; }
 
-# Debian packages: etcd for the external-store tests, Open vSwitch for the
-# dataplane, iproute2, ping and ethtool for namespaces and traffic tests,
-# busybox-static (the test image of the per-host engines), fuse-overlayfs
-# (their storage driver), prometheus (server and promtool) for the metrics
-# tests; iperf3 for the netprofile bandwidth test and the throughput
-# benchmark; the reference CNI plugins (/usr/lib/cni) for the CNI ADD benchmark;
-# dig (bind9-dnsutils) for the DNS interception tests.
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iperf3 iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus containernetworking-plugins bind9-dnsutils)
+# What to install: "main" is what the quickstart (the main job) needs;
+# "test" (the default) adds everything the test suite uses.
+mode=${1:-test}
+case "$mode" in
+main | test) ;;
+*) echo "usage: $0 [main|test]" >&2; exit 2 ;;
+esac
+
+# Debian packages. The main job: Open vSwitch for the dataplane, iproute2,
+# ping and ethtool for namespaces, busybox-static (the image of the
+# per-host engines), fuse-overlayfs (their storage driver). The tests add:
+# etcd for the external-store tests, prometheus (server and promtool) for
+# the metrics tests, iperf3 for the netprofile bandwidth test and the
+# throughput benchmark, the reference CNI plugins (/usr/lib/cni) for the
+# CNI ADD benchmark, dig (bind9-dnsutils) for the DNS interception tests.
+pkgs=(openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs)
+if [ "$mode" = test ]; then
+	pkgs+=(etcd-server etcd-client iperf3 prometheus containernetworking-plugins bind9-dnsutils)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -80,8 +91,7 @@ fi
 # Kubernetes API server for the kubernetes-mode tests
 # (test/tools/kube-apiserver, several minutes of CPU the first time). Each
 # is built once and rebuilt only when its go.sum changes (the stamp file).
-# The quickstart does not need them: INSTALL_DEPS_NO_TEST_SERVERS=1 (the
-# older INSTALL_DEPS_NO_CONSUL=1 means the same).
+# The main job does not need them (mode main, or INSTALL_DEPS_NO_TEST_SERVERS=1).
 build_tool() { # build_tool <dir under test/tools> <binary>
 	local want
 	want="$1-tool $(sha256sum "test/tools/$1/go.sum" | cut -c1-16)"
@@ -92,7 +102,7 @@ build_tool() { # build_tool <dir under test/tools> <binary>
 		echo "$want" >"$2.stamp"
 	fi
 }
-if [ "${INSTALL_DEPS_NO_TEST_SERVERS:-${INSTALL_DEPS_NO_CONSUL:-}}" = 1 ]; then
+if [ "$mode" = main ] || [ "${INSTALL_DEPS_NO_TEST_SERVERS:-${INSTALL_DEPS_NO_CONSUL:-}}" = 1 ]; then
 	CONSUL_BIN="(not built)"
 	KUBE_APISERVER_BIN="(not built)"
 else
@@ -102,9 +112,9 @@ fi
 # cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
 # the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
 CNI_VERSION=$(awk '$1 == "github.com/containernetworking/cni" {print $2}' go.mod)
-if [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ ! -x /usr/local/bin/cnitool ]; then
+if [ "$mode" = test ] && { [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ ! -x /usr/local/bin/cnitool ]; }; then
 	log "installing cnitool $CNI_VERSION"
 	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
 	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
 fi
-log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN, docker engine at /var/run/docker.sock"
+log "ok ($mode): $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1 || true), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN, docker engine at /var/run/docker.sock"

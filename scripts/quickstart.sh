@@ -54,7 +54,7 @@ if [ "${1:-}" = stop ]; then
 	exit 0
 fi
 
-[ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || INSTALL_DEPS_NO_TEST_SERVERS=1 bash scripts/install-deps.sh
+[ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || bash scripts/install-deps.sh main
 export PATH=/usr/local/go/bin:$PATH
 mkdir -p bin
 go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe
