@@ -245,7 +245,13 @@ func UDPEcho(ctx context.Context, addr string, payload []byte) (tos byte, err er
 			last = err
 		}
 		if ctx.Err() != nil || deadlinePassed(ctx) {
-			return 0, fmt.Errorf("udp echo from %s: no answer: %w", addr, errors.Join(ctx.Err(), last))
+			// The read deadline can pass a moment before ctx's own timer
+			// fires: the cause is the deadline all the same.
+			cause := ctx.Err()
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			return 0, fmt.Errorf("udp echo from %s: no answer: %w", addr, errors.Join(cause, last))
 		}
 	}
 }
