@@ -52,6 +52,7 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
 		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
+		cli.BoolFlag{Name: "host-access", EnvVar: env("HOST_ACCESS"), Usage: "routing mode: containers reach the host and, masqueraded by it, what is beyond it through contivh0 (adds a host NAT rule)"},
 	)
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -93,6 +94,7 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		OVSDBSocket:    c.String("ovsdb-socket"),
 		AttachSocket:   c.String("attach-socket"),
 		InspectAddress: c.String("inspect-address"),
+		HostAccess:     c.Bool("host-access"),
 		Version:        Version,
 	}
 	if cfg.HostLabel == "" {

@@ -30,6 +30,9 @@ type Config struct {
 	AttachSocket   string
 	InspectAddress string
 	Version        string
+	// HostAccess turns on contivh0 host access and the host NAT rule
+	// (routing mode, docs/dataplane.md §3.7).
+	HostAccess bool
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

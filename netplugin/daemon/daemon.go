@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/netplugin/hostnat"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/objdb"
@@ -42,6 +43,7 @@ type Daemon struct {
 	locals   map[string]*localEndpoint      // by endpoint state id
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
+	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
 
 	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
 	seenOnce    sync.Once
@@ -86,6 +88,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.startDataplane(ctx, &wg); err != nil {
 		return err
 	}
+	defer d.cleanupHostAccess()
 
 	// Replay (spec §6.2): networks, then endpoints (reconciled with OVS),
 	// then groups; then follow the store.
@@ -209,8 +212,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			return fmt.Errorf("uplink %s: %w", u.Name, err)
 		}
 	}
-	if _, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet); err != nil {
+	hp, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet)
+	if err != nil {
 		d.log.WithError(err).Warn("host port contivh0 not created")
+	} else {
+		d.setupHostAccess(ctx, hp)
 	}
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {

@@ -45,6 +45,7 @@ type Agent struct {
 	uplinks   map[uint32]string // port → link name
 	rules     map[string]ofrpc.OfnetPolicyRule
 	arpFlood  bool
+	host      *HostAccess // contivh0 host access (VXLAN routing), nil when off
 	masters   map[string]ofrpc.OfnetNode
 	cache     map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
 	groups    map[uint32]ofctrl.Group                   // installed flood groups

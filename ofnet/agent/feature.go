@@ -78,7 +78,7 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.IPTable] = pipeline.MissGoto(pipeline.HostSNATTable)
 		common[pipeline.HostSNATTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanRouting{}, featurePolicy{ipv6: true}, featureARP{}}
+			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}}
 	case DatapathVlan:
 		common[pipeline.VlanTable] = pipeline.MissGoto(pipeline.DstGroupTable)
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)

@@ -198,6 +198,11 @@ func (a *Agent) arpToFabricLocked(sep endpoint, frame []byte, eth *packet.Ethern
 func (a *Agent) arpRouting(inPort uint32, eth *packet.Ethernet, req *packet.ARP) []*of.PacketOut {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.host != nil && inPort == a.host.Port {
+		// Whatever the host asks through contivh0 is answered with the router
+		// MAC (docs/dataplane.md §3.7).
+		return []*of.PacketOut{of.NewPacketOut(packet.ARPReplyFrame(eth, req, routerMAC), of.ActionOutput{Port: inPort})}
+	}
 	l, ok := a.locals[inPort]
 	if !ok {
 		return nil
