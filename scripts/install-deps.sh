@@ -10,8 +10,9 @@ CONSUL_BIN=/usr/local/bin/consul
 log() { printf '[install-deps] %s\n' "$*"; }
 
 # Debian packages: etcd for the external-store tests, Open vSwitch for the
-# dataplane, iproute2, ping and ethtool for namespaces and traffic tests.
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make)
+# dataplane, iproute2, ping and ethtool for namespaces and traffic tests,
+# bird2 as the testbed's BGP top-of-rack router.
+pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables bird2 ca-certificates curl unzip git make)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,6 +27,11 @@ fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
 	systemctl stop etcd || true
 	systemctl disable etcd >/dev/null 2>&1 || true
+fi
+# Likewise a system bird: the testbed runs its own in a namespace.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet bird 2>/dev/null; then
+	systemctl stop bird || true
+	systemctl disable bird >/dev/null 2>&1 || true
 fi
 
 # A Docker Engine for the docker-mode tests (netmaster creates docker

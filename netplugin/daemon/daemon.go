@@ -44,6 +44,7 @@ type Daemon struct {
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
 	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
+	bgp      bgpRunner
 
 	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
 	seenOnce    sync.Once
@@ -99,6 +100,11 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
+	bgps := newFollower("bgp", d.st.Bgp, handlers[state.Bgp]{put: d.bgpPut, del: d.bgpDel}, d.log, d.cfg.StoreRetryDelay)
+	if err := bgps.sync(ctx); err != nil {
+		d.log.WithError(err).Warn("read the BGP configuration")
+	}
+	defer d.stopBgp()
 
 	vtepIP := d.cfg.VtepIP
 	infos := []objdb.ServiceInfo{
@@ -119,6 +125,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, groups.run)
 	goRun(ctx, &wg, eps.run)
 	goRun(ctx, &wg, glob.run)
+	goRun(ctx, &wg, bgps.run)
 	goRun(ctx, &wg, d.finishRestart)
 
 	errc := make(chan error, 2)
@@ -183,8 +190,10 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	vxDatapath, vlDatapath := "vxlan", "vlan"
 	if d.glob.FwdMode == "routing" {
 		vxDatapath = "vrouter"
-		// VLAN routing needs BGP, which is out of scope: VLAN networks are
-		// bridged in routing mode too (docs/compat.md).
+		if d.vlanRouting() {
+			vlDatapath = agent.DatapathVlrouter
+			d.log.Warn(bgpNotConfigured + " until BGP is configured")
+		}
 	}
 	var err error
 	d.vx, err = d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")

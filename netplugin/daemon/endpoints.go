@@ -92,6 +92,7 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 	d.mu.Lock()
 	d.locals[ep.ID] = le
 	d.mu.Unlock()
+	d.bgpEndpoint(ctx, le, true)
 	return le, nil
 }
 
@@ -105,6 +106,7 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
 	if !ok {
 		return nil
 	}
+	d.bgpEndpoint(ctx, le, false)
 	var errs []error
 	a := d.vl
 	if le.bridge == ovsdriver.VxlanBridge {

@@ -16,9 +16,7 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 	r := mux.NewRouter()
 	r.HandleFunc("/inspect/driver", d.inspectDriver).Methods(http.MethodGet)
 	r.HandleFunc("/svcstats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, map[string]any{}) }).Methods(http.MethodGet)
-	r.HandleFunc("/inspect/bgp", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "Error fetching bgp", http.StatusInternalServerError)
-	}).Methods(http.MethodGet)
+	r.HandleFunc("/inspect/bgp", d.inspectBgp).Methods(http.MethodGet)
 	r.HandleFunc("/inspect/nameserver", func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "Error fetching nameserver from driver: the embedded name server is not implemented", http.StatusInternalServerError)
 	}).Methods(http.MethodGet)
