@@ -44,8 +44,15 @@ type Speaker struct {
 // defaultListenPort is the BGP port.
 const defaultListenPort int32 = 179
 
-// Start runs a speaker for cfg until ctx ends or Stop. listenPort 0 means 179.
-func Start(ctx context.Context, cfg Config, listenPort int32, ev Events, log logrus.FieldLogger) (*Speaker, error) {
+// Options are the speaker's transport settings.
+type Options struct {
+	ListenPort int32 // 0 means 179
+	Passive    bool  // only accept the neighbor's connection (tests)
+}
+
+// Start runs a speaker for cfg until ctx ends or Stop.
+func Start(ctx context.Context, cfg Config, opt Options, ev Events, log logrus.FieldLogger) (*Speaker, error) {
+	listenPort := opt.ListenPort
 	if listenPort == 0 {
 		listenPort = defaultListenPort
 	}
@@ -70,7 +77,7 @@ func Start(ctx context.Context, cfg Config, listenPort int32, ev Events, log log
 		err = s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: cfg.Neighbor.String(), PeerAsn: cfg.NeighborAS},
 			Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: 9, KeepaliveInterval: 3}},
-			Transport: &api.Transport{LocalAddress: router, PassiveMode: false},
+			Transport: &api.Transport{LocalAddress: router, PassiveMode: opt.Passive},
 		}})
 	}
 	if err != nil {

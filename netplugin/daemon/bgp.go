@@ -104,7 +104,7 @@ func (d *Daemon) startBgpLocked(ctx context.Context, cfg bgp.Config) error {
 		d.dropBgpPort(ctx)
 		return err
 	}
-	sp, err := bgp.Start(ctx, cfg, 0, bgp.Events{
+	sp, err := bgp.Start(ctx, cfg, bgp.Options{}, bgp.Events{
 		Route:   func(pfx netip.Prefix, add bool) { d.bgpRoute(ctx, pfx, add) },
 		Session: func(up bool) { d.bgpSession(ctx, cfg, up) },
 	}, d.log)
