@@ -63,6 +63,9 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 		spec.Bandwidth, spec.Burst = g.Bandwidth, g.Burst
 	}
 	spec.Tag = tag
+	if nw.NwType == "infra" && ep.EndpointID == d.cfg.HostLabel { // the host's own port on the network (infra.go)
+		spec.Infra, spec.InfraName = true, nw.NetworkName
+	}
 	mac, err := net.ParseMAC(ep.MacAddress)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %s has a bad MAC %q: %w", ep.ID, ep.MacAddress, err)

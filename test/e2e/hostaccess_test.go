@@ -118,3 +118,34 @@ func privateIP(t *testing.T, h *testbed.Host, ip string) string {
 	t.Fatal(errors.New("no private address for " + ip + " in /inspect/driver"))
 	return ""
 }
+
+// TestInfraNetwork: an infra network (netctl net create --nw-type infra)
+// gives every host its own port on the network, named after it, with an
+// address of the network (docs/daemons.md §6.3); the host and the network's
+// containers reach each other directly (ping, TCP, UDP), without host access.
+func TestInfraNetwork(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 1, NetMode: "vxlan", FwdMode: "routing"})
+	h := tb.Hosts[0]
+	netctl(t, tb, "net", "create", "--nw-type", "infra", "--encap", "vxlan", "--subnet", "198.19.7.0/24", "--gateway", "198.19.7.254", "infra0")
+	var hostIP string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && hostIP == "" {
+		out, _ := h.Exec("ip", "-4", "-o", "addr", "show", "dev", "infra0")
+		if f := strings.Fields(out); len(f) >= 4 && f[2] == "inet" {
+			hostIP = strings.Split(f[3], "/")[0]
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if hostIP == "" {
+		t.Fatalf("no address on the host's infra port infra0:\n%s", h.Logs())
+	}
+	host := h.AsContainer()
+	host.ServeTrafficOn(t, hostIP, testbed.TrafficPort)
+	c := attachNew(t, h, "in0", "default", "infra0", "")
+	if err := reach(c.Container, hostIP, 20*time.Second); err != nil {
+		t.Error(err)
+	}
+	if err := reach(host, c.ip(), 20*time.Second); err != nil {
+		t.Error(err)
+	}
+}
