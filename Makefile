@@ -2,13 +2,15 @@
 # these are shortcuts for developers who have run scripts/install-deps.sh once.
 GO ?= go
 BIN := bin
+# Version, commit and build time stamped into every binary (utils/version).
+LDFLAGS = $(shell bash scripts/version.sh)
 
 .PHONY: build test bench lint deps
 
 build:
 	$(GO) build ./...
 	@mkdir -p $(BIN)
-	@for d in cmd/*/ ; do [ ! -d "$$d" ] || $(GO) build -o $(BIN)/ ./$$d || exit 1; done
+	@for d in cmd/*/ ; do [ ! -d "$$d" ] || $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./$$d || exit 1; done
 
 test:
 	bash scripts/test.sh

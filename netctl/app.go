@@ -6,9 +6,9 @@ package netctl
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"os/user"
 	"strconv"
@@ -64,6 +64,9 @@ type Netctl struct {
 	// Filled by the root Before hook from the global options.
 	netmaster string
 	insecure  bool
+	// tlsConfig and token come from the hidden TLS and token options.
+	tlsConfig *tls.Config
+	token     string
 	// code is set by paths that report an error outside an action's
 	// return value (unknown command names).
 	code int
@@ -200,6 +203,7 @@ func (n *Netctl) cliApp(argv0 string) *cli.App {
 		envFlag{cli.StringFlag{Name: "netmaster", Value: defaultNetmaster, Usage: "The hostname of the netmaster"}, "NETMASTER"},
 		envFlag{cli.BoolFlag{Name: "insecure", Usage: "if true, strict certificate checking will be disabled"}, "INSECURE"},
 	}
+	app.Flags = append(app.Flags, opsFlags()...)
 	app.Before = func(c *cli.Context) error {
 		n.netmaster = defaultNetmaster
 		if c.IsSet("netmaster") {
@@ -213,7 +217,7 @@ func (n *Netctl) cliApp(argv0 string) *cli.App {
 				n.insecure = b
 			}
 		}
-		return nil
+		return n.readOpsOptions(c)
 	}
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Present() {
@@ -237,6 +241,7 @@ func (n *Netctl) cliApp(argv0 string) *cli.App {
 		n.serviceCommand(),
 		n.tenantCommand(),
 		n.versionCommand(),
+		n.traceCommand(),
 		n.completionCommand(),
 	}
 	for i := range app.Commands {
@@ -403,14 +408,4 @@ func (n *Netctl) readLine() (string, error) {
 		return "", err
 	}
 	return s, nil
-}
-
-// newHTTPClient is the transport of object calls and login.
-func (n *Netctl) newHTTPClient() *http.Client {
-	if !n.insecure {
-		return &http.Client{}
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = insecureTLSConfig()
-	return &http.Client{Transport: tr}
 }

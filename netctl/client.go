@@ -79,7 +79,7 @@ func (n *Netctl) restError(err error) error {
 func (n *Netctl) describe(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Sprintf("cannot reach netmaster at %s (%s %s): %v", n.netmaster, strings.ToUpper(ue.Op), ue.URL, ue.Err)
+		return fmt.Sprintf("cannot reach netmaster at %s (%s %s): %v%s", n.netmaster, strings.ToUpper(ue.Op), ue.URL, ue.Err, tlsHint(ue.Err))
 	}
 	var he *client.HTTPError
 	if errors.As(err, &he) && strings.TrimSpace(he.Error()) == "" {

@@ -18,12 +18,13 @@ func (n *Netctl) versionCommand() cli.Command {
 }
 
 // version prints the client and the server version. The server is asked
-// with a plain HTTP client: no token, no --insecure (spec §6.13).
+// with a plain HTTP client: no token, no --insecure (spec §6.13); only the
+// CA of --tls-ca-file is trusted in addition.
 func (n *Netctl) version(c *cli.Context) error {
 	if err := n.noMoreArgs(c); err != nil {
 		return err
 	}
-	resp, err := (&http.Client{}).Get(n.netmaster + "/version")
+	resp, err := n.versionClient().Get(n.netmaster + "/version")
 	if err != nil {
 		return fail(exitRequest, n.describe(err))
 	}

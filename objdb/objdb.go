@@ -57,7 +57,9 @@ type KeyValue struct {
 
 // KV is the core key-value API. Every method takes ctx first and honours its
 // deadline; transient store errors are retried with backoff inside the
-// backend, so an error returned here is final for this call.
+// backend, so an error returned here is final for this call. A failed Put
+// or Delete whose earlier attempt may have been applied says so by
+// wrapping ErrUncertain (see PutResolved).
 type KV interface {
 	// Get returns the key or an error wrapping ErrNotFound.
 	Get(ctx context.Context, key string) (KeyValue, error)

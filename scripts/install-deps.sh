@@ -11,8 +11,13 @@ log() { printf '[install-deps] %s\n' "$*"; }
 
 # Debian packages: etcd for the external-store tests, Open vSwitch for the
 # dataplane, iproute2, ping and ethtool for namespaces and traffic tests,
-# bird2 as the testbed's BGP top-of-rack router.
-pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iptables bird2 ca-certificates curl unzip git make)
+# busybox-static (the test image of the per-host engines), fuse-overlayfs
+# (their storage driver), prometheus (server and promtool) for the metrics
+# tests; iperf3 for the netprofile bandwidth test and the throughput
+# benchmark; the reference CNI plugins (/usr/lib/cni) for the CNI ADD benchmark;
+# dig (bind9-dnsutils) for the DNS interception tests; bird2 as the testbed's
+# BGP top-of-rack router.
+pkgs=(etcd-server etcd-client openvswitch-switch iproute2 iputils-ping ethtool iperf3 iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs prometheus containernetworking-plugins bind9-dnsutils bird2)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,15 +29,15 @@ if ((${#missing[@]})); then
 fi
 # The Debian etcd package may start a system etcd on 2379; the tests and
 # the quickstart bring their own, so keep the system one out of the way.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
-	systemctl stop etcd || true
-	systemctl disable etcd >/dev/null 2>&1 || true
-fi
-# Likewise a system bird: the testbed runs its own in a namespace.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet bird 2>/dev/null; then
-	systemctl stop bird || true
-	systemctl disable bird >/dev/null 2>&1 || true
-fi
+# The same for the packaged Prometheus server (it would hold :9090, the
+# netplugin inspect port; the metrics test runs its own) and a system bird
+# (the testbed runs its own in a namespace).
+for svc in etcd prometheus bird; do
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+		systemctl stop "$svc" || true
+		systemctl disable "$svc" >/dev/null 2>&1 || true
+	fi
+done
 
 # A Docker Engine for the docker-mode tests (netmaster creates docker
 # networks through it). Machines that already run one keep theirs; else
@@ -72,12 +77,23 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 # A real consul agent for the consul backend tests (no Debian package):
-# built once from its Go module, see test/tools/consul.
+# built once from its Go module, see test/tools/consul. The quickstart
+# does not need it (INSTALL_DEPS_NO_CONSUL=1).
 want="consul-tool $(sha256sum test/tools/consul/go.sum | cut -c1-16)"
-if [ ! -x "$CONSUL_BIN" ] || [ "$(cat "$CONSUL_BIN.stamp" 2>/dev/null)" != "$want" ]; then
+if [ "${INSTALL_DEPS_NO_CONSUL:-}" = 1 ]; then
+	CONSUL_BIN="(not built)"
+elif [ ! -x "$CONSUL_BIN" ] || [ "$(cat "$CONSUL_BIN.stamp" 2>/dev/null)" != "$want" ]; then
 	log "building the consul test agent (first time: a few minutes)"
 	(cd test/tools/consul && go build -o "$CONSUL_BIN.tmp" .)
 	mv "$CONSUL_BIN.tmp" "$CONSUL_BIN"
 	echo "$want" >"$CONSUL_BIN.stamp"
+fi
+# cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
+# the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
+CNI_VERSION=$(awk '$1 == "github.com/containernetworking/cni" {print $2}' go.mod)
+if [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ ! -x /usr/local/bin/cnitool ]; then
+	log "installing cnitool $CNI_VERSION"
+	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
+	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
 fi
 log "ok: $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, docker engine at /var/run/docker.sock"

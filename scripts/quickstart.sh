@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The main job: a two-host Contiv cluster on this machine. netmaster runs on
-# its embedded etcd; each "host" is a network namespace with its own Open
-# vSwitch (userspace datapath) and a netplugin; a container on each host is
-# attached to one VXLAN network; they ping each other and exchange TCP (a
-# request/response and a 3 MB transfer, checksum compared) and UDP, at the
-# containers' default interface settings. Run as root on
-# Debian. The cluster keeps running for you to look around;
-# `bash scripts/quickstart.sh stop` removes it.
+# The main job: a two-host Contiv cluster with Docker on this machine.
+# netmaster runs on its embedded etcd in docker mode; each "host" is a
+# network namespace with its own Open vSwitch (userspace datapath), a
+# netplugin serving the Docker network and IPAM driver, and its own Docker
+# Engine. A network made with netctl shows up on both engines; one
+# `docker run --network` container on each host; they ping each other,
+# fetch a web page and exchange TCP (a request/response and a 3 MB
+# transfer, checksum compared) and UDP, at the containers' default
+# interface settings. Run as root on Debian. The cluster keeps running for
+# you to look around; `bash scripts/quickstart.sh stop` removes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -14,6 +16,26 @@ STATE=${QUICKSTART_STATE:-/run/contiv-quickstart}
 P=${QUICKSTART_PREFIX:-cqs-} # prefix of every namespace (at most 4 characters)
 
 stop_cluster() {
+	for sock in "$STATE"/h*/docker/docker.sock; do
+		[ -S "$sock" ] || continue
+		ids=$(timeout 20 docker -H "unix://$sock" ps -aq 2>/dev/null || true)
+		[ -z "$ids" ] || timeout 60 docker -H "unix://$sock" rm -f $ids >/dev/null 2>&1 || true
+	done
+	for pidf in "$STATE"/h*/dockerd.pid; do
+		[ -f "$pidf" ] || continue
+		kill "$(cat "$pidf")" 2>/dev/null || true
+		for _ in $(seq 1 50); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.2; done
+	done
+	# What the engines leave: container processes (in cgroups named after
+	# their host) and the cgroups themselves.
+	for cg in /sys/fs/cgroup/*/"$P"h*; do
+		[ -d "$cg" ] || continue
+		find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+	done
+	sleep 0.2
+	for cg in /sys/fs/cgroup/*/"$P"h*; do
+		[ -d "$cg" ] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+	done
 	if [ -d "$STATE" ]; then
 		for pidf in "$STATE"/*.pid "$STATE"/*/*.pid; do
 			[ -f "$pidf" ] && kill -9 "$(cat "$pidf")" 2>/dev/null || true
@@ -32,15 +54,16 @@ if [ "${1:-}" = stop ]; then
 	exit 0
 fi
 
-[ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || bash scripts/install-deps.sh
+[ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || INSTALL_DEPS_NO_CONSUL=1 bash scripts/install-deps.sh
 export PATH=/usr/local/go/bin:$PATH
 mkdir -p bin
-go build -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe
+go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe
 stop_cluster # a previous run's leftovers
 mkdir -p "$STATE"
 trap 'echo "quickstart failed; logs are in $STATE (bash scripts/quickstart.sh stop removes everything)" >&2' ERR
 
 inns() { ip netns exec "$1" "${@:2}"; }
+dk() { local h=$1; shift; docker -H "unix://$STATE/$h/docker/docker.sock" "$@"; } # dk h0 ps
 wait_for() { # wait_for <what> <tries of 0.2 s> <command...>
 	local what=$1 n=$2
 	shift 2
@@ -75,7 +98,8 @@ inns "${P}m" ip link set lo up
 veth_into underlay "${P}m" eth1
 inns "${P}m" ip addr add $MASTER/24 dev eth1
 mkdir -p "$STATE/m"
-inns "${P}m" "$ROOT/bin/netmaster" --mode test --netmode vlan --fwdmode bridge \
+inns "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
+	--name netplugin --docker-socket "$STATE/h0/docker/docker.sock" \
 	--etcd-endpoints "http://$MASTER:2379" --embedded-etcd-dir "$STATE/m/etcd" \
 	--external-address "$MASTER:9999" --internal-address "$MASTER:9999" >"$STATE/m/netmaster.log" 2>&1 &
 echo $! >"$STATE/m/netmaster.pid"
@@ -84,7 +108,7 @@ wait_for netmaster 150 "${NETCTL[@]}" tenant ls
 
 for i in 0 1; do
 	H=${P}h$i IP=198.18.0.1$i D=$STATE/h$i
-	echo "==> host $H: own ovsdb-server + ovs-vswitchd, underlay $IP on br-phy, netplugin"
+	echo "==> host $H: own ovsdb-server + ovs-vswitchd, underlay $IP on br-phy, netplugin, Docker Engine"
 	mkdir -p "$D"
 	ip netns add "$H"
 	inns "$H" ip link set lo up
@@ -93,59 +117,84 @@ for i in 0 1; do
 	export OVS_RUNDIR=$D OVS_DBDIR=$D OVS_LOGDIR=$D OVS_SYSCONFDIR=$D
 	ovsdb-tool create "$D/conf.db" /usr/share/openvswitch/vswitch.ovsschema
 	inns "$H" ovsdb-server "$D/conf.db" --remote="punix:$D/db.sock" --pidfile="$D/ovsdb-server.pid" \
-		--unixctl="$D/ovsdb-server.ctl" --log-file="$D/ovsdb-server.log" --detach
+		--unixctl="$D/ovsdb-server.ctl" --log-file="$D/ovsdb-server.log" -vconsole:off --detach
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" --no-wait init
 	inns "$H" ovs-vswitchd "unix:$D/db.sock" --pidfile="$D/ovs-vswitchd.pid" \
-		--unixctl="$D/ovs-vswitchd.ctl" --log-file="$D/ovs-vswitchd.log" --detach
+		--unixctl="$D/ovs-vswitchd.ctl" --log-file="$D/ovs-vswitchd.log" -vconsole:off --detach
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy eth1
 	inns "$H" ip addr add "$IP/24" dev br-phy
 	inns "$H" ip link set br-phy up
-	inns "$H" "$ROOT/bin/netplugin" --mode test --netmode vlan --fwdmode bridge --host "$H" \
+	inns "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
 		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 --etcd-endpoints "http://$MASTER:2379" \
-		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" >"$D/netplugin.log" 2>&1 &
+		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" \
+		--name netplugin --docker-plugin-dir "$D/plugins" --docker-socket "$D/docker/docker.sock" >"$D/netplugin.log" 2>&1 &
 	echo $! >"$D/netplugin.pid"
+	# The engine runs in the host's namespace (it moves the link netplugin
+	# hands over into the container) and sees the host's plugin folder as
+	# /run/docker/plugins; own data root, no iptables, no default bridge.
+	mkdir -p "$D/plugins" "$D/docker" /run/docker/plugins
+	echo '{}' >"$D/docker/daemon.json"
+	nsenter --net="/var/run/netns/$H" unshare -m --propagation private sh -c "mount --bind $D/plugins /run/docker/plugins && \
+		exec dockerd --config-file $D/docker/daemon.json --data-root $D/docker/data --exec-root $D/docker/exec \
+		-H unix://$D/docker/docker.sock --pidfile $D/docker/docker.pid --iptables=false --ip6tables=false \
+		--bridge=none --storage-driver=fuse-overlayfs --cgroup-parent /$H" >"$D/dockerd.log" 2>&1 &
+	echo $! >"$D/dockerd.pid"
 done
 unset OVS_RUNDIR OVS_DBDIR OVS_LOGDIR OVS_SYSCONFDIR
-for i in 0 1; do wait_for "netplugin on ${P}h$i" 300 test -S "$STATE/h$i/attach.sock"; done
-
-run() { echo "\$ netctl $*"; "${NETCTL[@]}" "$@"; }
-run net create --encap vxlan --subnet 198.19.1.0/24 --gateway 198.19.1.254 demo-net
-run net ls
-
-declare -a CIP
+for i in 0 1; do wait_for "netplugin on ${P}h$i" 300 test -S "$STATE/h$i/plugins/netplugin.sock"; done
+echo "==> busybox image (from Debian's busybox-static) into both engines"
+mkdir -p "$STATE/busybox/bin"
+cp "$(command -v busybox)" "$STATE/busybox/bin/busybox"
+chroot "$STATE/busybox" /bin/busybox --install -s /bin
 for i in 0 1; do
-	C=${P}c$i
-	echo "==> container $C on host ${P}h$i: attach to demo-net through netplugin's attach API"
-	ip netns add "$C"
-	inns "$C" ip link set lo up
-	OUT=$(curl -fsS --unix-socket "$STATE/h$i/attach.sock" -H 'Content-Type: application/json' http://netplugin/attach \
-		-d "{\"tenant\":\"default\",\"network\":\"demo-net\",\"containerID\":\"c$i\",\"name\":\"c$i\",\"netns\":\"/var/run/netns/$C\"}")
-	echo "    $OUT"
-	CIP[i]=$(echo "$OUT" | sed -n 's/.*"ipAddress":"\([0-9.]*\)\/.*/\1/p')
-	inns "$C" ip -br addr show eth0
+	wait_for "the engine on ${P}h$i" 300 dk h$i version
+	tar -C "$STATE/busybox" -c . | dk h$i import - busybox >/dev/null
 done
 
-echo "==> ${P}c0 (host ${P}h0) pings ${P}c1 (host ${P}h1) over VXLAN"
-wait_for "the first reply" 50 inns "${P}c0" ping -c 1 -W 1 "${CIP[1]}"
-inns "${P}c0" ping -c 3 "${CIP[1]}"
+run() { echo "\$ netctl $*"; "${NETCTL[@]}" "$@"; }
+drun() { local h=$1; shift; echo "[${P}$h] \$ docker $*"; dk "$h" "$@"; }
+run net create --encap vxlan --subnet 198.19.1.0/24 --gateway 198.19.1.254 demo-net
+run net ls
+for i in 0 1; do
+	wait_for "demo-net on the engine of ${P}h$i" 150 sh -c "docker -H unix://$STATE/h$i/docker/docker.sock network ls | grep -q demo-net"
+	drun h$i network ls --filter driver=netplugin
+done
 
-echo "==> ${P}c1 runs a TCP and UDP echo on port 7000; ${P}c0 sends a request, 3 MB and a datagram"
-inns "${P}c1" "$ROOT/bin/netprobe" serve -tcp :7000 -udp :7000 -lifetime 24h >"$STATE/c1-netprobe.log" 2>&1 &
-echo $! >"$STATE/c1-netprobe.pid"
-wait_for "the echo in ${P}c1" 50 grep -q ready "$STATE/c1-netprobe.log"
-inns "${P}c0" "$ROOT/bin/netprobe" tcp -addr "${CIP[1]}:7000" -bytes 64
-inns "${P}c0" "$ROOT/bin/netprobe" tcp -addr "${CIP[1]}:7000" -bytes 3145728
-inns "${P}c0" "$ROOT/bin/netprobe" udp -addr "${CIP[1]}:7000"
+echo "==> one container on each host: docker run --network demo-net"
+drun h1 run -d --name web --network demo-net busybox sh -c 'mkdir -p /www && echo "hello from web on ${HOSTNAME}" >/www/index.html && exec httpd -f -p 80 -h /www'
+drun h0 run -d --name client --network demo-net busybox sleep 86400
+WEB=$(dk h1 inspect -f '{{(index .NetworkSettings.Networks "demo-net").IPAddress}}' web)
+CLIENT=$(dk h0 inspect -f '{{(index .NetworkSettings.Networks "demo-net").IPAddress}}' client)
+echo "    web ${WEB} on ${P}h1, client ${CLIENT} on ${P}h0 (contiv's addresses: docker network inspect demo-net)"
+drun h0 network inspect demo-net -f '{{range .Containers}}{{.Name}} {{.IPv4Address}} {{.MacAddress}}{{end}}'
+NS_CLIENT=/proc/$(dk h0 inspect -f '{{.State.Pid}}' client)/ns/net
+NS_WEB=/proc/$(dk h1 inspect -f '{{.State.Pid}}' web)/ns/net
+
+echo "==> client (host ${P}h0) pings web (host ${P}h1) over VXLAN"
+wait_for "the first reply" 50 nsenter --net="$NS_CLIENT" ping -c 1 -W 1 "$WEB"
+nsenter --net="$NS_CLIENT" ping -c 3 "$WEB"
+
+echo "==> client fetches web's page"
+drun h0 exec client wget -q -O - "http://$WEB/"
+
+echo "==> web also runs a TCP and UDP echo on port 7000; client sends a request, 3 MB and a datagram"
+nsenter --net="$NS_WEB" "$ROOT/bin/netprobe" serve -tcp :7000 -udp :7000 -lifetime 24h >"$STATE/web-netprobe.log" 2>&1 &
+echo $! >"$STATE/web-netprobe.pid"
+wait_for "the echo in web" 50 grep -q ready "$STATE/web-netprobe.log"
+nsenter --net="$NS_CLIENT" "$ROOT/bin/netprobe" tcp -addr "$WEB:7000" -bytes 64
+nsenter --net="$NS_CLIENT" "$ROOT/bin/netprobe" tcp -addr "$WEB:7000" -bytes 3145728
+nsenter --net="$NS_CLIENT" "$ROOT/bin/netprobe" udp -addr "$WEB:7000"
 
 cat <<EOT
 
 The cluster keeps running. Look around:
+  docker -H unix://$STATE/h0/docker/docker.sock ps
+  docker -H unix://$STATE/h0/docker/docker.sock exec client ping $WEB
+  docker -H unix://$STATE/h1/docker/docker.sock network inspect demo-net
+  docker -H unix://$STATE/h0/docker/docker.sock run --rm --network demo-net busybox wget -q -O - http://$WEB/
   ip netns exec ${P}m bin/netctl --netmaster http://$MASTER:9999 net inspect demo-net
-  ip netns exec ${P}m curl -s http://$MASTER:9999/debug/ofnet
-  ip netns exec ${P}h0 curl -s http://$(echo 198.18.0.10):9090/inspect/driver
-  ovs-ofctl -O OpenFlow13 dump-flows unix:$STATE/h0/contivVxlanBridge.mgmt
-  ip netns exec ${P}c0 ping ${CIP[1]}
-  ip netns exec ${P}c0 bin/netprobe tcp -addr ${CIP[1]}:7000 -bytes 10000000
-Logs: $STATE/m/netmaster.log, $STATE/h*/netplugin.log
+  ip netns exec ${P}m bin/netctl --netmaster http://$MASTER:9999 endpoint inspect client
+  ip netns exec ${P}h0 curl -s http://198.18.0.10:9090/inspect/driver
+Logs: $STATE/m/netmaster.log, $STATE/h*/netplugin.log, $STATE/h*/dockerd.log, $STATE/h*/ovs-vswitchd.log
 Stop and remove everything:  bash scripts/quickstart.sh stop
 EOT

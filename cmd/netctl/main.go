@@ -5,19 +5,14 @@ import (
 	"os"
 
 	"github.com/contiv/netplugin/netctl"
-)
-
-// Set at build time with -ldflags "-X main.version=...".
-var (
-	version   string
-	gitCommit string
-	buildTime string
+	"github.com/contiv/netplugin/utils/version"
 )
 
 func main() {
+	v := version.Get()
 	os.Exit(netctl.App(netctl.Options{
-		Version:   version,
-		GitCommit: gitCommit,
-		BuildTime: buildTime,
+		Version:   v.Version,
+		GitCommit: v.GitCommit,
+		BuildTime: v.BuildTime,
 	}).Run(os.Args))
 }

@@ -14,20 +14,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
+	"github.com/contiv/netplugin/netmaster/auth"
 	"github.com/contiv/netplugin/netmaster/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
-)
-
-// Build-time values, set with -ldflags "-X ...".
-var (
-	Version   = "devbuild"
-	GitCommit = "unknown"
-	BuildTime = "unknown"
+	"github.com/contiv/netplugin/utils/tlsutil"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 // NewLeader builds the leader's work from the parsed configuration.
@@ -38,14 +36,15 @@ func App(newLeader NewLeader) *cli.App {
 	app := cli.NewApp()
 	app.Name = "netmaster"
 	app.Usage = "Contiv netmaster: the network control plane"
-	app.Version = Version
+	app.Version = version.Get().Version
 	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprintf(c.App.Writer, "Version: %s\nGitCommit: %s\nBuildTime: %s\n", Version, GitCommit, BuildTime)
+		fmt.Fprint(c.App.Writer, version.Get().Lines())
 	}
 	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
 	app.Flags = append(daemonflags.Flags("NETMASTER"),
 		cli.StringFlag{Name: "infra, infra-type", EnvVar: env("INFRA"), Value: "default", Usage: "infrastructure type: default or aci"},
 		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name (docker and swarm-mode)"},
+		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket (docker mode)"},
 		cli.StringFlag{Name: "external-address, listen-url", EnvVar: env("EXTERNAL_ADDRESS"), Value: "0.0.0.0:9999", Usage: "ip:port the REST API listens on"},
 		cli.StringFlag{Name: "internal-address, control-url", EnvVar: env("INTERNAL_ADDRESS"), Usage: "ip:port identifying this netmaster (default <host ip>:<external port>)"},
 		cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
@@ -56,6 +55,14 @@ func App(newLeader NewLeader) *cli.App {
 		cli.DurationFlag{Name: "http-write-timeout", EnvVar: env("HTTP_WRITE_TIMEOUT"), Value: daemon.DefaultHTTPLimits.WriteTimeout, Usage: "REST API: time allowed from the end of a request's headers to the end of its answer"},
 		cli.DurationFlag{Name: "http-idle-timeout", EnvVar: env("HTTP_IDLE_TIMEOUT"), Value: daemon.DefaultHTTPLimits.IdleTimeout, Usage: "REST API: an idle connection is closed after this long"},
 		cli.Int64Flag{Name: "http-max-body-bytes", EnvVar: env("HTTP_MAX_BODY_BYTES"), Value: daemon.DefaultHTTPLimits.MaxBodyBytes, Usage: "REST API: largest request body accepted"},
+		cli.StringFlag{Name: "tls-cert-file", EnvVar: env("TLS_CERT_FILE"), Usage: "serve HTTPS with this PEM certificate (with --tls-key-file); default plain HTTP"},
+		cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
+		cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
+		cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
+		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with the agents: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the agents' ofnet RPC certificates are checked against"},
+		cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
 	)
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -71,6 +78,7 @@ func App(newLeader NewLeader) *cli.App {
 			return cli.NewExitError("netmaster: "+err.Error(), daemonflags.ExitInvalid)
 		}
 		entry := logrus.NewEntry(log)
+		cfg.Metrics = NewRegistry()
 		leader, err := newLeader(cfg, entry)
 		if err != nil {
 			return cli.NewExitError("netmaster: "+err.Error(), 1)
@@ -89,6 +97,36 @@ func App(newLeader NewLeader) *cli.App {
 	return app
 }
 
+// NewRegistry is the registry a netmaster process's /metrics serves: the
+// Go runtime and process collectors, then whatever the daemon and leader
+// register (docs/operations.md).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// RPCTLSFromContext builds the ofnet RPC's mutual TLS from the
+// --rpc-tls-* flags (nil when none is given).
+func RPCTLSFromContext(c *cli.Context) (*daemon.RPCTLS, error) {
+	cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file")
+	if cert == "" && key == "" && ca == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" || ca == "" {
+		return nil, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
+	}
+	srv, err := tlsutil.ServerConfig(cert, key, ca)
+	if err != nil {
+		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
+	}
+	cl, err := tlsutil.ClientConfig(ca, cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
+	}
+	return &daemon.RPCTLS{Server: srv, Client: cl}, nil
+}
+
 // ConfigFromContext reads and validates every netmaster flag.
 func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	common, err := daemonflags.FromContext(c)
@@ -99,6 +137,7 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		Common:              common,
 		Infra:               strings.ToLower(strings.TrimSpace(c.String("infra"))),
 		PluginName:          c.String("name"),
+		DockerSocket:        c.String("docker-socket"),
 		ExternalAddress:     c.String("external-address"),
 		InternalAddress:     c.String("internal-address"),
 		EmbeddedEtcdDir:     c.String("embedded-etcd-dir"),
@@ -109,7 +148,25 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 			WriteTimeout: c.Duration("http-write-timeout"), IdleTimeout: c.Duration("http-idle-timeout"),
 			MaxBodyBytes: c.Int64("http-max-body-bytes"),
 		},
-		Version: daemon.VersionInfo{Version: Version, GitCommit: GitCommit, BuildTime: BuildTime},
+		Version: version.Get(),
+		TLS: daemon.TLSFiles{CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"),
+			ClientCAFile: c.String("tls-client-ca-file"), CAFile: c.String("tls-ca-file")},
+	}
+	if p := c.String("auth-token-file"); p != "" {
+		toks, err := auth.LoadFile(p)
+		if err != nil {
+			return cfg, fmt.Errorf("--auth-token-file: %w", err)
+		}
+		cfg.Tokens = toks
+	}
+	if cfg.RPCTLS, err = RPCTLSFromContext(c); err != nil {
+		return cfg, err
+	}
+	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
+		return cfg, fmt.Errorf("--tls-cert-file and --tls-key-file go together")
+	}
+	if cfg.TLS.CertFile == "" && (cfg.TLS.ClientCAFile != "" || cfg.TLS.CAFile != "") {
+		return cfg, fmt.Errorf("--tls-client-ca-file and --tls-ca-file need --tls-cert-file and --tls-key-file")
 	}
 	switch cfg.Infra {
 	case "default", "aci":

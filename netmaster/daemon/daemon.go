@@ -7,24 +7,35 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/netmaster/auth"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/embedetcd"
+	"github.com/contiv/netplugin/objdb/objdbmetrics"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/health"
+	"github.com/contiv/netplugin/utils/httpmetrics"
+	"github.com/contiv/netplugin/utils/tlsutil"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 // Service names and the lock name of spec daemons.md §2.3, §2.4.
@@ -44,18 +55,12 @@ const (
 	RoleFollower = "follower"
 )
 
-// VersionInfo is what /version and --version show.
-type VersionInfo struct {
-	Version   string
-	GitCommit string
-	BuildTime string
-}
-
 // Config is a parsed and validated netmaster command line.
 type Config struct {
 	Common          daemonflags.Common
 	Infra           string
 	PluginName      string
+	DockerSocket    string // the Docker Engine's API socket (docker mode)
 	ExternalAddress string // ip:port the API listens on
 	InternalAddress string // ip:port: leader identity, proxy target, registered service
 	LeaderTTL       time.Duration
@@ -64,10 +69,22 @@ type Config struct {
 	// default), so netplugins with default flags find it.
 	EmbeddedEtcdDir     string
 	EmbeddedEtcdPeerURL string
-	Version             VersionInfo
 	// HTTP are the REST server's limits; zero members take the defaults
 	// of DefaultHTTPLimits.
 	HTTP HTTPLimits
+	// Version is what /version shows.
+	Version version.Info
+	// Metrics is the registry /metrics serves; the daemon registers its
+	// HTTP, store and leadership metrics there, and the leader its own.
+	// nil turns metrics off (/metrics answers 404).
+	Metrics *prometheus.Registry
+	// TLS, when CertFile is set, serves HTTPS (docs/operations.md).
+	TLS TLSFiles
+	// Tokens, when set, guard every path but /healthz, /readyz and
+	// /version with bearer tokens.
+	Tokens *auth.Tokens
+	// RPCTLS, when set, secures the ofnet RPC channel.
+	RPCTLS *RPCTLS
 }
 
 // HTTPLimits bound what one client can hold of the REST server
@@ -115,6 +132,33 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	return l
 }
 
+// RPCTLS is mutual TLS on the ofnet JSON-RPC channel between the leader's
+// ofnet master and the agents: Server for the master's listener (client
+// certificates required), Client for its calls to the agents.
+type RPCTLS struct {
+	Server, Client *tls.Config
+}
+
+// TLSFiles are netmaster's TLS settings.
+type TLSFiles struct {
+	CertFile, KeyFile string
+	// ClientCAFile, when set, makes every client present a certificate
+	// signed by one of its CAs.
+	ClientCAFile string
+	// CAFile is what a follower trusts for the leader's certificate when
+	// it proxies ("": the system roots).
+	CAFile string
+}
+
+// Registerer is cfg.Metrics as a Registerer, nil (not a typed nil) when
+// metrics are off.
+func (cfg Config) Registerer() prometheus.Registerer {
+	if cfg.Metrics == nil {
+		return nil
+	}
+	return cfg.Metrics
+}
+
 // Leader is the work a netmaster does while it leads. Start is called on
 // every acquisition with a context that is cancelled when leadership ends;
 // the returned handler serves every request except /version and /info.
@@ -139,6 +183,12 @@ type Daemon struct {
 
 	store objdb.Store
 	lock  objdb.Lock
+	// lockSet is set once lock is assigned, for the HTTP handlers.
+	lockSet atomic.Bool
+
+	httpm       *httpmetrics.Metrics
+	isLeader    prometheus.Gauge   // nil when metrics are off
+	leaderMoves prometheus.Counter // nil when metrics are off
 
 	// serving is the handler of the current state (follower proxy or
 	// leader API); swapped on each transition.
@@ -147,6 +197,9 @@ type Daemon struct {
 
 	ready chan struct{} // closed once listeners are up
 	addrs []string      // bound listener addresses
+
+	serverTLS *tls.Config // nil: plain HTTP
+	proxyTLS  *tls.Config // a follower's TLS to the leader (nil: plain HTTP)
 }
 
 // New validates cfg and returns a daemon that runs leader on leadership.
@@ -160,6 +213,25 @@ func New(cfg Config, leader Leader, log *logrus.Entry) (*Daemon, error) {
 	cfg.HTTP = cfg.HTTP.withDefaults()
 	d := &Daemon{cfg: cfg, leader: leader, log: log, ready: make(chan struct{})}
 	d.state.Store(RoleFollower)
+	if cfg.TLS.CertFile != "" || cfg.TLS.KeyFile != "" || cfg.TLS.ClientCAFile != "" {
+		var err error
+		if d.serverTLS, err = tlsutil.ServerConfig(cfg.TLS.CertFile, cfg.TLS.KeyFile, cfg.TLS.ClientCAFile); err != nil {
+			return nil, err
+		}
+		// A follower presents its own certificate to the leader, which
+		// may require client certificates.
+		if d.proxyTLS, err = tlsutil.ClientConfig(cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile); err != nil {
+			return nil, fmt.Errorf("TLS to the leader: %w", err)
+		}
+	}
+	if reg := cfg.Registerer(); reg != nil {
+		d.httpm = httpmetrics.New(reg)
+		d.isLeader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "contiv", Subsystem: "netmaster", Name: "leader",
+			Help: "1 while this netmaster holds the leader lock and serves the API, 0 while it follows."})
+		d.leaderMoves = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "contiv", Subsystem: "netmaster", Name: "leadership_changes_total",
+			Help: "Times this netmaster became leader or stopped leading."})
+		reg.MustRegister(d.isLeader, d.leaderMoves)
+	}
 	return d, nil
 }
 
@@ -218,6 +290,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("create leader lock: %w", err)
 	}
 	d.lock = lock
+	d.lockSet.Store(true)
 	lockCtx, stopLock := context.WithCancel(ctx)
 	defer stopLock()
 	if err := lock.Acquire(lockCtx); err != nil {
@@ -292,11 +365,12 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		eps = []string{srv.Endpoint()}
 		stop = func() { srv.Close() }
 	}
-	st, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: d.log})
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: d.log})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open store: %w", err)
 	}
+	st := objdbmetrics.Wrap(raw, d.cfg.Registerer())
 	return st, func() { st.Close(); stop() }, nil
 }
 
@@ -309,6 +383,10 @@ func (d *Daemon) becomeLeader(ctx context.Context) error {
 	lh := d.leaderHandler(h)
 	d.serving.Store(&lh)
 	d.state.Store(RoleLeader)
+	if d.isLeader != nil {
+		d.isLeader.Set(1)
+		d.leaderMoves.Inc()
+	}
 	if err := d.registerServices(ctx, RoleLeader); err != nil {
 		d.log.WithError(err).Warn("re-register services as leader")
 	}
@@ -320,6 +398,10 @@ func (d *Daemon) becomeFollower(ctx context.Context) {
 	fh := d.followerHandler()
 	d.serving.Store(&fh)
 	d.state.Store(RoleFollower)
+	if d.isLeader != nil {
+		d.isLeader.Set(0)
+		d.leaderMoves.Inc()
+	}
 	if err := d.registerServices(ctx, RoleFollower); err != nil {
 		d.log.WithError(err).Warn("re-register services as follower")
 	}
@@ -380,6 +462,7 @@ func (d *Daemon) listen() ([]*server, error) {
 	if d.cfg.InternalAddress != d.cfg.ExternalAddress && !(eh == "0.0.0.0" && ep == ip) {
 		addrs = append(addrs, d.cfg.InternalAddress)
 	}
+	h := d.handler()
 	var out []*server
 	for _, a := range addrs {
 		ln, err := net.Listen("tcp", a)
@@ -389,9 +472,13 @@ func (d *Daemon) listen() ([]*server, error) {
 			}
 			return nil, fmt.Errorf("listen on %s: %w", a, err)
 		}
+		if d.serverTLS != nil {
+			ln = tls.NewListener(ln, d.serverTLS)
+		}
 		l := d.cfg.HTTP
-		srv := &http.Server{Handler: http.HandlerFunc(d.serveHTTP), ReadHeaderTimeout: l.ReadHeaderTimeout,
-			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: l.ReadHeaderTimeout,
+			ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout,
+			ErrorLog: httpErrorLog(d.log)}
 		srv.SetKeepAlivesEnabled(false)
 		out = append(out, &server{srv: srv, ln: ln})
 		d.addrs = append(d.addrs, ln.Addr().String())
@@ -403,9 +490,71 @@ func (d *Daemon) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	(*d.serving.Load()).ServeHTTP(w, r)
 }
 
+// handler is what the listeners serve: /healthz, /readyz and /metrics
+// answered by this process whatever its role (docs/operations.md), and
+// everything else by the current state's handler; all of it counted by
+// the HTTP metrics.
+func (d *Daemon) handler() http.Handler {
+	alive := health.Alive()
+	ready := health.Handler("readyz", 0,
+		health.Check{Name: "store", Fn: d.checkStore},
+		health.Check{Name: "leader", Fn: d.checkLeader})
+	metrics := http.NotFoundHandler()
+	if d.cfg.Metrics != nil {
+		metrics = promhttp.HandlerFor(d.cfg.Metrics, promhttp.HandlerOpts{Registry: d.cfg.Metrics})
+	}
+	var api http.Handler = http.HandlerFunc(d.serveHTTP)
+	if d.cfg.Tokens != nil {
+		metrics = d.cfg.Tokens.Middleware(metrics, nil)
+		api = d.cfg.Tokens.Middleware(api, func(r *http.Request) bool { return r.URL.Path == "/version" })
+	}
+	return d.httpm.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			httpmetrics.SetRoute(r, r.URL.Path)
+			alive.ServeHTTP(w, r)
+		case "/readyz":
+			httpmetrics.SetRoute(r, r.URL.Path)
+			ready.ServeHTTP(w, r)
+		case "/metrics":
+			httpmetrics.SetRoute(r, r.URL.Path)
+			metrics.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	}))
+}
+
+// checkStore: the store answers a read (a missing key is an answer).
+func (d *Daemon) checkStore(ctx context.Context) error {
+	if _, err := d.store.Get(ctx, "health"); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+		return fmt.Errorf("read from the store: %w", err)
+	}
+	return nil
+}
+
+// checkLeader: some netmaster holds the leader lock, and when it is this
+// one, its leader term has started.
+func (d *Daemon) checkLeader(ctx context.Context) error {
+	if !d.lockSet.Load() {
+		return errors.New("not campaigning for the leader lock yet")
+	}
+	holder, err := d.lock.Holder(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("read the leader lock: %w", err)
+	case holder == "":
+		return errors.New("no netmaster holds the leader lock")
+	case holder == d.cfg.InternalAddress && d.State() != RoleLeader:
+		return errors.New("this netmaster holds the leader lock but has not started leading")
+	}
+	return nil
+}
+
 // followerHandler proxies every request, unchanged, to the lock holder.
 func (d *Daemon) followerHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpmetrics.SetRoute(r, "proxied")
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		holder, err := d.lock.Holder(ctx)
 		cancel()
@@ -414,7 +563,16 @@ func (d *Daemon) followerHandler() http.Handler {
 			return
 		}
 		target := &url.URL{Scheme: "http", Host: holder}
+		var transport http.RoundTripper
+		if d.proxyTLS != nil {
+			target.Scheme = "https"
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = d.proxyTLS
+			tr.DisableKeepAlives = true
+			transport = tr
+		}
 		p := &httputil.ReverseProxy{
+			Transport: transport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
 				pr.Out.Host = pr.In.Host
@@ -435,9 +593,11 @@ func (d *Daemon) leaderHandler(api http.Handler) http.Handler {
 		if r.Method == http.MethodGet {
 			switch r.URL.Path {
 			case "/version":
-				writeRawJSON(w, map[string]string{"GitCommit": d.cfg.Version.GitCommit, "Version": d.cfg.Version.Version, "BuildTime": d.cfg.Version.BuildTime})
+				httpmetrics.SetRoute(r, r.URL.Path)
+				writeRawJSON(w, d.cfg.Version)
 				return
 			case "/info":
+				httpmetrics.SetRoute(r, r.URL.Path)
 				d.serveInfo(w, r)
 				return
 			}
@@ -488,4 +648,17 @@ func writeRawJSON(w http.ResponseWriter, v any) {
 		return
 	}
 	w.Write(b)
+}
+
+// httpErrorLog sends the HTTP server's own errors (TLS handshakes that
+// failed, ...) to the daemon's log at debug level.
+func httpErrorLog(log *logrus.Entry) *stdlog.Logger {
+	return stdlog.New(debugWriter{log}, "", 0)
+}
+
+type debugWriter struct{ log *logrus.Entry }
+
+func (w debugWriter) Write(p []byte) (int, error) {
+	w.log.Debug(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 func freeAddr(t *testing.T) string {
@@ -43,7 +44,7 @@ func startDaemon(t *testing.T, endpoint, name string) *running {
 	cfg := Config{
 		Common:          daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "routing", EtcdEndpoints: []string{endpoint}},
 		ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 2 * time.Second,
-		Version: VersionInfo{Version: "v-test"},
+		Version: version.Info{Version: "v-test"},
 	}
 	leader := LeaderFunc(func(ctx context.Context, st objdb.Store) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -29,7 +29,10 @@ import (
 // store write whatever its size and the subnet's size. Another process
 // (a second netmaster) writing the same chunk makes the CAS fail; the
 // committer re-reads the chunk and applies the requests again, so an
-// address is never handed out twice.
+// address is never handed out twice. A chunk write whose outcome the store
+// left unknown (a timed-out attempt it may have applied) is read back
+// before anything it took is handed out or its requests run again
+// (putChunk, docs/allocation-integrity.md).
 //
 // The per-pool "full" summary lets the search skip full chunks. It is only
 // a hint: a chunk wrongly marked not full costs one read and is fixed; a

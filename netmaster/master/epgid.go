@@ -52,8 +52,11 @@ func (m *master) allocEPGID(ctx context.Context, owner string) (int, error) {
 		if id == 0 {
 			return 0, errors.New("no endpoint group ids available")
 		}
-		_, err = m.kv.Put(ctx, epgIDKey(id), []byte(owner), objdb.WithCreateOnly())
-		if errors.Is(err, objdb.ErrConflict) {
+		// The value names the group being created, so a write of unknown
+		// outcome is settled by reading it back
+		// (docs/allocation-integrity.md): a conflict is another writer's.
+		_, err = objdb.PutResolved(ctx, m.kv, epgIDKey(id), []byte(owner), objdb.WithCreateOnly())
+		if errors.Is(err, objdb.ErrConflict) && !errors.Is(err, objdb.ErrUncertain) {
 			continue // taken meanwhile by another netmaster
 		}
 		if err != nil {

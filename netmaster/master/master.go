@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel"
@@ -34,6 +35,7 @@ import (
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/httpmetrics"
 )
 
 // Built-in defaults of the global object written at first start (spec
@@ -78,6 +80,10 @@ type Config struct {
 	// MaxBodyBytes bounds a request body of the REST API and the /plugin
 	// routes (0: contivmodel.MaxBodyBytes).
 	MaxBodyBytes int64
+	// Metrics receives each term's IPAM and endpoint metrics (nil: none).
+	Metrics prometheus.Registerer
+	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
+	RPCTLS *daemon.RPCTLS
 }
 
 // Leader implements daemon.Leader.
@@ -96,7 +102,8 @@ func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, MaxBodyBytes: cfg.HTTP.MaxBodyBytes}, log), nil
+		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
+		MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -292,10 +299,13 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 		}()
 	}
 	router := contivmodel.NewRouter(m.reg)
+	router.Use(httpmetrics.MuxRoute)
+	m.registerTermMetrics(ctx, m.cfg.Metrics)
 	m.addPluginRoutes(router)
 	m.addEpCleanupRoute(router)
 	m.addSweepRoute(router)
 	m.addServiceRoutes(router)
+	m.addTraceRoute(router)
 	m.startOfnet(ctx, router)
 	return router, nil
 }

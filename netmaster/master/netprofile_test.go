@@ -57,6 +57,17 @@ func TestNetprofileAndPolicy(t *testing.T) {
 	if q := e.groupQoS("default", "g1"); q != "7/10mbps/1650" {
 		t.Fatalf("group qos after profile update %s", q)
 	}
+	// Refused updates of a profile in use change neither the profile nor
+	// its group's state (e.fail compares the whole store).
+	e.fail("POST", np, npBody("default", "np1", 64, 1650, "20mbps"), "")
+	e.fail("POST", np, npBody("default", "np1", -1, 1650, "20mbps"), "")
+	e.fail("POST", np, npBody("default", "np1", 7, 10487, "20mbps"), "")
+	e.fail("POST", np, npBody("default", "np1", 7, -5, "20mbps"), "")
+	e.fail("POST", np, npBody("default", "np1", 7, 1, "20mbps"), "Invalid Burst size. burst size must be > 1500 bytes")
+	e.fail("POST", np, npBody("default", "np1", 7, 1650, "20 parsecs"), "bandwidth string invalid format")
+	if q := e.groupQoS("default", "g1"); q != "7/10mbps/1650" {
+		t.Fatalf("group qos after refused updates %s", q)
+	}
 	e.ok("POST", "/api/v1/netprofiles/default:np2/", npBody("default", "np2", 3, 0, "1g"))
 	e.createEPG("default", "g1", "net", `"netProfile":"np2"`)
 	if q := e.groupQoS("default", "g1"); q != "3/1g/0" {

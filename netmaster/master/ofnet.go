@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
 // DefaultOfnetClearDelay is how long a host may stay away before its
@@ -30,13 +32,21 @@ func (m *master) startOfnet(ctx context.Context, router *mux.Router) {
 	if m.cfg.OfnetIP == "" {
 		return
 	}
-	om := ofmaster.New(ofmaster.Config{LocalIP: m.cfg.OfnetIP, Logger: m.log})
+	ocfg := ofmaster.Config{LocalIP: m.cfg.OfnetIP, Logger: m.log}
+	if m.cfg.RPCTLS != nil {
+		// The term's pool, closed when the term's ofnet master is done.
+		ocfg.Pool = ofrpc.NewPool(ofrpc.WithTLS(m.cfg.RPCTLS.Client))
+	}
+	om := ofmaster.New(ocfg)
 	m.ofnet = om
 	router.Methods(http.MethodGet).Path("/debug/ofnet").HandlerFunc(m.serveOfnetDebug)
 	m.ofnetWG.Add(1)
 	go func() {
 		defer m.ofnetWG.Done()
 		m.runOfnet(ctx, om)
+		if ocfg.Pool != nil {
+			ocfg.Pool.Close()
+		}
 	}()
 }
 
@@ -55,6 +65,9 @@ func (m *master) runOfnet(ctx context.Context, om *ofmaster.Master) {
 		if !sleepCtx(ctx, ofnetRetry) {
 			return
 		}
+	}
+	if m.cfg.RPCTLS != nil {
+		ln = tls.NewListener(ln, m.cfg.RPCTLS.Server)
 	}
 	var wg sync.WaitGroup
 	wg.Add(3)

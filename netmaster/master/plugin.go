@@ -212,6 +212,8 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 }
 
 func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (AddressAllocResponse, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	resp := AddressAllocResponse{NetworkID: req.NetworkID}
 	if err := checkAllocAddress(req); err != nil {
 		return resp, err
@@ -397,6 +399,8 @@ func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 // of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
 // changes (docs/allocation-integrity.md).
 func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest) (AddressReleaseResponse, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	ref := parseNetworkID(req.NetworkID)
@@ -460,6 +464,8 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	if err := checkCreateEndpoint(req); err != nil {
 		return resp, err
 	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	netID := netStateID(req.TenantName, req.NetworkName)
@@ -648,6 +654,8 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 // its addresses and counts back (spec daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
 func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp EndpointResponse, err error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
 	// A step of unknown outcome (the store stayed unreachable) leaves the

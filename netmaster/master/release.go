@@ -29,7 +29,10 @@ func ownedBy(ip netip.Addr, owner string) error {
 // range carved out for a group's IP pool (when releasing from the network's
 // own pool), an endpoint, or a service VIP record.
 func (m *master) releaseOwner(ctx context.Context, netID, pool string, ip netip.Addr, gw, gw6 string) (string, error) {
-	if (ip.Is4() && ip.String() == gw) || (ip.Is6() && gw6 != "" && ip == netip.MustParseAddr(gw6)) {
+	if g, err := netip.ParseAddr(gw); err == nil && g == ip {
+		return "the gateway of network " + netID, nil
+	}
+	if g, err := netip.ParseAddr(gw6); err == nil && g == ip {
 		return "the gateway of network " + netID, nil
 	}
 	if ip.Is4() && pool == netID {

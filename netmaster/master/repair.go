@@ -1,11 +1,23 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
 )
+
+// opTimeout bounds an operation of the address and endpoint path once it
+// has started. It runs to its end, or to its rollback, even when the
+// client goes away: a request cancelled between its store writes would
+// leave writes of unknown outcome and half-done state behind
+// (docs/allocation-integrity.md).
+const opTimeout = 2 * time.Minute
+
+func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+}
 
 // repairDelay is how long a counter repair waits after the request that
 // asked for it, so that the writes still in flight settle first.

@@ -2,11 +2,13 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -131,8 +133,17 @@ func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, req
 	if err != nil {
 		return a, err
 	}
-	tx.OnAbort(func() { m.releaseV4(netID, netID, a) })
-	if _, err := m.kv.Put(ctx, ipallocKey(netID, a), vipRecord(id)); err != nil {
+	recorded := false // a record may exist: the address stays taken
+	tx.OnAbort(func() {
+		if !recorded {
+			m.releaseV4(netID, netID, a)
+		}
+	})
+	// The record names this service: a write of unknown outcome is
+	// settled by reading it back; one that stays unknown keeps the
+	// address (docs/allocation-integrity.md).
+	if _, err := objdb.PutResolved(ctx, m.kv, ipallocKey(netID, a), vipRecord(id)); err != nil {
+		recorded = errors.Is(err, objdb.ErrUncertain)
 		return a, fmt.Errorf("record service address %s: %w", a, err)
 	}
 	tx.OnAbort(func() {
@@ -164,30 +175,36 @@ func (m *master) dropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip str
 	}
 	m.topo.RLock()
 	defer m.topo.RUnlock()
-	released, err := m.v4.Release(ctx, netID, a)
-	if err != nil {
-		return fmt.Errorf("release service address %s: %w", a, err)
-	}
-	if released {
-		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
-			defer cancel()
-			if _, err := m.v4.AllocateSpecific(ctx, netID, a); err != nil {
-				m.log.WithError(err).Error("roll back service address release")
-			}
-		})
-	}
+	// The owner record goes first, then the address: an address is never
+	// free while a record names it (docs/allocation-integrity.md). An
+	// abort takes the address again and puts the record back only if it
+	// got the address back.
 	rec, err := m.snapshot(ctx, ipallocKey(netID, a))
 	if err != nil {
 		return err
 	}
-	tx.OnAbort(rec)
 	if err := m.kv.Delete(ctx, ipallocKey(netID, a)); err != nil {
+		tx.OnAbort(rec)
 		return fmt.Errorf("forget service address record %s: %w", a, err)
 	}
+	released, err := m.v4.Release(ctx, netID, a)
+	if err != nil {
+		tx.OnAbort(rec)
+		return fmt.Errorf("release service address %s: %w", a, err)
+	}
 	if !released {
+		tx.OnAbort(rec)
 		return nil
 	}
+	tx.OnAbort(func() {
+		ctx, cancel := undoCtx()
+		defer cancel()
+		if _, err := m.v4.AllocateSpecific(ctx, netID, a); err != nil {
+			m.log.WithError(err).Error("roll back service address release: the address was taken meanwhile, the service keeps no VIP record")
+			return
+		}
+		rec()
+	})
 	if err := m.bumpNetwork(ctx, netID, 0, -1); err != nil {
 		return err
 	}

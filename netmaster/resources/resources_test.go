@@ -409,3 +409,50 @@ func TestTagPools(t *testing.T) {
 		}
 	})
 }
+
+// Pools defined again after a delete keep the tags their owners hold
+// (resources.Held): the held tags are not handed out, and a range that
+// leaves one out is refused and changes nothing.
+func TestDefineKeepsHeldTags(t *testing.T) {
+	srv := objdbtest.StartEmbeddedEtcd(t)
+	kv := connect(t, srv, objdbtest.UniqueRoot(t))
+	m := resources.New(kv)
+	ctx := testCtx(t)
+	held := resources.Held{VLANs: []uint{5, 7}, VXLANs: []uint{101}, LocalVLANs: []uint{1}}
+
+	err := m.DefineVLANs(ctx, "6-10", held)
+	expectErr(t, err, resources.ErrRangeInUse, "cannot update the vlan range due to existing vlans 5, 7")
+	_, err = m.DefineVXLANs(ctx, "102-200", held)
+	expectErr(t, err, resources.ErrRangeInUse, "cannot update the vxlan range due to existing vxlans 101")
+	if kvs, err := kv.List(ctx, ""); err != nil || len(kvs) != 0 {
+		t.Fatalf("refused definitions wrote %d keys (%v)", len(kvs), err)
+	}
+
+	if err := m.DefineVLANs(ctx, "5-10", held); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DefineVXLANs(ctx, "100-200", held); err != nil {
+		t.Fatal(err)
+	}
+	if list, n, err := m.VLANsInUse(ctx); err != nil || list != "5, 7" || n != 2 {
+		t.Fatalf("vlans in use %q %d %v", list, n, err)
+	}
+	var got []uint
+	for i := 0; i < 3; i++ {
+		v, err := m.AllocateVLAN(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	if fmt.Sprint(got) != "[6 8 9]" {
+		t.Fatalf("vlans handed out %v, want [6 8 9]", got)
+	}
+	vni, local, err := m.AllocateVXLAN(ctx, 0)
+	if err != nil || vni != 100 || local == 1 {
+		t.Fatalf("vxlan %d local vlan %d %v: want vni 100 and a local vlan other than the held 1", vni, local, err)
+	}
+	if vni, _, err := m.AllocateVXLAN(ctx, 0); err != nil || vni != 102 {
+		t.Fatalf("second vxlan %d %v, want 102 (101 is held)", vni, err)
+	}
+}

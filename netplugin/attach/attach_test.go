@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -107,7 +108,7 @@ func TestAttachDetachRoundTrip(t *testing.T) {
 	}
 	wantReq := goodRequest()
 	wantReq.IfName = attach.DefaultIfName
-	if len(f.attaches) != 1 || f.attaches[0] != wantReq {
+	if len(f.attaches) != 1 || !reflect.DeepEqual(f.attaches[0], wantReq) {
 		t.Fatalf("attacher got %+v, want [%+v]", f.attaches, wantReq)
 	}
 

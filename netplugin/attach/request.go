@@ -10,10 +10,12 @@
 package attach
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 	"unicode"
 )
@@ -54,7 +56,13 @@ type Request struct {
 	Name        string `json:"name,omitempty"` // EPCommonName (e.g. the pod name)
 	NetNS       string `json:"netns"`          // the container's netns path
 	IfName      string `json:"ifName,omitempty"`
+	// Labels are the container's labels: a container whose labels include a
+	// service's selectors becomes one of its providers (docs/services.md).
+	Labels map[string]string `json:"labels,omitempty"`
 }
+
+// maxLabels bounds a request's label map.
+const maxLabels = 64
 
 // Result describes the attached endpoint. Addresses are "ip/len".
 type Result struct {
@@ -94,6 +102,14 @@ func (r Request) Validate() error {
 	}
 	if err := checkNetNS(r.NetNS); err != nil {
 		return err
+	}
+	if len(r.Labels) > maxLabels {
+		return &FieldError{"labels", fmt.Sprintf("has %d entries, at most %d are allowed", len(r.Labels), maxLabels)}
+	}
+	for k, v := range r.Labels {
+		if k == "" || len(k) > maxIDLen || len(v) > maxIDLen || strings.ContainsFunc(k+v, unicode.IsControl) {
+			return &FieldError{"labels", fmt.Sprintf("entry %q: keys must be 1..%d and values at most %d characters without control characters", k, maxIDLen, maxIDLen)}
+		}
 	}
 	return checkIfName(r.IfName)
 }
@@ -202,4 +218,60 @@ func decodeStrict(r io.Reader, v any) error {
 		return fmt.Errorf("%w: after the JSON value: %w", ErrInvalidRequest, err)
 	}
 	return nil
+}
+
+// ErrAlreadyAttached: the endpoint a request names is attached on this
+// host already (or being attached); the existing one is left as it is.
+var ErrAlreadyAttached = errors.New("attach: endpoint already attached on this host")
+
+// HostRequest asks for a container's endpoint whose container side stays
+// in the agent's own namespace, for runtimes that move and configure the
+// link themselves (Docker's libnetwork, see docs/docker.md). The Result's
+// IfName is then the link's name in the agent's namespace.
+type HostRequest struct {
+	Tenant      string
+	Network     string
+	Group       string
+	ContainerID string // unique per endpoint; becomes the endpoint id
+	Name        string // EPCommonName
+	// IPAddress and IPv6Address are addresses the runtime holds already
+	// (handed out by netmaster's allocAddress); "" lets netmaster pick.
+	IPAddress   string
+	IPv6Address string
+}
+
+// Validate checks every field; the error is a *FieldError.
+func (r HostRequest) Validate() error {
+	if err := checkIDs(idField{"tenant", r.Tenant, true}, idField{"network", r.Network, true},
+		idField{"group", r.Group, false}, idField{"containerID", r.ContainerID, true}); err != nil {
+		return err
+	}
+	if len(r.Name) > maxIDLen || strings.ContainsFunc(r.Name, unicode.IsControl) {
+		return &FieldError{"name", fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
+	}
+	for _, f := range []struct{ name, v string }{{"ipAddress", r.IPAddress}, {"ipv6Address", r.IPv6Address}} {
+		if f.v == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(f.v)
+		if err != nil || (f.name == "ipAddress") != a.Is4() {
+			return &FieldError{f.name, fmt.Sprintf("%q is not an IPv%s address without a prefix length", f.v, map[bool]string{true: "4", false: "6"}[f.name == "ipAddress"])}
+		}
+	}
+	return nil
+}
+
+// HostAttacher is the agent side of runtimes that move the container's
+// link themselves.
+type HostAttacher interface {
+	// AttachHost creates the endpoint in netmaster and its OVS port and
+	// flows, and leaves the container side of the veth, with its MAC and
+	// MTU, in the agent's namespace. Any failure undoes every step; an
+	// endpoint attached already is ErrAlreadyAttached and stays as it is.
+	AttachHost(ctx context.Context, req HostRequest) (Result, error)
+	// Detach removes the endpoint (NetNS "" for these endpoints).
+	Detach(ctx context.Context, req DetachRequest) error
+	// Attached returns the endpoint of (tenant, network, containerID)
+	// attached on this host, as AttachHost described it.
+	Attached(tenant, network, containerID string) (Result, bool)
 }

@@ -10,23 +10,22 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
-)
-
-// Build-time values, set with -ldflags "-X ...".
-var (
-	Version   = "devbuild"
-	GitCommit = "unknown"
-	BuildTime = "unknown"
+	"github.com/contiv/netplugin/utils/tlsutil"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 // Runner starts the daemon with the parsed configuration; tests replace it.
@@ -37,9 +36,9 @@ func App(run Runner) *cli.App {
 	app := cli.NewApp()
 	app.Name = "netplugin"
 	app.Usage = "Contiv netplugin: the per-host network agent"
-	app.Version = Version
+	app.Version = version.Get().Version
 	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprintf(c.App.Writer, "Version: %s\nGitCommit: %s\nBuildTime: %s\n", Version, GitCommit, BuildTime)
+		fmt.Fprint(c.App.Writer, version.Get().Lines())
 	}
 	env := func(s string) string { return "CONTIV_NETPLUGIN_" + s }
 	app.Flags = append(daemonflags.Flags("NETPLUGIN"),
@@ -51,8 +50,21 @@ func App(run Runner) *cli.App {
 		cli.StringFlag{Name: "ovs-datapath", EnvVar: env("OVS_DATAPATH"), Value: "system", Usage: "OVS datapath type of the bridges: system (kernel) or netdev (userspace)"},
 		cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
 		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
+		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name, as netmaster's --name (docker and swarm-mode)"},
+		cli.StringFlag{Name: "docker-plugin-dir", EnvVar: env("DOCKER_PLUGIN_DIR"), Value: "/run/docker/plugins", Usage: "directory of the docker plugin socket <name>.sock"},
+		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
+		cli.StringFlag{Name: "cni-socket", EnvVar: env("CNI_SOCKET"), Value: cniapi.DefaultSocket, Usage: "unix socket of the Kubernetes CNI server (kubernetes mode)"},
+		cli.StringFlag{Name: "cni-state-dir", EnvVar: env("CNI_STATE_DIR"), Value: daemon.DefaultCNIStateDir, Usage: "directory of the CNI server's attachment records (kubernetes mode)"},
 		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
 		cli.BoolFlag{Name: "host-access", EnvVar: env("HOST_ACCESS"), Usage: "routing mode: containers reach the host and, masqueraded by it, what is beyond it through contivh0 (adds a host NAT rule)"},
+		cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
+		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs netmaster's ofnet RPC certificate is checked against"},
+		cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
+		cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
+		cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
+		cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
 	)
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
@@ -69,6 +81,8 @@ func App(run Runner) *cli.App {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		cfg.Metrics = prometheus.NewRegistry()
+		cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		if err := run(ctx, cfg, logrus.NewEntry(log)); err != nil {
 			return cli.NewExitError("netplugin: "+err.Error(), 1)
 		}
@@ -84,18 +98,51 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		return daemon.Config{}, err
 	}
 	cfg := daemon.Config{
-		Common:         common,
-		HostLabel:      strings.TrimSpace(c.String("host")),
-		VtepIP:         strings.TrimSpace(c.String("vtep-ip")),
-		CtrlIP:         strings.TrimSpace(c.String("ctrl-ip")),
-		VlanUplinks:    daemonflags.SplitList(c.String("vlan-uplinks")),
-		VxlanPort:      c.Int("vxlan-port"),
-		OVSDatapath:    strings.ToLower(strings.TrimSpace(c.String("ovs-datapath"))),
-		OVSDBSocket:    c.String("ovsdb-socket"),
-		AttachSocket:   c.String("attach-socket"),
-		InspectAddress: c.String("inspect-address"),
-		HostAccess:     c.Bool("host-access"),
-		Version:        Version,
+		Common:           common,
+		HostLabel:        strings.TrimSpace(c.String("host")),
+		VtepIP:           strings.TrimSpace(c.String("vtep-ip")),
+		CtrlIP:           strings.TrimSpace(c.String("ctrl-ip")),
+		VlanUplinks:      daemonflags.SplitList(c.String("vlan-uplinks")),
+		VxlanPort:        c.Int("vxlan-port"),
+		OVSDatapath:      strings.ToLower(strings.TrimSpace(c.String("ovs-datapath"))),
+		OVSDBSocket:      c.String("ovsdb-socket"),
+		AttachSocket:     c.String("attach-socket"),
+		InspectAddress:   c.String("inspect-address"),
+		OVSUnixctl:       c.String("ovs-unixctl"),
+		DockerPluginName: strings.TrimSpace(c.String("name")),
+		DockerPluginDir:  c.String("docker-plugin-dir"),
+		DockerSocket:     c.String("docker-socket"),
+		CNISocket:        c.String("cni-socket"),
+		CNIStateDir:      c.String("cni-state-dir"),
+		HostAccess:       c.Bool("host-access"),
+		Version:          version.Get().Version,
+	}
+	if ca, cert, key := c.String("netmaster-ca-file"), c.String("netmaster-cert-file"), c.String("netmaster-key-file"); ca != "" || cert != "" || key != "" {
+		tc, err := tlsutil.ClientConfig(ca, cert, key)
+		if err != nil {
+			return cfg, fmt.Errorf("netmaster TLS settings: %w", err)
+		}
+		cfg.MasterTLS = tc
+	}
+	if cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file"); cert != "" || key != "" || ca != "" {
+		if cert == "" || key == "" || ca == "" {
+			return cfg, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
+		}
+		if cfg.RPCServerTLS, err = tlsutil.ServerConfig(cert, key, ca); err != nil {
+			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
+		}
+		if cfg.RPCClientTLS, err = tlsutil.ClientConfig(ca, cert, key); err != nil {
+			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
+		}
+	}
+	if p := c.String("netmaster-token-file"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return cfg, fmt.Errorf("--netmaster-token-file: %w", err)
+		}
+		if cfg.MasterToken = strings.TrimSpace(string(b)); cfg.MasterToken == "" || strings.ContainsAny(cfg.MasterToken, " \t\n,") {
+			return cfg, fmt.Errorf("--netmaster-token-file %s: want one token (no spaces or commas)", p)
+		}
 	}
 	if cfg.HostLabel == "" {
 		h, err := os.Hostname()
@@ -135,6 +182,17 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	}
 	if cfg.OVSDBSocket == "" {
 		return cfg, fmt.Errorf("--ovsdb-socket must not be empty")
+	}
+	if cfg.DockerPluginName == "" || strings.ContainsAny(cfg.DockerPluginName, "/\x00 ") {
+		return cfg, fmt.Errorf("invalid --name %q: must be a non-empty name without '/' or spaces", cfg.DockerPluginName)
+	}
+	if !strings.HasPrefix(cfg.DockerPluginDir, "/") {
+		return cfg, fmt.Errorf("invalid --docker-plugin-dir %q: must be an absolute path", cfg.DockerPluginDir)
+	}
+	for _, f := range []struct{ name, v string }{{"cni-socket", cfg.CNISocket}, {"cni-state-dir", cfg.CNIStateDir}} {
+		if !filepath.IsAbs(f.v) {
+			return cfg, fmt.Errorf("invalid --%s %q: must be an absolute path", f.name, f.v)
+		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.InspectAddress); err != nil {
 		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)

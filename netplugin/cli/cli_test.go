@@ -107,3 +107,23 @@ func TestInvalidFlagsExit22(t *testing.T) {
 		}
 	}
 }
+
+func TestCNIFlags(t *testing.T) {
+	cfg, _, _ := parse(t, nil, base...)
+	if cfg.CNISocket != "/run/contiv/contiv-cni.sock" || cfg.CNIStateDir != daemon.DefaultCNIStateDir {
+		t.Fatalf("defaults: %q %q", cfg.CNISocket, cfg.CNIStateDir)
+	}
+	var code int
+	var msg string
+	cfg, code, msg = parse(t, map[string]string{"CONTIV_NETPLUGIN_CNI_STATE_DIR": "/tmp/cni-rec"},
+		append(base, "--cni-socket", "/tmp/cni.sock")...)
+	if code != 1 || !strings.Contains(msg, "parsed") || cfg.CNISocket != "/tmp/cni.sock" || cfg.CNIStateDir != "/tmp/cni-rec" {
+		t.Fatalf("exit %d %q, parsed %+v", code, msg, cfg)
+	}
+	for _, bad := range [][]string{{"--cni-socket", "run/cni.sock"}, {"--cni-state-dir", ""}} {
+		_, code, msg := parse(t, nil, append(append([]string{}, base...), bad...)...)
+		if code != daemonflags.ExitInvalid || !strings.Contains(msg, bad[0]) {
+			t.Errorf("%v: exit %d %q", bad, code, msg)
+		}
+	}
+}

@@ -9,7 +9,12 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"time"
+
+	"github.com/contiv/netplugin/mgmtfn/k8splugin"
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -19,17 +24,40 @@ const DefaultAttachSocket = "/run/contiv/contiv-attach.sock"
 
 // Config is the parsed netplugin command line.
 type Config struct {
-	Common         daemonflags.Common
-	HostLabel      string
-	VtepIP         string
-	CtrlIP         string
-	VlanUplinks    []string
-	VxlanPort      int
-	OVSDatapath    string // "system" or "netdev"
-	OVSDBSocket    string
-	AttachSocket   string
+	Common       daemonflags.Common
+	HostLabel    string
+	VtepIP       string
+	CtrlIP       string
+	VlanUplinks  []string
+	VxlanPort    int
+	OVSDatapath  string // "system" or "netdev"
+	OVSDBSocket  string
+	AttachSocket string
+	CNISocket    string // kubernetes mode: the CNI server's socket
+	CNIStateDir  string // kubernetes mode: the CNI attachment records
+	// PodLabels gives pods' labels to the CNI server (nil: only the
+	// labels a CNI request carries; the client-go informer plugs in here).
+	PodLabels      k8splugin.LabelSource
 	InspectAddress string
-	Version        string
+	// Docker front end (docker and swarm-mode, docs/docker.md): driver
+	// name (netmaster's --name), plugin socket directory, engine socket.
+	DockerPluginName string
+	DockerPluginDir  string
+	DockerSocket     string
+	Version          string
+	// OVSUnixctl is ovs-vswitchd's control socket (packet trace); ""
+	// finds it in the OVSDB socket's folder.
+	OVSUnixctl string
+	// Metrics is the registry the inspect server's /metrics serves; nil
+	// turns metrics off (docs/operations.md).
+	Metrics *prometheus.Registry
+	// MasterTLS, when set, makes the /plugin calls to netmaster HTTPS;
+	// MasterToken is sent as their bearer token (docs/operations.md).
+	MasterTLS   *tls.Config
+	MasterToken string
+	// RPCServerTLS and RPCClientTLS, when set, make the ofnet RPC with
+	// the masters mutual TLS: the agents' listeners and their calls.
+	RPCServerTLS, RPCClientTLS *tls.Config
 	// HostAccess turns on contivh0 host access and the host NAT rule
 	// (routing mode, docs/dataplane.md §3.7).
 	HostAccess bool
@@ -40,6 +68,7 @@ type Config struct {
 	SwitchWait      time.Duration // wait for each bridge to connect (20 s)
 	RestartSettle   time.Duration // after masters are known, before stale flows are removed (5 s)
 	StoreRetryDelay time.Duration // pause before a failed watch is restarted (1 s)
+	SweepInterval   time.Duration // between sweeps of orphaned endpoints (1 min, sweep.go)
 }
 
 func (c *Config) setDefaults() {
@@ -53,11 +82,27 @@ func (c *Config) setDefaults() {
 	def(&c.SwitchWait, 20*time.Second)
 	def(&c.RestartSettle, 5*time.Second)
 	def(&c.StoreRetryDelay, time.Second)
+	def(&c.SweepInterval, time.Minute)
 	if c.VxlanPort == 0 {
 		c.VxlanPort = 4789
 	}
 	if c.AttachSocket == "" {
 		c.AttachSocket = DefaultAttachSocket
+	}
+	if c.DockerPluginName == "" {
+		c.DockerPluginName = "netplugin"
+	}
+	if c.DockerPluginDir == "" {
+		c.DockerPluginDir = "/run/docker/plugins"
+	}
+	if c.DockerSocket == "" {
+		c.DockerSocket = "/var/run/docker.sock"
+	}
+	if c.CNISocket == "" {
+		c.CNISocket = cniapi.DefaultSocket
+	}
+	if c.CNIStateDir == "" {
+		c.CNIStateDir = DefaultCNIStateDir
 	}
 	if c.InspectAddress == "" {
 		c.InspectAddress = ":9090"

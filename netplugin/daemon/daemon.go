@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,14 +11,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/hostnat"
 	"github.com/contiv/netplugin/netplugin/masterclient"
+	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
+	"github.com/contiv/netplugin/objdb/objdbmetrics"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
@@ -36,18 +40,35 @@ type Daemon struct {
 	vl    *agent.Agent // contivVlanBridge
 	mc    *masterclient.Client
 	glob  state.GlobConfig
+	names *nameserver.Server // the embedded DNS server (daemons.md §6.8)
 
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
 	locals   map[string]*localEndpoint      // by endpoint state id
+	pending  map[string]struct{}            // endpoint state ids being attached
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
 	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
 	bgp      bgpRunner
 
-	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
+	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
+	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
+	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
 	seenOnce    sync.Once
+
+	met *metrics // nil when metrics are off
+	// rpcPool is the agents' TLS client pool towards the masters (nil:
+	// each agent has its own plain one).
+	rpcPool *ofrpc.Pool
+}
+
+// registerer is cfg.Metrics as a Registerer, nil when metrics are off.
+func (c Config) registerer() prometheus.Registerer {
+	if c.Metrics == nil {
+		return nil
+	}
+	return c.Metrics
 }
 
 // Run starts netplugin and serves until ctx ends (spec §6.1). It returns an
@@ -56,7 +77,9 @@ type Daemon struct {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{})}
+		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
+		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New()}
+	d.met = newMetrics(cfg.registerer(), d)
 	return d.run(ctx)
 }
 
@@ -64,14 +87,22 @@ func (d *Daemon) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var err error
-	d.store, err = dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
 		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
 	if err != nil {
 		return fmt.Errorf("open the cluster store: %w", err)
 	}
+	d.store = objdbmetrics.Wrap(raw, d.cfg.registerer())
 	defer d.store.Close()
 	d.st = state.New(d.store)
-	d.mc = masterclient.New(d.store)
+	var mcOpts []masterclient.Option
+	if d.cfg.MasterTLS != nil {
+		mcOpts = append(mcOpts, masterclient.WithTLS(d.cfg.MasterTLS))
+	}
+	if d.cfg.MasterToken != "" {
+		mcOpts = append(mcOpts, masterclient.WithToken(d.cfg.MasterToken))
+	}
+	d.mc = masterclient.New(d.store, mcOpts...)
 
 	if err := d.waitGlobalConfig(ctx); err != nil {
 		return err
@@ -83,6 +114,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	defer d.drv.Close()
 
+	if d.cfg.RPCClientTLS != nil {
+		d.rpcPool = ofrpc.NewPool(ofrpc.WithTLS(d.cfg.RPCClientTLS))
+		defer d.rpcPool.Close()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
@@ -95,8 +130,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	// then groups; then follow the store.
 	nets := newFollower("networks", d.st.Networks, handlers[state.Network]{put: d.networkPut, del: d.networkDel}, d.log, d.cfg.StoreRetryDelay)
 	groups := newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{put: d.groupPut, del: d.groupDel}, d.log, d.cfg.StoreRetryDelay)
-	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointPut, del: d.endpointDel}, d.log, d.cfg.StoreRetryDelay)
+	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointNamesPut, del: d.endpointNamesDel}, d.log, d.cfg.StoreRetryDelay)
 	glob := newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{put: d.globalPut, del: func(context.Context, state.GlobConfig) {}}, d.log, d.cfg.StoreRetryDelay)
+	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
+	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
@@ -105,6 +142,28 @@ func (d *Daemon) run(ctx context.Context) error {
 		d.log.WithError(err).Warn("read the BGP configuration")
 	}
 	defer d.stopBgp()
+	// Then services and their providers (docs/services.md).
+	svcs := newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{put: d.serviceLBPut, del: d.serviceLBDel}, d.log, d.cfg.StoreRetryDelay)
+	provs := newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{put: d.providersPut, del: d.providersDel}, d.log, d.cfg.StoreRetryDelay)
+	if err := svcs.sync(ctx); err != nil {
+		return fmt.Errorf("replay services: %w", err)
+	}
+	if err := provs.sync(ctx); err != nil {
+		return fmt.Errorf("replay service providers: %w", err)
+	}
+	errc := make(chan error, 4)
+	if d.cfg.dockerMode() {
+		docknets, err := d.startDocker(ctx, &wg, errc)
+		if err != nil {
+			return err
+		}
+		if docknets != nil {
+			if err := docknets.sync(ctx); err != nil {
+				return fmt.Errorf("read docker network mappings: %w", err)
+			}
+			goRun(ctx, &wg, docknets.run)
+		}
+	}
 
 	vtepIP := d.cfg.VtepIP
 	infos := []objdb.ServiceInfo{
@@ -119,6 +178,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
 	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepAdd, del: d.vtepDel,
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
 	goRun(ctx, &wg, nets.run)
@@ -126,9 +186,11 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, eps.run)
 	goRun(ctx, &wg, glob.run)
 	goRun(ctx, &wg, bgps.run)
+	goRun(ctx, &wg, svcs.run)
+	goRun(ctx, &wg, provs.run)
 	goRun(ctx, &wg, d.finishRestart)
+	goRun(ctx, &wg, d.sweepLoop)
 
-	errc := make(chan error, 2)
 	goRun(ctx, &wg, func(ctx context.Context) {
 		if err := d.serveInspect(ctx); err != nil {
 			errc <- fmt.Errorf("inspect server: %w", err)
@@ -139,6 +201,9 @@ func (d *Daemon) run(ctx context.Context) error {
 			errc <- fmt.Errorf("attach server: %w", err)
 		}
 	})
+	if err := d.startCNI(ctx, &wg, errc); err != nil {
+		return err
+	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
 	select {
 	case <-ctx.Done():
@@ -252,6 +317,9 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		ofl.Close()
 		return nil, fmt.Errorf("RPC listener of %s: %w", bridge, err)
 	}
+	if d.cfg.RPCServerTLS != nil {
+		rpcl = tls.NewListener(rpcl, d.cfg.RPCServerTLS)
+	}
 	vrfIDs, err := d.loadVrfIDs(ctx, bridge)
 	if err != nil {
 		ofl.Close()
@@ -260,8 +328,9 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
 		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
-		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) },
-		Logger: d.log.WithField("bridge", bridge)})
+		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
+		DNSLookup: d.names.Lookup,
+		Logger:    d.log.WithField("bridge", bridge)})
 	if err != nil {
 		ofl.Close()
 		rpcl.Close()
@@ -373,7 +442,16 @@ func (d *Daemon) vtepAdd(ctx context.Context, s objdb.ServiceInfo) {
 	}
 	d.mu.Lock()
 	d.vteps[s.HostAddr] = ofport
+	checked := d.pmtuChecked[s.HostAddr]
+	d.pmtuChecked[s.HostAddr] = true
 	d.mu.Unlock()
+	if !checked {
+		select {
+		case d.pmtuPeers <- s.HostAddr:
+		default:
+			d.log.WithField("vtep", s.HostAddr).Debug("path MTU check skipped: queue full")
+		}
+	}
 	if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(s.HostAddr)); err != nil {
 		d.log.WithError(err).Errorf("add VTEP %s to the datapath", s.HostAddr)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/contiv/netplugin/netplugin/attach"
@@ -44,8 +46,27 @@ func (d *Daemon) endpointInfo(le *localEndpoint, nw state.Network) agent.Endpoin
 		if g.PktTag != 0 {
 			info.EndpointGroupVlan = uint16(g.PktTag)
 		}
+		info.RateKbps, info.BurstKb = d.meterFor(g)
 	}
 	return info
+}
+
+// meterFor is the group's bandwidth limit as an OpenFlow meter rate and burst: on
+// the userspace datapath only, which ignores the ingress policing the driver sets
+// (docs/traffic.md). The burst is the profile's, but at least one second of the
+// rate: with less, the userspace meter's drops hold TCP to about half the rate. A
+// bandwidth the driver cannot parse gives no meter (the driver refuses it with an
+// error of its own).
+func (d *Daemon) meterFor(g state.EndpointGroup) (rate, burst uint32) {
+	if d.cfg.OVSDatapath != "netdev" {
+		return 0, 0
+	}
+	kbps, err := ovsdriver.ParseBandwidth(g.Bandwidth)
+	if err != nil || kbps <= 0 || g.Burst < 0 {
+		return 0, 0
+	}
+	rate = uint32(min(kbps, math.MaxUint32))
+	return rate, max(rate, uint32(g.Burst))
 }
 
 // addLocal creates the OVS port of an endpoint and announces it to its
@@ -127,42 +148,149 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
 	return errors.Join(errs...)
 }
 
-// Attach connects a container to a network (the attach API of the CNI and
-// Docker front ends): netmaster creates the endpoint and picks its address,
-// the OVS port and flows are set up, and the container side of the veth is
-// moved into the container's namespace with its address, MAC, MTU and
-// default route. Any failure undoes every step taken.
-func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Result, err error) {
+// Attach connects a container to a network (the attach API of the CNI
+// front end): AttachHost creates the endpoint and its port, then the
+// container side of the veth is moved into the container's namespace with
+// its address, MAC, MTU and default route. Any failure undoes every step.
+func (d *Daemon) Attach(ctx context.Context, req attach.Request) (attach.Result, error) {
+	start := time.Now()
+	res, err := d.attach(ctx, req)
+	d.met.observeAttach("attach", start, err)
+	return res, err
+}
+
+func (d *Daemon) attach(ctx context.Context, req attach.Request) (res attach.Result, err error) {
 	if err := req.Validate(); err != nil {
 		return res, err
 	}
 	if req.IfName == "" {
-		req.IfName = "eth0"
+		req.IfName = attach.DefaultIfName
 	}
+	res, err = d.AttachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
+		ContainerID: req.ContainerID, Name: req.Name})
+	if err != nil {
+		return res, err
+	}
+	lc := nsutil.LinkConfig{HostIfName: res.IfName, NetNSPath: req.NetNS, IfName: req.IfName, MTU: res.MTU}
+	if lc.IPv4, err = parsePrefix(res.IPAddress); err == nil && res.Gateway != "" {
+		lc.GatewayV4 = net.ParseIP(res.Gateway)
+	}
+	if err == nil && res.IPv6Address != "" {
+		if lc.IPv6, err = parsePrefix(res.IPv6Address); err == nil && res.IPv6Gateway != "" {
+			lc.GatewayV6 = net.ParseIP(res.IPv6Gateway)
+		}
+	}
+	lc.MAC, _ = net.ParseMAC(res.MacAddress)
+	if err == nil {
+		if err = nsutil.MoveAndConfigure(lc); err != nil {
+			err = fmt.Errorf("move %s into %s: %w", res.IfName, req.NetNS, err)
+		}
+	}
+	if err != nil {
+		if derr := d.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
+			ContainerID: req.ContainerID}); derr != nil {
+			d.log.WithError(derr).Warnf("roll back endpoint %s", res.EndpointID)
+		}
+		return attach.Result{}, err
+	}
+	res.IfName = req.IfName
+	if len(req.Labels) > 0 {
+		// The container is started: it becomes a provider of the services its
+		// labels select (docs/services.md).
+		ip, _, _ := strings.Cut(res.IPAddress, "/")
+		if err := d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{IPAddress: ip,
+			ContainerID: req.ContainerID, Labels: req.Labels, Tenant: req.Tenant, Network: req.Network,
+			Event: "start", EndpointID: req.ContainerID, EPCommonName: req.Name}); err != nil {
+			if derr := d.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
+				ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: req.IfName}); derr != nil {
+				d.log.WithError(derr).Warnf("roll back endpoint %s", res.EndpointID)
+			}
+			return attach.Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// parsePrefix reads "ip/len" keeping the address (not the masked base).
+func parsePrefix(s string) (*net.IPNet, error) {
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint address %q: %w", s, err)
+	}
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+	}
+	return &net.IPNet{IP: ip, Mask: n.Mask}, nil
+}
+
+// endpointStateID is the endpoint id netmaster gives (tenant, network,
+// container).
+func endpointStateID(tenant, network, containerID string) string {
+	return network + "." + tenant + "-" + containerID
+}
+
+// AttachHost creates a container's endpoint in netmaster (with the
+// addresses the request holds, if any) and its OVS port and flows; the
+// container side of the veth stays in this namespace (attach.HostAttacher).
+// Any failure undoes every step; a second request for an endpoint attached
+// (or being attached) here is attach.ErrAlreadyAttached and changes nothing.
+func (d *Daemon) AttachHost(ctx context.Context, req attach.HostRequest) (res attach.Result, err error) {
+	if err := req.Validate(); err != nil {
+		return res, err
+	}
+	epID := endpointStateID(req.Tenant, req.Network, req.ContainerID)
+	d.mu.Lock()
+	_, dup := d.locals[epID]
+	if !dup {
+		_, dup = d.pending[epID]
+	}
+	if !dup {
+		d.pending[epID] = struct{}{}
+	}
+	d.mu.Unlock()
+	if dup {
+		return res, fmt.Errorf("endpoint %s: %w", epID, attach.ErrAlreadyAttached)
+	}
+	defer func() {
+		d.mu.Lock()
+		delete(d.pending, epID)
+		d.mu.Unlock()
+	}()
 	t0 := time.Now()
 	var tMaster, tLocal time.Duration
 	ep, err := d.mc.CreateEndpoint(ctx, masterclient.CreateEndpointRequest{
 		TenantName: req.Tenant, NetworkName: req.Network, ServiceName: req.Group,
 		EndpointID: req.ContainerID, EPCommonName: req.Name,
-		ConfigEP: masterclient.ConfigEP{Container: req.ContainerID, Host: d.cfg.HostLabel, ServiceName: req.Group},
+		ConfigEP: masterclient.ConfigEP{Container: req.ContainerID, Host: d.cfg.HostLabel, ServiceName: req.Group,
+			IPAddress: req.IPAddress, IPv6Address: req.IPv6Address},
 	})
+	undoCtx := context.WithoutCancel(ctx)
 	if err != nil {
+		// netmaster may have created the endpoint all the same (the
+		// answer was lost or came after the request timed out).
+		if rerr := d.releaseEndpoint(undoCtx, epID); rerr != nil {
+			d.log.WithError(rerr).Warnf("roll back endpoint %s in netmaster; the sweep of orphaned endpoints retries", epID)
+		}
 		return res, fmt.Errorf("create endpoint in netmaster: %w", err)
 	}
-	undoCtx := context.WithoutCancel(ctx)
+	existed := false // netmaster answered with an endpoint made before
 	defer func() {
-		if err != nil {
+		if err != nil && !existed {
 			if _, derr := d.mc.DeleteEndpoint(undoCtx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 				NetworkName: req.Network, ServiceName: req.Group, EndpointID: req.ContainerID}); derr != nil {
-				d.log.WithError(derr).Warnf("roll back endpoint %s in netmaster", ep.ID)
+				d.log.WithError(derr).Warnf("roll back endpoint %s in netmaster; the sweep of orphaned endpoints retries", ep.ID)
 			}
 		}
 	}()
-	d.mu.Lock()
-	_, dup := d.locals[ep.ID]
-	d.mu.Unlock()
-	if dup {
-		return res, fmt.Errorf("endpoint %s is already attached on this host", ep.ID)
+	if ep.HomingHost != d.cfg.HostLabel {
+		// netmaster answered with an existing endpoint of another host:
+		// it is not ours to take over or to roll back.
+		existed = true
+		return res, fmt.Errorf("endpoint %s is homed on host %q: %w", ep.ID, ep.HomingHost, attach.ErrAlreadyAttached)
+	}
+	if req.IPAddress != "" && ep.IPAddress != req.IPAddress {
+		existed = true
+		return res, fmt.Errorf("endpoint %s exists with address %s, not %s: %w", ep.ID, ep.IPAddress, req.IPAddress, attach.ErrAlreadyAttached)
 	}
 	nw, err := d.network(ctx, ep.NetID)
 	if err != nil {
@@ -174,36 +302,12 @@ func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Res
 		return res, err
 	}
 	tLocal = time.Since(t0) - tMaster
-	defer func() {
-		if err != nil {
-			if rerr := d.removeLocal(undoCtx, ep.ID); rerr != nil {
-				d.log.WithError(rerr).Warnf("roll back local endpoint %s", ep.ID)
-			}
-		}
-	}()
-	mtu, err := ovsdriver.EndpointMTU(nil, nw.PktTagType == "vxlan")
+	res, err = d.describe(le, nw)
 	if err != nil {
-		return res, fmt.Errorf("endpoint MTU: %w", err)
-	}
-	lc := nsutil.LinkConfig{HostIfName: le.port.IntfName, NetNSPath: req.NetNS, IfName: req.IfName, MTU: mtu}
-	lc.IPv4 = &net.IPNet{IP: net.ParseIP(ep.IPAddress).To4(), Mask: net.CIDRMask(int(nw.SubnetLen), 32)}
-	if nw.Gateway != "" {
-		lc.GatewayV4 = net.ParseIP(nw.Gateway)
-	}
-	if ep.IPv6Address != "" && nw.IPv6Subnet != "" {
-		lc.IPv6 = &net.IPNet{IP: net.ParseIP(ep.IPv6Address), Mask: net.CIDRMask(int(nw.IPv6SubnetLen), 128)}
-		if nw.IPv6Gateway != "" {
-			lc.GatewayV6 = net.ParseIP(nw.IPv6Gateway)
+		if rerr := d.removeLocal(undoCtx, ep.ID); rerr != nil {
+			d.log.WithError(rerr).Warnf("roll back local endpoint %s", ep.ID)
 		}
-	}
-	lc.MAC, _ = net.ParseMAC(ep.MacAddress)
-	if err := nsutil.MoveAndConfigure(lc); err != nil {
-		return res, fmt.Errorf("move %s into %s: %w", le.port.IntfName, req.NetNS, err)
-	}
-	res = attach.Result{EndpointID: ep.ID, IPAddress: lc.IPv4.String(), MacAddress: ep.MacAddress,
-		Gateway: nw.Gateway, MTU: mtu, PortName: le.port.PortName, IfName: req.IfName}
-	if lc.IPv6 != nil {
-		res.IPv6Address, res.IPv6Gateway = lc.IPv6.String(), nw.IPv6Gateway
+		return res, err
 	}
 	d.log.WithFields(map[string]any{"endpoint": ep.ID, "ip": res.IPAddress, "port": le.port.PortName,
 		"netmaster": tMaster.Round(time.Millisecond), "ovs": tLocal.Round(time.Millisecond),
@@ -211,14 +315,73 @@ func (d *Daemon) Attach(ctx context.Context, req attach.Request) (res attach.Res
 	return res, nil
 }
 
+// describe is the attach.Result of a local endpoint; IfName is the
+// container side of its veth in this namespace.
+func (d *Daemon) describe(le *localEndpoint, nw state.Network) (attach.Result, error) {
+	mtu, err := ovsdriver.EndpointMTU(nil, nw.PktTagType == "vxlan")
+	if err != nil {
+		return attach.Result{}, fmt.Errorf("endpoint MTU: %w", err)
+	}
+	res := attach.Result{EndpointID: le.ep.ID, MacAddress: le.ep.MacAddress, Gateway: nw.Gateway, MTU: mtu,
+		PortName: le.port.PortName, IfName: le.port.IntfName}
+	if le.ep.IPAddress != "" {
+		res.IPAddress = fmt.Sprintf("%s/%d", le.ep.IPAddress, nw.SubnetLen)
+	}
+	if le.ep.IPv6Address != "" && nw.IPv6Subnet != "" {
+		res.IPv6Address = fmt.Sprintf("%s/%d", le.ep.IPv6Address, nw.IPv6SubnetLen)
+		res.IPv6Gateway = nw.IPv6Gateway
+	}
+	return res, nil
+}
+
+// Attached returns the endpoint of (tenant, network, containerID) if it is
+// attached on this host (attach.HostAttacher).
+func (d *Daemon) Attached(tenant, network, containerID string) (attach.Result, bool) {
+	epID := endpointStateID(tenant, network, containerID)
+	d.mu.Lock()
+	le, ok := d.locals[epID]
+	var nw state.Network
+	if ok {
+		nw, ok = d.networks[le.ep.NetID]
+	}
+	d.mu.Unlock()
+	if !ok {
+		return attach.Result{}, false
+	}
+	res, err := d.describe(le, nw)
+	return res, err == nil
+}
+
 // Detach removes a container's endpoint: the link in its namespace, the
 // flows, the OVS port and netmaster's endpoint (and address). Detaching an
 // endpoint that is already gone succeeds.
 func (d *Daemon) Detach(ctx context.Context, req attach.DetachRequest) error {
+	start := time.Now()
+	err := d.detach(ctx, req)
+	d.met.observeAttach("detach", start, err)
+	return err
+}
+
+func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 	if req.Tenant == "" || req.Network == "" || req.ContainerID == "" {
 		return fmt.Errorf("detach needs tenant, network and containerID (got %q, %q, %q)", req.Tenant, req.Network, req.ContainerID)
 	}
-	epID := req.Network + "." + req.Tenant + "-" + req.ContainerID
+	epID := endpointStateID(req.Tenant, req.Network, req.ContainerID)
+	// Pending while it is taken apart: the sweep of orphaned endpoints
+	// must not delete it in netmaster meanwhile too.
+	d.mu.Lock()
+	_, busy := d.pending[epID]
+	if !busy {
+		d.pending[epID] = struct{}{}
+	}
+	d.mu.Unlock()
+	if !busy {
+		defer func() {
+			d.mu.Lock()
+			delete(d.pending, epID)
+			d.mu.Unlock()
+		}()
+	}
 	var errs []error
 	if req.NetNS != "" {
 		ifName := req.IfName
@@ -229,12 +392,19 @@ func (d *Daemon) Detach(ctx context.Context, req attach.DetachRequest) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := d.removeLocal(ctx, epID); err != nil {
-		errs = append(errs, err)
-	}
 	group := ""
 	if ep, err := d.st.Endpoints.Read(ctx, epID); err == nil {
 		group = ep.ServiceName
+		if len(ep.Labels) > 0 {
+			// Withdraw it from its services before its address goes away.
+			if err := d.mc.UpdateEndpoint(ctx, masterclient.UpdateEndpointRequest{ContainerID: req.ContainerID,
+				Event: "die"}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := d.removeLocal(ctx, epID); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil {
@@ -271,4 +441,7 @@ func (d *Daemon) network(ctx context.Context, id string) (state.Network, error) 
 	}
 }
 
-var _ attach.Attacher = (*Daemon)(nil)
+var (
+	_ attach.Attacher     = (*Daemon)(nil)
+	_ attach.HostAttacher = (*Daemon)(nil)
+)

@@ -33,6 +33,8 @@ type follower[T state.Object] struct {
 
 	cache   map[string]T
 	version int64
+	// resyncs counts re-lists after a watch failure (nil: not counted).
+	resyncs interface{ Inc() }
 }
 
 func newFollower[T state.Object](name string, coll state.Collection[T], h handlers[T], log logrus.FieldLogger, retry time.Duration) *follower[T] {
@@ -96,6 +98,9 @@ func (f *follower[T]) run(ctx context.Context) {
 			if err := f.sync(ctx); err != nil {
 				f.log.WithError(err).Warn("state re-list failed; retrying")
 				continue
+			}
+			if f.resyncs != nil {
+				f.resyncs.Inc()
 			}
 			break
 		}

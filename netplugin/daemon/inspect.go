@@ -4,29 +4,39 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/health"
+	"github.com/contiv/netplugin/utils/httpmetrics"
 )
 
 // serveInspect runs the REST server of spec §6.5 until ctx ends.
 func (d *Daemon) serveInspect(ctx context.Context) error {
 	r := mux.NewRouter()
 	r.HandleFunc("/inspect/driver", d.inspectDriver).Methods(http.MethodGet)
-	r.HandleFunc("/svcstats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, map[string]any{}) }).Methods(http.MethodGet)
+	r.HandleFunc("/svcstats", d.serveSvcStats).Methods(http.MethodGet)
 	r.HandleFunc("/inspect/bgp", d.inspectBgp).Methods(http.MethodGet)
 	r.HandleFunc("/inspect/nameserver", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "Error fetching nameserver from driver: the embedded name server is not implemented", http.StatusInternalServerError)
+		writeJSON(w, d.names.Inspect())
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/debug/reclaimEndpoint/{id}", d.reclaimEndpoint).Methods(http.MethodDelete)
+	r.HandleFunc("/inspect/trace", d.serveTrace).Methods(http.MethodGet)
+	d.addOpsRoutes(r)
+	r.Use(httpmetrics.MuxRoute)
 
 	ln, err := net.Listen("tcp", d.cfg.InspectAddress)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: httpmetrics.New(d.cfg.registerer()).Wrap(r), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -47,6 +57,17 @@ func (d *Daemon) inspectDriver(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{"vxlan": d.vx.State(), "vlan": d.vl.State()})
 }
 
+func (d *Daemon) serveSvcStats(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	stats, err := d.svcStats(ctx)
+	if err != nil {
+		http.Error(w, "Error fetching stats from driver: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, stats)
+}
+
 func (d *Daemon) reclaimEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	if err := d.removeLocal(r.Context(), id); err != nil {
@@ -59,4 +80,50 @@ func (d *Daemon) reclaimEndpoint(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// addOpsRoutes adds /healthz, /readyz and /metrics (docs/operations.md).
+func (d *Daemon) addOpsRoutes(r *mux.Router) {
+	r.Handle("/healthz", health.Alive())
+	r.Handle("/readyz", health.Handler("readyz", 0,
+		health.Check{Name: "store", Fn: d.checkStore},
+		health.Check{Name: "leader", Fn: d.checkLeader},
+		health.Check{Name: "ovs", Fn: d.checkOVS}))
+	if d.cfg.Metrics != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(d.cfg.Metrics, promhttp.HandlerOpts{Registry: d.cfg.Metrics}))
+	}
+}
+
+// checkStore: the store answers a read (a missing key is an answer).
+func (d *Daemon) checkStore(ctx context.Context) error {
+	if _, err := d.store.Get(ctx, "health"); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+		return fmt.Errorf("read from the store: %w", err)
+	}
+	return nil
+}
+
+// checkLeader: a netmaster leader has registered its ofnet master.
+func (d *Daemon) checkLeader(ctx context.Context) error {
+	list, err := d.store.GetService(ctx, "netmaster.rpc")
+	if err != nil {
+		return fmt.Errorf("look up the netmaster leader: %w", err)
+	}
+	if len(list) == 0 {
+		return errors.New("no netmaster leader registered (service netmaster.rpc)")
+	}
+	return nil
+}
+
+// checkOVS: every bridge's switch is connected to its agent.
+func (d *Daemon) checkOVS(context.Context) error {
+	var down []string
+	for _, a := range d.agents() {
+		if s := a.Stats(); !s.Connected {
+			down = append(down, s.Bridge)
+		}
+	}
+	if len(down) > 0 {
+		return fmt.Errorf("OpenFlow switch not connected on bridge %s", strings.Join(down, ", "))
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ package masterclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,20 @@ type Option func(*Client)
 // WithHTTPClient sets the HTTP client (default: one with a 30 s timeout).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
 
+// WithTLS makes the client speak HTTPS with cfg to netmaster
+// (docs/operations.md, "TLS and tokens").
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *Client) {
+		c.scheme = "https"
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg
+		c.http = &http.Client{Timeout: 30 * time.Second, Transport: tr}
+	}
+}
+
+// WithToken sends "Authorization: Bearer <token>" with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
 // WithRetry sets how many times a request is tried while every netmaster
 // refuses the connection, and the pause between tries. attempts < 1 means 1.
 func WithRetry(attempts int, interval time.Duration) Option {
@@ -89,6 +104,8 @@ func WithRetry(attempts int, interval time.Duration) Option {
 // Client posts to the leader netmaster. It is safe for concurrent use.
 type Client struct {
 	st       Store
+	scheme   string // http or https
+	token    string // bearer token ("": none)
 	http     *http.Client
 	attempts int
 	interval time.Duration
@@ -98,6 +115,7 @@ type Client struct {
 func New(st Store, opts ...Option) *Client {
 	c := &Client{
 		st:       st,
+		scheme:   "http",
 		http:     &http.Client{Timeout: 30 * time.Second},
 		attempts: DefaultAttempts,
 		interval: DefaultRetryInterval,
@@ -114,46 +132,64 @@ func New(st Store, opts ...Option) *Client {
 // the connection the call is retried, with the netmaster looked up again.
 func (c *Client) Post(ctx context.Context, path string, req, resp any) error {
 	path = strings.TrimPrefix(strings.TrimPrefix(path, "/"), "plugin/")
-	body, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("encode /plugin/%s request: %w", path, err)
+	return c.Do(ctx, http.MethodPost, "/plugin/"+path, req, resp)
+}
+
+// Do is Post for any method and path of the leader netmaster (e.g. the
+// REST API, "/api/v1/networks/<key>/"); req nil sends no body.
+func (c *Client) Do(ctx context.Context, method, path string, req, resp any) error {
+	var body []byte
+	if req != nil {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return fmt.Errorf("encode %s request: %w", path, err)
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		addrs, err := c.masters(ctx)
 		if err != nil {
-			return fmt.Errorf("post /plugin/%s: %w", path, err)
+			return fmt.Errorf("%s %s: %w", method, path, err)
 		}
 		var refused error
 		for _, addr := range addrs {
-			err := c.postOnce(ctx, addr, path, body, resp)
+			err := c.sendOnce(ctx, method, addr, path, body, resp)
 			if !errors.Is(err, syscall.ECONNREFUSED) {
 				return err
 			}
 			refused = err
 		}
 		if attempt >= c.attempts {
-			return fmt.Errorf("post /plugin/%s: gave up after %d attempts: %w", path, attempt, refused)
+			return fmt.Errorf("%s %s: gave up after %d attempts: %w", method, path, attempt, refused)
 		}
 		t := time.NewTimer(c.interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("post /plugin/%s: %w", path, ctx.Err())
+			return fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		case <-t.C:
 		}
 	}
 }
 
-func (c *Client) postOnce(ctx context.Context, addr, path string, body []byte, resp any) error {
-	url := "http://" + addr + "/plugin/" + path
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+func (c *Client) sendOnce(ctx context.Context, method, addr, path string, body []byte, resp any) error {
+	url := c.scheme + "://" + addr + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return fmt.Errorf("build request for %s: %w", url, err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
-		return fmt.Errorf("post %s: %w", url, err)
+		return fmt.Errorf("%s %s: %w", strings.ToLower(method), url, err)
 	}
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -88,11 +89,11 @@ func TestErrorBodySurfaced(t *testing.T) {
 	if !errors.As(err, &se) {
 		t.Fatalf("want *StatusError, got %T %v", err, err)
 	}
-	if se.StatusCode != http.StatusInternalServerError || se.Message != "key not found" {
-		t.Fatalf("status error %+v, want 500 %q", se, "key not found")
+	if want := "network nosuch.default not found"; se.StatusCode != http.StatusNotFound || se.Message != want {
+		t.Fatalf("status error %+v, want 404 %q", se, want)
 	}
 	_, err = masterclient.New(st).AllocAddress(ctx, masterclient.AllocAddressRequest{AddressPool: "198.19.99.0/24"})
-	if !errors.As(err, &se) || se.Message != "network not found" {
+	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound || !strings.Contains(se.Message, "198.19.99.0/24") {
 		t.Fatalf("alloc from unknown pool: %v", err)
 	}
 }

@@ -132,3 +132,28 @@ func checkReleaseReply(raw json.RawMessage) error {
 	}
 	return nil
 }
+
+// UpdateEndpointRequest is the /plugin/updateEndpoint request: a container
+// of a runtime started ("start") or ended ("die").
+type UpdateEndpointRequest struct {
+	IPAddress    string
+	ContainerID  string
+	Labels       map[string]string
+	Tenant       string
+	Network      string // the network's name, or the group's for a group network
+	Event        string
+	EndpointID   string
+	EPCommonName string
+}
+
+// UpdateEndpoint tells netmaster about a container start or end: its id,
+// name and labels go into its endpoint and make it a provider of matching
+// services. A "die" of a container that provides no service is answered
+// null, which is fine.
+func (c *Client) UpdateEndpoint(ctx context.Context, req UpdateEndpointRequest) error {
+	var raw json.RawMessage
+	if err := c.Post(ctx, "updateEndpoint", req, &raw); err != nil {
+		return fmt.Errorf("update endpoint of container %s (%s): %w", req.ContainerID, req.Event, err)
+	}
+	return nil
+}

@@ -27,6 +27,8 @@ func TestWireStructsMatchNetmaster(t *testing.T) {
 		{"DeleteEndpointRequest", masterclient.DeleteEndpointRequest{TenantName: "t", NetworkName: "n", ServiceName: "s",
 			EndpointID: "e", IPv4Address: "a"}, &master.DeleteEndpointRequest{}},
 		{"EndpointResponse", masterclient.EndpointResponse{}, &master.EndpointResponse{}},
+		{"UpdateEndpointRequest", masterclient.UpdateEndpointRequest{IPAddress: "i", ContainerID: "c", Labels: map[string]string{"k": "v"},
+			Tenant: "t", Network: "n", Event: "start", EndpointID: "e", EPCommonName: "x"}, &master.UpdateEndpointRequest{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -301,3 +301,47 @@ func RemoveFromNS(netnsPath, ifName string) error {
 	}
 	return nil
 }
+
+// CheckInNS verifies that ifName exists in the namespace at netnsPath, is
+// up, and (when given) carries the address ip/len and the MAC.
+func CheckInNS(netnsPath, ifName string, addr *net.IPNet, mac net.HardwareAddr) error {
+	if err := CheckIfName(ifName); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if netnsPath == "" {
+		return fmt.Errorf("%w: NetNSPath is empty", ErrInvalidConfig)
+	}
+	err := ns.WithNetNSPath(netnsPath, func(ns.NetNS) error {
+		l, err := netlink.LinkByName(ifName)
+		if err != nil {
+			return fmt.Errorf("find link %q: %w", ifName, err)
+		}
+		if l.Attrs().Flags&net.FlagUp == 0 {
+			return fmt.Errorf("link %q is down", ifName)
+		}
+		if mac != nil && l.Attrs().HardwareAddr.String() != mac.String() {
+			return fmt.Errorf("link %q has MAC %s, want %s", ifName, l.Attrs().HardwareAddr, mac)
+		}
+		if addr == nil {
+			return nil
+		}
+		family := netlink.FAMILY_V4
+		if addr.IP.To4() == nil {
+			family = netlink.FAMILY_V6
+		}
+		addrs, err := netlink.AddrList(l, family)
+		if err != nil {
+			return fmt.Errorf("addresses of %q: %w", ifName, err)
+		}
+		for _, a := range addrs {
+			if a.IPNet != nil && a.IPNet.String() == addr.String() {
+				return nil
+			}
+		}
+		return fmt.Errorf("link %q does not carry %s", ifName, addr)
+	})
+	if err != nil {
+		return fmt.Errorf("check %q in netns %q: %w", ifName, netnsPath, err)
+	}
+	return nil
+}

@@ -372,3 +372,45 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// CheckInNS passes for a configured link and names what is wrong once the
+// link is gone, down, or has another address or MAC.
+func TestCheckInNS(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.config(t)
+	if err := f.moveAndConfigure(cfg); err != nil {
+		t.Fatalf("move and configure: %v", err)
+	}
+	if err := nsutil.CheckInNS(cfg.NetNSPath, "eth0", cfg.IPv4, cfg.MAC); err != nil {
+		t.Fatalf("check a configured link: %v", err)
+	}
+	if err := nsutil.CheckInNS(cfg.NetNSPath, "eth0", cfg.IPv6, nil); err != nil {
+		t.Fatalf("check the IPv6 address: %v", err)
+	}
+	if err := nsutil.CheckInNS(cfg.NetNSPath, "eth0", mustCIDR(t, "198.18.1.6/24"), nil); err == nil {
+		t.Error("another address passed")
+	}
+	otherMAC, _ := net.ParseMAC("02:02:c6:12:01:06")
+	if err := nsutil.CheckInNS(cfg.NetNSPath, "eth0", nil, otherMAC); err == nil {
+		t.Error("another MAC passed")
+	}
+	inNS(t, f.ctr, func() error {
+		l, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetDown(l)
+	})
+	if err := nsutil.CheckInNS(cfg.NetNSPath, "eth0", cfg.IPv4, nil); err == nil {
+		t.Error("a link that is down passed")
+	}
+	if err := nsutil.RemoveFromNS(cfg.NetNSPath, "eth0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nsutil.CheckInNS(cfg.NetNSPath, "eth0", cfg.IPv4, nil); err == nil {
+		t.Error("a removed link passed")
+	}
+	if err := nsutil.CheckInNS("", "eth0", nil, nil); !errors.Is(err, nsutil.ErrInvalidConfig) {
+		t.Errorf("empty path: %v", err)
+	}
+}

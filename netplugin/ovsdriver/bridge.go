@@ -15,7 +15,8 @@ var bridgeProtocols = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFl
 // EnsureBridge makes sure bridge name exists with the columns of spec
 // dataplane.md §1.2: protocols OpenFlow10..13, fail_mode secure, the
 // configured datapath_type (omitted for "system"), no LOCAL port, and the
-// single controller tcp:127.0.0.1:<controllerPort>. A bridge with another
+// single controller tcp:127.0.0.1:<controllerPort>, and in-band control
+// disabled (other_config:disable-in-band=true). A bridge with another
 // fail mode, protocols or controller is corrected; one with another
 // datapath type is refused (ErrMismatch), since changing it would cut every
 // port of the bridge off. Idempotent.
@@ -39,7 +40,7 @@ func (d *Driver) EnsureBridge(ctx context.Context, name string, controllerPort i
 	if err := d.ovs.CreateBridge(ctx, spec); err != nil {
 		return fmt.Errorf("ensure bridge %q: %w", name, err)
 	}
-	return nil
+	return d.ensureBridgeOtherConfig(ctx, name, bridgeOtherConfig)
 }
 
 // DatapathID returns the bridge's datapath id, waiting (bounded by ctx and

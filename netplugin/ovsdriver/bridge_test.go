@@ -24,6 +24,7 @@ func TestEnsureBridges(t *testing.T) {
 			"protocols":     "[OpenFlow10, OpenFlow11, OpenFlow12, OpenFlow13]",
 			"fail_mode":     "secure",
 			"datapath_type": "netdev",
+			"other_config":  `{disable-in-band="true"}`,
 		}
 		for col, w := range want {
 			if got := e.vsctl(t, "get", "Bridge", br, col); got != w {
@@ -73,7 +74,8 @@ func TestEnsureBridgeCorrectsExisting(t *testing.T) {
 	e := newEnv(t)
 	d := e.driver(t, nil)
 	e.vsctl(t, "add-br", "brfix", "--", "set", "Bridge", "brfix", "datapath_type=netdev", "fail_mode=standalone",
-		"protocols=OpenFlow13", "--", "set-controller", "brfix", "tcp:127.0.0.1:7777")
+		"protocols=OpenFlow13", "other_config:disable-in-band=false", "other_config:mac-aging-time=30",
+		"--", "set-controller", "brfix", "tcp:127.0.0.1:7777")
 	if err := d.EnsureBridge(e.ctx, "brfix", 6699); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +87,9 @@ func TestEnsureBridgeCorrectsExisting(t *testing.T) {
 	}
 	if got := e.vsctl(t, "get-controller", "brfix"); got != "tcp:127.0.0.1:6699" {
 		t.Errorf("controller = %q", got)
+	}
+	if got := e.vsctl(t, "get", "Bridge", "brfix", "other_config"); got != `{disable-in-band="true", mac-aging-time="30"}` {
+		t.Errorf("other_config = %s, want in-band disabled and the other key kept", got)
 	}
 
 	// Another datapath type is refused and left alone.

@@ -11,7 +11,6 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/contiv/netplugin/ofnet/ovsdb"
-	"github.com/contiv/netplugin/state"
 )
 
 // External ids that mark ports which are not container endpoints.
@@ -40,8 +39,6 @@ type EndpointSpec struct {
 	// Infra makes an internal port named InfraName, with no veth.
 	Infra     bool
 	InfraName string
-	// EpgKey ("<group>:<tenant>") is recorded in the persisted LocalEpInfo.
-	EpgKey string
 }
 
 // EndpointPort is an endpoint's port as created or found.
@@ -80,18 +77,14 @@ func (s EndpointSpec) validate() (rate int64, err error) {
 	return rate, nil
 }
 
-func bridgeType(bridge string) string {
-	if bridge == VxlanBridge {
-		return "vxlan"
-	}
-	return "vlan"
-}
-
 // CreateEndpoint creates an endpoint's port: a veth pair vport<N> (container
 // side, with MAC and MTU, and on the netdev datapath with TX checksum
 // offload off) / vvport<N> (OVS side, up), N from the persisted
 // counter, and an OVS port vvport<N> with the access tag, endpoint-id in the
-// external_ids of Port and Interface and the ingress policing. Infra
+// external_ids of Port and Interface and the ingress policing. Nothing
+// about the endpoint is stored in the per-host driver record (see
+// docs/dataplane-scale.md): OVSDB's endpoint-id and the endpoint's own
+// oper record name its port. Infra
 // endpoints get an internal port named InfraName instead. A stale port of
 // the same name is deleted first. All or nothing: on failure the veth and
 // the port are removed again.
@@ -161,10 +154,6 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			return fail(err)
 		}
 	}
-	info := &state.LocalEpInfo{Ovsportname: res.PortName, EpgKey: spec.EpgKey, BridgeType: bridgeType(spec.Bridge)}
-	if err := d.recordEndpoint(ctx, spec.EndpointID, info); err != nil {
-		return fail(err)
-	}
 	return res, nil
 }
 
@@ -184,8 +173,9 @@ func (d *Driver) deleteStalePort(ctx context.Context, name string) error {
 	return nil
 }
 
-// addVeth creates the veth pair in one netlink request: the OVS side up,
-// the container side (down) with its MTU and MAC (nil: the kernel's).
+// addVeth creates the veth pair in one netlink request: the OVS side up
+// (without IPv6 addresses, see quietIPv6), the container side (down) with
+// its MTU and MAC (nil: the kernel's).
 // Every link change in its namespace makes ovs-vswitchd reconfigure all
 // bridges and revalidate every datapath flow, work that grows with the
 // number of ports; one request is one such change where creating, raising
@@ -197,7 +187,7 @@ func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr
 	if err := d.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth pair %s/%s: %w", contName, ovsName, err)
 	}
-	return nil
+	return d.quietIPv6(ovsName)
 }
 
 // correctMTU sets the container side's MTU again when EndpointMTU no
@@ -346,7 +336,7 @@ func (d *Driver) linkGone(name string) (bool, error) {
 }
 
 // DeleteEndpoint removes the OVS port and the host-side veth (if it still
-// exists) and forgets the endpoint in the persisted state. Idempotent.
+// exists). Idempotent.
 func (d *Driver) DeleteEndpoint(ctx context.Context, bridge, portName string) error {
 	if portName == "" {
 		return fmt.Errorf("%w: delete endpoint on bridge %q: port name is empty", ErrInvalid, bridge)
@@ -355,9 +345,6 @@ func (d *Driver) DeleteEndpoint(ctx context.Context, bridge, portName string) er
 		return fmt.Errorf("delete endpoint port %q: %w", portName, err)
 	}
 	if err := d.deleteVeth(portName); err != nil {
-		return fmt.Errorf("delete endpoint port %q: %w", portName, err)
-	}
-	if err := d.forgetPort(ctx, portName); err != nil {
 		return fmt.Errorf("delete endpoint port %q: %w", portName, err)
 	}
 	return nil

@@ -146,7 +146,12 @@ func (d *Driver) commitOper(ctx context.Context, batch []*operReq) error {
 			return fmt.Errorf("read ovs driver state of %q: %w", d.cfg.HostLabel, err)
 		}
 		cur.ID = d.cfg.HostLabel
-		changed := false
+		// The record used to list every local endpoint and so grew with
+		// the host while being rewritten on every attach; a record
+		// written by such a version loses the list on its next write
+		// (docs/dataplane-scale.md).
+		changed := len(cur.LocalEpInfo) > 0
+		cur.LocalEpInfo = nil
 		for _, r := range batch {
 			if r.fn(&cur) {
 				changed = true
@@ -232,35 +237,4 @@ func (d *Driver) portNumFree(n int) (bool, error) {
 		_, inOVS = v.FindString("Port", "name", ovsIfName(n))
 	})
 	return !inOVS, nil
-}
-
-// recordEndpoint stores (or with info nil removes) an endpoint in the
-// persisted LocalEpInfo map.
-func (d *Driver) recordEndpoint(ctx context.Context, epID string, info *state.LocalEpInfo) error {
-	return d.updateOper(ctx, func(st *state.OvsDriverOper) bool {
-		if info == nil {
-			_, had := st.LocalEpInfo[epID]
-			delete(st.LocalEpInfo, epID)
-			return had
-		}
-		if st.LocalEpInfo == nil {
-			st.LocalEpInfo = map[string]*state.LocalEpInfo{}
-		}
-		st.LocalEpInfo[epID] = info
-		return true
-	})
-}
-
-// forgetPort removes every LocalEpInfo entry of an OVS port name.
-func (d *Driver) forgetPort(ctx context.Context, portName string) error {
-	return d.updateOper(ctx, func(st *state.OvsDriverOper) bool {
-		found := false
-		for id, info := range st.LocalEpInfo {
-			if info != nil && info.Ovsportname == portName {
-				delete(st.LocalEpInfo, id)
-				found = true
-			}
-		}
-		return found
-	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -164,5 +165,72 @@ func TestEndpointTrafficNetdev(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProbePathMTU: a peer behind a link that drops full-size packets is reported
+// as a path-MTU problem; with the link fixed the probe passes; a silent peer is
+// unknown, not a problem.
+func TestProbePathMTU(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	peerNS, _ := newNamedNetNS(t)
+	local := e.addVeth(t, "upl0", "upl0p", 0)
+	addr, _ := netlink.ParseAddr("198.18.99.1/24")
+	if err := e.nl.AddrAdd(local, addr); err != nil {
+		t.Fatal(err)
+	}
+	peer, err := e.nl.LinkByName("upl0p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.nl.LinkSetNsFd(peer, int(peerNS)); err != nil {
+		t.Fatal(err)
+	}
+	ph, err := netlink.NewHandleAt(peerNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ph.Close()
+	peer, err = ph.LinkByName("upl0p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paddr, _ := netlink.ParseAddr("198.18.99.2/24")
+	if err := ph.AddrAdd(peer, paddr); err != nil {
+		t.Fatal(err)
+	}
+	// The peer's end takes only 1400-byte packets: larger frames are dropped
+	// by the veth without any ICMP, like a misconfigured switch.
+	if err := ph.LinkSetMTU(peer, 1400); err != nil {
+		t.Fatal(err)
+	}
+	if err := ph.LinkSetUp(peer); err != nil {
+		t.Fatal(err)
+	}
+	need, err := ovsdriver.EndpointMTU(e.nl, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need += 50
+
+	res, err := d.ProbePathMTU(e.ctx, "198.18.99.2", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Reachable || res.OK || res.Need != need || !strings.Contains(res.Problem, fmt.Sprintf("but not %d-byte ones", need)) {
+		t.Errorf("through a 1400-byte link: %+v", res)
+	}
+	if err := ph.LinkSetMTU(peer, 1500); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.ProbePathMTU(e.ctx, "198.18.99.2", time.Second); err != nil || !res.OK || res.Problem != "" {
+		t.Errorf("through a 1500-byte link: %+v, %v", res, err)
+	}
+	if res, err := d.ProbePathMTU(e.ctx, "198.18.99.3", 300*time.Millisecond); err != nil || res.Reachable || res.OK {
+		t.Errorf("silent peer: %+v, %v", res, err)
+	}
+	if _, err := d.ProbePathMTU(e.ctx, "not-an-ip", time.Second); !errors.Is(err, ovsdriver.ErrInvalid) {
+		t.Errorf("bad peer address: %v", err)
 	}
 }

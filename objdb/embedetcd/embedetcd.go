@@ -31,6 +31,12 @@ const (
 	DefaultClientURL    = "http://127.0.0.1:2379"
 	DefaultPeerURL      = "http://127.0.0.1:2380"
 	DefaultStartTimeout = 60 * time.Second
+	// DefaultCompactionRetention is how much history automatic
+	// compaction keeps (docs/dataplane-scale.md).
+	DefaultCompactionRetention = 5 * time.Minute
+	// DefaultDefragInterval is how often the database file is checked
+	// for free space worth giving back.
+	DefaultDefragInterval = 10 * time.Minute
 )
 
 // Config configures the embedded server.
@@ -51,6 +57,14 @@ type Config struct {
 	// Logger receives the server's errors (etcd logs nothing below error
 	// level). Nil means the logrus standard logger.
 	Logger *logrus.Entry
+	// CompactionRetention is the history kept by the periodic automatic
+	// compaction (DefaultCompactionRetention when zero; negative turns
+	// compaction off).
+	CompactionRetention time.Duration
+	// DefragInterval is how often the server defragments its database
+	// file when a quarter of it is free or a compaction ran since
+	// (DefaultDefragInterval when zero; negative turns it off).
+	DefragInterval time.Duration
 }
 
 // Server is a running embedded etcd.
@@ -62,6 +76,8 @@ type Server struct {
 
 	closing   *atomic.Bool // set by Close: shutdown errors are expected
 	closeOnce sync.Once
+	stopMaint context.CancelFunc // ends the maintenance loop
+	maintDone chan struct{}      // closed when it has ended
 }
 
 // Start starts the server and waits until it serves clients, bounded by ctx
@@ -81,6 +97,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.CompactionRetention == 0 {
+		cfg.CompactionRetention = DefaultCompactionRetention
+	}
+	if cfg.DefragInterval == 0 {
+		cfg.DefragInterval = DefaultDefragInterval
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -160,6 +182,7 @@ func start(ctx context.Context, cfg Config, curl, purl *url.URL, log *logrus.Ent
 	ec.AdvertisePeerUrls = []url.URL{pu}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.LogLevel = "error"
+	configureDisk(ec, cfg)
 	closing := new(atomic.Bool)
 	lg := etcd.NewZapLogger(log, zapcore.ErrorLevel).WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return &quietOnClose{Core: c, closing: closing}
@@ -170,7 +193,10 @@ func start(ctx context.Context, cfg Config, curl, purl *url.URL, log *logrus.Ent
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd %q in %s: %w", cfg.Name, cfg.DataDir, err)
 	}
-	s := &Server{e: e, endpoint: cu.String(), peerURL: pu.String(), log: log, closing: closing}
+	mctx, stopMaint := context.WithCancel(context.Background())
+	s := &Server{e: e, endpoint: cu.String(), peerURL: pu.String(), log: log, closing: closing,
+		stopMaint: stopMaint, maintDone: make(chan struct{})}
+	go s.maintain(mctx, cfg.DefragInterval)
 
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
@@ -205,6 +231,8 @@ func (s *Server) Err() <-chan error { return s.e.Err() }
 // close this process's own clients first for a quick shutdown.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopMaint()
+		<-s.maintDone
 		s.closing.Store(true)
 		s.e.Close()
 		<-s.e.Server.StopNotify()

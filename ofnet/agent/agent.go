@@ -44,12 +44,14 @@ type Agent struct {
 	vteps     map[string]uint32 // peer IP → VTEP port
 	uplinks   map[uint32]string // port → link name
 	rules     map[string]ofrpc.OfnetPolicyRule
+	services  map[string]*service // by name (<svc>:<tenant>)
 	arpFlood  bool
 	host      *HostAccess // contivh0 host access (VXLAN routing), nil when off
 	bgp       bgpState    // VLAN routing: BGP port, peer and learned routes
 	masters   map[string]ofrpc.OfnetNode
 	cache     map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
 	groups    map[uint32]ofctrl.Group                   // installed flood groups
+	meters    map[uint32]ofctrl.Meter                   // installed endpoint meters
 	firstConn chan struct{}                             // signalled on the first connect
 	runDone   chan struct{}
 }
@@ -73,9 +75,11 @@ func New(cfg Config) (*Agent, error) {
 		vteps:     map[string]uint32{},
 		uplinks:   map[uint32]string{},
 		rules:     map[string]ofrpc.OfnetPolicyRule{},
+		services:  map[string]*service{},
 		masters:   map[string]ofrpc.OfnetNode{},
 		cache:     map[string]map[ofctrl.FlowKey]ofctrl.Flow{},
 		groups:    map[uint32]ofctrl.Group{},
+		meters:    map[uint32]ofctrl.Meter{},
 		firstConn: make(chan struct{}, 1),
 		runDone:   make(chan struct{}),
 		garps:     make(chan garpRequest, 64),

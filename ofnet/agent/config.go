@@ -47,6 +47,9 @@ type Config struct {
 	// the agent's lock: it must not call back into the agent) whenever a
 	// tenant gets an id it did not have, so the owner can persist them.
 	OnVrfIDs func(map[string]uint8)
+	// DNSLookup, when set, is the name server DNS queries of containers are
+	// intercepted for (docs/dns.md); nil: no interception.
+	DNSLookup DNSLookup
 	// GARPRounds and GARPInterval shape InjectGARPs bursts (default 15 rounds, 3 s).
 	GARPRounds   int
 	GARPInterval time.Duration

@@ -78,7 +78,7 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.IPTable] = pipeline.MissGoto(pipeline.HostSNATTable)
 		common[pipeline.HostSNATTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}}
+			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
 	case DatapathVlrouter:
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.IPTable)
@@ -90,18 +90,19 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissNormal()
 		return pipeline.NewRegistry(common), []feature{featureBase{},
-			featureVlanBridge{}, featurePolicy{}, featureARP{}}
+			featureVlanBridge{}, featurePolicy{}, featureARP{}, featureService{}, featureDNS{}}
 	default: // DatapathVxlan
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}}
+			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
 	}
 }
 
 // featureBase holds the fixed flows every datapath has: table misses and (VXLAN
-// datapaths) the drop of frames with a multicast source MAC.
+// datapaths) the drop of frames with a multicast source MAC and of router-only
+// IPv6 multicast (feature_llnoise.go).
 type featureBase struct{ mcastDrop bool }
 
 func (featureBase) name() string { return "base" }
@@ -119,11 +120,13 @@ func (f featureBase) flows(s *snapshot, d *desiredState) {
 	if f.mcastDrop {
 		d.to(keyInit())(s.table(pipeline.ClassifierTable).BuildFlow(100).Cookie(cookie).
 			MatchEthSrcMasked(mcastSrcMAC, mcastSrcMAC).Action().Drop().Done())
+		linkLocalNoiseFlows(s, d, cookie)
 	}
 }
 
 // portFlows are the per-port table-1 flows shared by all datapaths (§3.0.5): the
-// port-vlan flow and, with DSCP, the marking flows for IPv4 and IPv6. pushVlan tags
+// port-vlan flow and, with DSCP, the marking flows for IPv4 and IPv6; with a rate,
+// all of them pass the port's meter (id = port number). pushVlan tags
 // packets with the network vlan (VXLAN bridging only).
 func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 	key := keyLocal(ep)
@@ -135,6 +138,9 @@ func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 			fb = fb.MatchEthType(ethType)
 		}
 		ab := fb.Action()
+		if ep.Meter.RateKbps > 0 {
+			ab = ab.Meter(ep.Meter.ID)
+		}
 		if ethType != 0 {
 			ab = ab.SetDSCP(uint8(ep.Dscp))
 		}
@@ -146,6 +152,9 @@ func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 			ab = ab.SetMetadata(pipeline.SrcEPGField, uint64(ep.EPG))
 		}
 		return ab.GotoTable(pipeline.SrvProxyDNATTable).Done()
+	}
+	if ep.Meter.RateKbps > 0 {
+		d.addMeter(ep.Meter)
 	}
 	d.to(key)(build(10, 0))
 	if ep.Dscp != 0 {

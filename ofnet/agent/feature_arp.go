@@ -159,6 +159,9 @@ func (a *Agent) arpBridging(inPort uint32, pi *of.PacketIn, eth *packet.Ethernet
 		}
 		acts = append(acts, of.ActionOutput{Port: inPort})
 		return []*of.PacketOut{of.NewPacketOut(packet.ARPReplyFrame(eth, req, tep.MAC), acts...)}
+	case !tgtKnown && !src.fromFabric && a.isServiceVIPLocked(req.TargetIP, src.vrf):
+		return []*of.PacketOut{of.NewPacketOut(packet.ARPReplyFrame(eth, req, serviceProxyMAC(req.TargetIP)),
+			of.ActionOutput{Port: inPort})}
 	case srcKnown && !tgtKnown && sep.Local:
 		return a.arpToFabricLocked(sep, pi.Data, eth)
 	}
@@ -223,10 +226,14 @@ func (a *Agent) arpRouting(inPort uint32, eth *packet.Ethernet, req *packet.ARP)
 		// VLAN routing: addresses behind the BGP peer (docs/dataplane.md §3.5).
 		known = a.bgpRouteCoversLocked(req.TargetIP)
 	}
+	mac := routerMAC
+	if !known && a.isServiceVIPLocked(req.TargetIP, nw.Vrf) {
+		known, mac = true, serviceProxyMAC(req.TargetIP)
+	}
 	if !known {
 		return nil
 	}
 	untagged := *eth
 	untagged.VLAN, untagged.Tagged = 0, false
-	return []*of.PacketOut{of.NewPacketOut(packet.ARPReplyFrame(&untagged, req, routerMAC), of.ActionOutput{Port: inPort})}
+	return []*of.PacketOut{of.NewPacketOut(packet.ARPReplyFrame(&untagged, req, mac), of.ActionOutput{Port: inPort})}
 }

@@ -19,6 +19,7 @@ func FuzzARPPacketIn(f *testing.F) {
 	f.Add(packet.ARPRequestFrame(mac, net.ParseIP("10.1.1.9"), net.ParseIP("10.1.1.5"), 1), uint32(7), uint64(5000))
 	f.Add(packet.GARPFrame(mac, net.ParseIP("10.1.1.5"), 0), uint32(3), uint64(0))
 	f.Add([]byte{0xff, 0xff}, uint32(0), uint64(1))
+	f.Add(packet.ARPRequestFrame(mac, net.ParseIP("10.1.1.5"), net.ParseIP("10.1.1.100"), 0), uint32(3), uint64(0))
 	ctx := context.Background()
 	agents := map[string]*Agent{}
 	for _, dp := range []string{DatapathVxlan, DatapathVrouter, DatapathVlan} {
@@ -44,6 +45,8 @@ func FuzzARPPacketIn(f *testing.F) {
 		_ = a.AddRemoteEndpoint(ctx, ofrpc.OfnetEndpoint{EndpointID: "10.1.1.9:t1", IpAddr: net.ParseIP("10.1.1.9"),
 			Vrf: "t1", MacAddrStr: "02:02:0a:01:01:09", Vlan: 1, Vni: vni,
 			OriginatorIp: net.ParseIP("198.18.0.2"), Timestamp: time.Now()})
+		_ = a.AddSvcSpec(ctx, "web:t1", ServiceSpec{Vrf: "t1", IpAddress: "10.1.1.100", Ports: []ServicePort{{"TCP", 80, 8080}}})
+		_ = a.SvcProviderUpdate(ctx, "web:t1", []string{"10.1.1.9"})
 		agents[dp] = a
 	}
 	f.Fuzz(func(t *testing.T, frame []byte, port uint32, tun uint64) {

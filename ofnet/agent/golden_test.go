@@ -73,6 +73,8 @@ func TestGoldenVxlanBridge(t *testing.T) {
 	goldenScenario(t, h, 5000)
 	checkGolden(t, h, []string{
 		"priority=100,dl_src=01:00:00:00:00:00/01:00:00:00:00:00 actions=drop",
+		"priority=100,dl_dst=33:33:00:00:00:02 actions=drop",
+		"priority=100,dl_dst=33:33:00:00:00:16 actions=drop",
 		"priority=100,arp,arp_op=1 actions=CONTROLLER:65535",
 		"priority=1 actions=goto_table:1",
 		"table=1, priority=1 actions=drop",
@@ -128,6 +130,8 @@ func TestGoldenVxlanRouting(t *testing.T) {
 	goldenScenario(t, h, 5000)
 	checkGolden(t, h, []string{
 		"priority=100,dl_src=01:00:00:00:00:00/01:00:00:00:00:00 actions=drop",
+		"priority=100,dl_dst=33:33:00:00:00:02 actions=drop",
+		"priority=100,dl_dst=33:33:00:00:00:16 actions=drop",
 		"priority=100,arp actions=CONTROLLER:65535",
 		"priority=1 actions=goto_table:1",
 		"table=1, priority=1 actions=drop",

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"net"
 	"sort"
 
 	"github.com/contiv/netplugin/ofnet/ofctrl"
@@ -127,3 +128,85 @@ func (a *Agent) desiredFlows() ([]string, []string, error) {
 	}
 	return pipeline.Render(flows, false), pipeline.RenderGroups(groups), nil
 }
+
+// Stats is the agent's state reduced to counts, cheap enough for every
+// metrics scrape (docs/operations.md, "Metrics").
+type Stats struct {
+	Bridge          string
+	Connected       bool
+	FlowsByTable    map[string]int // installed flows by table name
+	LocalEndpoints  int
+	RemoteEndpoints int
+}
+
+// Stats counts the installed flows per table and the endpoints.
+func (a *Agent) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Stats{Bridge: a.cfg.Bridge, Connected: a.connected, FlowsByTable: map[string]int{},
+		LocalEndpoints: len(a.locals), RemoteEndpoints: len(a.remotes)}
+	for _, m := range a.cache {
+		for _, f := range m {
+			s.FlowsByTable[pipeline.TableID(f.Table).String()]++
+		}
+	}
+	return s
+}
+
+// DescribeCookie names the object whose flows carry cookie: its category
+// and key, e.g. "rule default:p1:1-..." or "remote-endpoint <id>"
+// (docs/operations.md, "Packet trace"). Unknown cookies give "".
+func (a *Agent) DescribeCookie(cookie uint64) (category, object string) {
+	cat := pipeline.CookieCategory(cookie)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var keys []string
+	switch cat {
+	case pipeline.CatRule:
+		for k := range a.rules {
+			keys = append(keys, k)
+		}
+	case pipeline.CatRemoteEndpoint:
+		for k := range a.remotes {
+			keys = append(keys, k)
+		}
+	case pipeline.CatLocalEndpoint:
+		for _, ep := range a.localEndpointsLocked() {
+			keys = append(keys, ep.ID)
+		}
+	case pipeline.CatVtep:
+		for k := range a.vteps {
+			keys = append(keys, k)
+		}
+	case pipeline.CatInit:
+		keys = append(keys, "base")
+	}
+	for _, k := range keys {
+		if pipeline.CookieOf(cat, k) == cookie {
+			return cat.String(), k
+		}
+	}
+	return cat.String(), ""
+}
+
+// MACOf is the MAC of the endpoint (local or remote) with address ip.
+func (a *Agent) MACOf(ip net.IP) (net.HardwareAddr, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, l := range a.locals {
+		if l.IpAddr.Equal(ip) {
+			return l.MacAddr, true
+		}
+	}
+	for _, r := range a.remotes {
+		if r.IpAddr.Equal(ip) {
+			if mac, err := net.ParseMAC(r.MacAddrStr); err == nil {
+				return mac, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// RouterMAC is the gateway MAC containers send routed traffic to.
+func RouterMAC() net.HardwareAddr { return append(net.HardwareAddr(nil), routerMAC...) }

@@ -187,8 +187,8 @@ func (a *Agent) RemoveLocalEndpoint(ctx context.Context, portNo uint32) error {
 	return err
 }
 
-// UpdateLocalEndpoint changes a local endpoint's DSCP marking (the only attribute an
-// EPG update changes in the datapath). Unknown port: error.
+// UpdateLocalEndpoint changes a local endpoint's DSCP marking and meter (the
+// attributes an EPG update changes in the datapath). Unknown port: error.
 func (a *Agent) UpdateLocalEndpoint(ctx context.Context, ep EndpointInfo) error {
 	if ep.Dscp < 0 || ep.Dscp > 63 {
 		return fmt.Errorf("agent: update endpoint on port %d: DSCP %d out of 0..63", ep.PortNo, ep.Dscp)
@@ -201,12 +201,12 @@ func (a *Agent) UpdateLocalEndpoint(ctx context.Context, ep EndpointInfo) error 
 	}
 	return a.change(ctx, fmt.Sprintf("update local endpoint on port %d", ep.PortNo), func() func() {
 		l, ok := a.locals[ep.PortNo]
-		if !ok || l.Dscp == ep.Dscp {
+		if !ok || (l.Dscp == ep.Dscp && l.RateKbps == ep.RateKbps && l.BurstKb == ep.BurstKb) {
 			return nil
 		}
-		old := l.Dscp
-		l.Dscp = ep.Dscp
-		return func() { l.Dscp = old }
+		old := l.EndpointInfo
+		l.Dscp, l.RateKbps, l.BurstKb = ep.Dscp, ep.RateKbps, ep.BurstKb
+		return func() { l.Dscp, l.RateKbps, l.BurstKb = old.Dscp, old.RateKbps, old.BurstKb }
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/contiv/netplugin/ofnet/ofctrl"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
@@ -38,6 +39,10 @@ type EndpointInfo struct {
 	EndpointGroup     int
 	EndpointGroupVlan uint16
 	Dscp              int
+	// RateKbps > 0 limits what the endpoint sends to RateKbps kbit/s, with a burst of
+	// BurstKb kbit (0: the switch's default), through an OpenFlow meter on its port:
+	// the userspace datapath ignores the OVSDB ingress policing (docs/traffic.md).
+	RateKbps, BurstKb uint32
 }
 
 func (e EndpointInfo) validate() error {
@@ -63,7 +68,8 @@ func (e EndpointInfo) validate() error {
 func sameEndpointInfo(a, b EndpointInfo) bool {
 	return a.EndpointID == b.EndpointID && a.PortNo == b.PortNo && a.MacAddr.String() == b.MacAddr.String() &&
 		a.Vlan == b.Vlan && a.IpAddr.Equal(b.IpAddr) && a.Ipv6Addr.Equal(b.Ipv6Addr) &&
-		a.EndpointGroup == b.EndpointGroup && a.EndpointGroupVlan == b.EndpointGroupVlan && a.Dscp == b.Dscp
+		a.EndpointGroup == b.EndpointGroup && a.EndpointGroupVlan == b.EndpointGroupVlan && a.Dscp == b.Dscp &&
+		a.RateKbps == b.RateKbps && a.BurstKb == b.BurstKb
 }
 
 // endpoint is the resolved view of a local or remote endpoint that the features build
@@ -83,6 +89,8 @@ type endpoint struct {
 	EPG     int
 	EPGVlan uint16
 	Dscp    int
+	// Meter limits a local endpoint's traffic (zero RateKbps: none).
+	Meter ofctrl.Meter
 }
 
 // endpointID returns the endpoint id of a local endpoint in a network's VRF.

@@ -14,6 +14,7 @@ import (
 type desiredState struct {
 	flows  map[string][]ofctrl.Flow // object key → flows
 	groups map[uint32]ofctrl.Group
+	meters map[uint32]ofctrl.Meter
 	err    error
 }
 
@@ -34,6 +35,8 @@ func (d *desiredState) to(obj string) func(ofctrl.Flow, error) {
 
 func (d *desiredState) addGroup(g ofctrl.Group) { d.groups[g.ID] = g }
 
+func (d *desiredState) addMeter(m ofctrl.Meter) { d.meters[m.ID] = m }
+
 // localEndpointsLocked resolves the local endpoints whose network is known.
 func (a *Agent) localEndpointsLocked() []endpoint {
 	var out []endpoint
@@ -45,7 +48,8 @@ func (a *Agent) localEndpointsLocked() []endpoint {
 		vrfID, _ := a.vrfIDLocked(nw.Vrf)
 		out = append(out, endpoint{ID: endpointID(l.EndpointInfo, nw.Vrf), Local: true, Port: l.PortNo,
 			MAC: l.MacAddr, IP: l.IpAddr.To4(), IPv6: l.Ipv6Addr, Vlan: nw.Vlan, Vni: nw.Vni,
-			VrfID: vrfID, Vrf: nw.Vrf, EPG: l.EndpointGroup, EPGVlan: l.EndpointGroupVlan, Dscp: l.Dscp})
+			VrfID: vrfID, Vrf: nw.Vrf, EPG: l.EndpointGroup, EPGVlan: l.EndpointGroupVlan, Dscp: l.Dscp,
+			Meter: ofctrl.Meter{ID: l.PortNo, RateKbps: l.RateKbps, BurstKb: l.BurstKb}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Port < out[j].Port })
 	return out
@@ -94,7 +98,7 @@ func (a *Agent) networkByVniLocked(vni uint32) *network {
 
 // desiredLocked computes every feature's flows and groups from the current state.
 func (a *Agent) desiredLocked() (*desiredState, error) {
-	d := &desiredState{flows: map[string][]ofctrl.Flow{}, groups: map[uint32]ofctrl.Group{}}
+	d := &desiredState{flows: map[string][]ofctrl.Flow{}, groups: map[uint32]ofctrl.Group{}, meters: map[uint32]ofctrl.Meter{}}
 	s := &snapshot{a: a, locals: a.localEndpointsLocked(), remotes: a.remoteEndpointsLocked()}
 	for _, f := range a.features {
 		f.flows(s, d)
@@ -103,9 +107,9 @@ func (a *Agent) desiredLocked() (*desiredState, error) {
 }
 
 // syncLocked brings the switch to the desired state by diff against the per-object
-// cache: groups added or changed, then flows added or changed (one all-or-nothing
-// InstallFlows), then flows no object wants any more deleted by identity, then
-// groups no longer wanted deleted. Without a switch it only checks that the state
+// cache: meters and groups added or changed, then flows added or changed (one
+// all-or-nothing InstallFlows), then flows no object wants any more deleted by
+// identity, then groups and meters no longer wanted deleted. Without a switch it only checks that the state
 // builds. On error the cache keeps what is really installed.
 func (a *Agent) syncLocked(ctx context.Context) error {
 	d, err := a.desiredLocked()
@@ -153,9 +157,31 @@ func (a *Agent) syncLocked(ctx context.Context) error {
 			groupDels = append(groupDels, id)
 		}
 	}
+	var meterAdds []ofctrl.Meter
+	for id, m := range d.meters {
+		if old, ok := a.meters[id]; !ok || old != m {
+			meterAdds = append(meterAdds, m)
+		}
+	}
+	var meterDels []uint32
+	for id := range a.meters {
+		if _, ok := d.meters[id]; !ok {
+			meterDels = append(meterDels, id)
+		}
+	}
+	sort.Slice(meterAdds, func(i, j int) bool { return meterAdds[i].ID < meterAdds[j].ID })
+	sort.Slice(meterDels, func(i, j int) bool { return meterDels[i] < meterDels[j] })
 	sort.Slice(groupAdds, func(i, j int) bool { return groupAdds[i].ID < groupAdds[j].ID })
 	sort.Slice(groupDels, func(i, j int) bool { return groupDels[i] < groupDels[j] })
 
+	if len(meterAdds) > 0 {
+		if err := a.sw.InstallMeters(ctx, meterAdds...); err != nil {
+			return fmt.Errorf("install endpoint meters: %w", err)
+		}
+		for _, m := range meterAdds {
+			a.meters[m.ID] = m
+		}
+	}
 	if len(groupAdds) > 0 {
 		if err := a.sw.InstallGroups(ctx, groupAdds...); err != nil {
 			return fmt.Errorf("install flood groups: %w", err)
@@ -187,6 +213,14 @@ func (a *Agent) syncLocked(ctx context.Context) error {
 		}
 		for _, id := range groupDels {
 			delete(a.groups, id)
+		}
+	}
+	if len(meterDels) > 0 {
+		if err := a.sw.DeleteMeters(ctx, meterDels...); err != nil {
+			return fmt.Errorf("delete endpoint meters: %w", err)
+		}
+		for _, id := range meterDels {
+			delete(a.meters, id)
 		}
 	}
 	return nil

@@ -36,6 +36,7 @@ type Switch struct {
 	mu       sync.Mutex // guards everything below
 	flows    map[FlowKey]*recFlow
 	groups   map[uint32]Group
+	meters   map[uint32]Meter
 	conn     *conn
 	ready    chan struct{} // closed while connected and resynchronised
 	attached int           // connections attached so far in this process
@@ -43,7 +44,7 @@ type Switch struct {
 
 func newSwitch(c *Controller, dpid uint64) *Switch {
 	return &Switch{ctrl: c, dpid: dpid, flows: map[FlowKey]*recFlow{},
-		groups: map[uint32]Group{}, ready: make(chan struct{})}
+		groups: map[uint32]Group{}, meters: map[uint32]Meter{}, ready: make(chan struct{})}
 }
 
 // DatapathID returns the switch's datapath ID.
@@ -696,6 +697,10 @@ func (s *Switch) resync(ctx context.Context, prune bool) (ResyncResult, error) {
 	cn := s.current()
 	if cn == nil {
 		return res, fmt.Errorf("%s: resync: %w", s, ErrNotConnected)
+	}
+	// Meters first: flows that use a meter are refused while it is missing.
+	if err := s.resyncMeters(ctx, cn); err != nil {
+		return res, err
 	}
 	dumped, err := dumpFlows(ctx, cn)
 	if err != nil {

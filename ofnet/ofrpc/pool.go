@@ -2,6 +2,7 @@ package ofrpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -39,7 +40,13 @@ type poolOptions struct {
 	attempts int
 	interval time.Duration
 	timeout  time.Duration
+	tls      *tls.Config
 }
+
+// WithTLS makes every connection TLS with cfg (docs/operations.md, "TLS
+// and tokens"); the peer's certificate is checked against the address
+// dialled.
+func WithTLS(cfg *tls.Config) Option { return func(o *poolOptions) { o.tls = cfg } }
 
 // WithDialAttempts sets how many times a dial is tried before Call fails
 // (at least 1).
@@ -189,7 +196,11 @@ func (p *Pool) dial(ctx context.Context, addr string) (*rpc.Client, error) {
 			}
 		}
 		var conn net.Conn
-		conn, err = d.DialContext(ctx, "tcp", addr)
+		if p.opts.tls != nil {
+			conn, err = (&tls.Dialer{NetDialer: &d, Config: p.opts.tls}).DialContext(ctx, "tcp", addr)
+		} else {
+			conn, err = d.DialContext(ctx, "tcp", addr)
+		}
 		if err == nil {
 			return rpc.NewClientWithCodec(jsonrpc.NewClientCodec(conn)), nil
 		}

@@ -193,11 +193,14 @@ func MarshalActions(acts []Action) ([]byte, error) { return AppendActions(nil, a
 // UnmarshalActions decodes a complete action list. Unknown actions become
 // *ActionUnknown; an action whose length is < 8, not a multiple of 8, or beyond the
 // buffer is an error.
-func UnmarshalActions(b []byte) ([]Action, error) {
+func UnmarshalActions(b []byte) ([]Action, error) { return unmarshalActionsDepth(b, 0) }
+
+// unmarshalActionsDepth decodes an action list nested depth levels inside ct actions.
+func unmarshalActionsDepth(b []byte, depth int) ([]Action, error) {
 	var acts []Action
 	r := newReader(b)
 	for r.left() > 0 {
-		a := decodeAction(r)
+		a := decodeAction(r, depth)
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -206,7 +209,7 @@ func UnmarshalActions(b []byte) ([]Action, error) {
 	return acts, nil
 }
 
-func decodeAction(r *reader) Action {
+func decodeAction(r *reader, depth int) Action {
 	typ := r.u16("action type")
 	n := int(r.u16("action length"))
 	if r.err != nil {
@@ -256,6 +259,10 @@ func decodeAction(r *reader) Action {
 		a = ActionSetQueue{QueueID: br.u32("")}
 	case OFPATGroup:
 		a = ActionGroup{GroupID: br.u32("")}
+	case OFPATExperimenter:
+		if nx := decodeNicira(body, depth); nx != nil {
+			return nx
+		}
 	case OFPATSetField:
 		f := decodeOXM(br)
 		// Only canonical padding (to the next multiple of 8) is accepted as typed.

@@ -144,6 +144,7 @@ var newMsg = map[uint8]func() body{
 	TypePacketOut:        func() body { return &PacketOut{} },
 	TypeFlowMod:          func() body { return &FlowMod{} },
 	TypeGroupMod:         func() body { return &GroupMod{} },
+	TypeMeterMod:         func() body { return &MeterMod{} },
 	TypeMultipartRequest: func() body { return &MultipartRequest{} },
 	TypeMultipartReply:   func() body { return &MultipartReply{} },
 	TypeBarrierRequest:   func() body { return &BarrierRequest{} },

@@ -63,6 +63,21 @@ const (
 	NXMFieldReg0       uint8 = 0 // reg0..reg15 are fields 0..15
 	NXMFieldTunIPv4Src uint8 = 31
 	NXMFieldTunIPv4Dst uint8 = 32
+	NXMFieldCtState    uint8 = 105 // connection tracking state bits (CtState*)
+	NXMFieldCtZone     uint8 = 106 // conntrack zone
+	NXMFieldCtMark     uint8 = 107 // conntrack mark
+)
+
+// Connection tracking state bits of NXM_NX_CT_STATE (OVS ct_state).
+const (
+	CtStateNew  uint32 = 0x01
+	CtStateEst  uint32 = 0x02
+	CtStateRel  uint32 = 0x04
+	CtStateRpl  uint32 = 0x08
+	CtStateInv  uint32 = 0x10
+	CtStateTrk  uint32 = 0x20
+	CtStateSNAT uint32 = 0x40
+	CtStateDNAT uint32 = 0x80
 )
 
 // ONFExperimenterID is the experimenter id OVS uses for ONF-defined OXMs; in OF1.3
@@ -84,7 +99,8 @@ const (
 	fmtIPv6
 	fmtPort
 	fmtTCPFlags
-	fmtLabel // 0x%05x (ipv6_label)
+	fmtLabel   // 0x%05x (ipv6_label)
+	fmtCtState // +new+trk-inv (ct_state)
 )
 
 // prereq says that an earlier field in the match must be present with one of Values
@@ -167,6 +183,9 @@ var fieldDefs = func() []FieldDef {
 		{"tun_id", "tun_id", b, OXMFieldTunnelID, 8, true, nil, fmtHex, 0, 0},
 		{"tun_src", "tun_src", OXMClassNXM1, NXMFieldTunIPv4Src, 4, true, nil, fmtIPv4, 0, 0},
 		{"tun_dst", "tun_dst", OXMClassNXM1, NXMFieldTunIPv4Dst, 4, true, nil, fmtIPv4, 0, 0},
+		{"ct_state", "ct_state", OXMClassNXM1, NXMFieldCtState, 4, true, nil, fmtCtState, 0, 0},
+		{"ct_zone", "ct_zone", OXMClassNXM1, NXMFieldCtZone, 2, false, nil, fmtDec, 0, 0},
+		{"ct_mark", "ct_mark", OXMClassNXM1, NXMFieldCtMark, 4, true, nil, fmtHex, 0, 0},
 	}
 	for i := 0; i < 16; i++ {
 		n := fmt.Sprintf("reg%d", i)
@@ -482,6 +501,17 @@ func OXMTunIPv4Src(ip net.IP) OXM {
 // OXMTunIPv4Dst matches the NXM tunnel destination IPv4 address (OVS tun_dst).
 func OXMTunIPv4Dst(ip net.IP) OXM {
 	return OXM{Class: OXMClassNXM1, Field: NXMFieldTunIPv4Dst, Value: ip4Bytes(ip)}
+}
+
+// OXMCtState matches connection tracking state bits: the bits in mask must equal
+// those in state (OVS ct_state=+trk-new is OXMCtState(CtStateTrk, CtStateTrk|CtStateNew)).
+func OXMCtState(state, mask uint32) OXM {
+	return OXM{Class: OXMClassNXM1, Field: NXMFieldCtState, HasMask: true, Value: u32b(state), Mask: u32b(mask)}
+}
+
+// OXMCtZone matches the conntrack zone a packet was last tracked in.
+func OXMCtZone(zone uint16) OXM {
+	return OXM{Class: OXMClassNXM1, Field: NXMFieldCtZone, Value: u16b(zone)}
 }
 
 // OXMReg matches/sets NXM_NX register n (0..15); a mask of 0xffffffff encodes an exact

@@ -130,6 +130,8 @@ func valueString(d *FieldDef, o OXM) string {
 			return fmt.Sprintf("0x%05x/0x%05x", o.Uint(), beUint(mask))
 		}
 		return fmt.Sprintf("0x%05x", o.Uint())
+	case fmtCtState:
+		return ctStateString(uint32(o.Uint()), uint32(o.MaskUint()))
 	case fmtHex:
 		if mask != nil {
 			return cHex(o.Uint()) + "/" + cHex(beUint(mask))
@@ -194,6 +196,10 @@ func (m Match) String() string {
 	if o, ok := bf(OXMFieldIPProto); ok && len(o.Value) == 1 {
 		proto, hasProto = o.Uint(), true
 	}
+	// OVS prints the conntrack fields before the protocol shorthand.
+	emit(OXMClassNXM1, NXMFieldCtState)
+	emit(OXMClassNXM1, NXMFieldCtZone)
+	emit(OXMClassNXM1, NXMFieldCtMark)
 	skipType, skipProto := false, false
 	if hasType {
 		name := ""

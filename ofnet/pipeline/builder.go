@@ -42,6 +42,7 @@ type FlowBuilder struct {
 	wmVal     uint64
 	wmMask    uint64
 	gotoTable *TableID
+	meter     uint32 // 0: none
 	drop      bool
 }
 
@@ -212,6 +213,19 @@ func (b *FlowBuilder) MatchTunnelID(id uint64) *FlowBuilder {
 	return b
 }
 
+// MatchCtState matches connection tracking state: the bits in mask must equal those
+// in state (of.CtState* bits).
+func (b *FlowBuilder) MatchCtState(state, mask uint32) *FlowBuilder {
+	b.fields = append(b.fields, of.OXMCtState(state, mask))
+	return b
+}
+
+// MatchCtZone matches the conntrack zone the packet was last tracked in.
+func (b *FlowBuilder) MatchCtZone(zone uint16) *FlowBuilder {
+	b.fields = append(b.fields, of.OXMCtZone(zone))
+	return b
+}
+
 // MatchMetadata adds field = v to the metadata match (several calls combine). A value
 // that does not fit is an error from Done.
 func (b *FlowBuilder) MatchMetadata(f MetadataField, v uint64) *FlowBuilder {
@@ -333,6 +347,16 @@ func (a *ActionBuilder) Controller() *ActionBuilder { return a.Output(of.OFPPCon
 // Normal hands the packet to OVS's NORMAL processing.
 func (a *ActionBuilder) Normal() *ActionBuilder { return a.Output(of.OFPPNormal) }
 
+// Conntrack sends the packet through the connection tracker (OVS ct); the flow must
+// match eth_type ip or ipv6, as OVS requires.
+func (a *ActionBuilder) Conntrack(ct of.ActionConntrack) *ActionBuilder {
+	if a.b.ethType != EthTypeIPv4 && a.b.ethType != EthTypeIPv6 {
+		a.b.fail("ct without an ip/ipv6 match: %w", ErrInconsistent)
+	}
+	a.b.actions = append(a.b.actions, ct)
+	return a
+}
+
 // Group sends the packet to a group.
 func (a *ActionBuilder) Group(id uint32) *ActionBuilder {
 	a.b.actions = append(a.b.actions, of.ActionGroup{GroupID: id})
@@ -361,6 +385,10 @@ func (a *ActionBuilder) GotoTable(t TableID) *ActionBuilder {
 	return a
 }
 
+// Meter passes the packet through meter id first (0 means no meter); the meter must
+// be installed before the flow.
+func (a *ActionBuilder) Meter(id uint32) *ActionBuilder { a.b.meter = id; return a }
+
 // Drop makes the flow drop packets: it gets no instructions at all.
 func (a *ActionBuilder) Drop() *ActionBuilder { a.b.drop = true; return a }
 
@@ -380,13 +408,16 @@ func (a *ActionBuilder) Done() (ofctrl.Flow, error) {
 		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: %w: %w", b.table.ID, b.priority, ErrInconsistent, err)
 	}
 	if b.drop {
-		if len(b.actions) > 0 || b.wmMask != 0 || b.gotoTable != nil {
+		if len(b.actions) > 0 || b.wmMask != 0 || b.gotoTable != nil || b.meter != 0 {
 			return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: drop flow with actions: %w", b.table.ID, b.priority, ErrInconsistent)
 		}
 		return f, nil
 	}
 	if len(b.actions) == 0 && b.wmMask == 0 && b.gotoTable == nil {
 		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: no actions (use Drop): %w", b.table.ID, b.priority, ErrInconsistent)
+	}
+	if b.meter != 0 {
+		f.Instructions = append(f.Instructions, of.InstrMeter{MeterID: b.meter})
 	}
 	if len(b.actions) > 0 {
 		f.Instructions = append(f.Instructions, of.InstrApplyActions{Actions: append([]of.Action(nil), b.actions...)})

@@ -19,11 +19,13 @@ const (
 	CatRule           Category = 6
 	CatUplink         Category = 7
 	CatArpMode        Category = 8 // ARP redirect present only in proxy mode
+	CatService        Category = 9 // service load balancer (docs/services.md)
+	CatDNS            Category = 10
 )
 
 var catNames = map[Category]string{CatInit: "init", CatNetwork: "network",
 	CatLocalEndpoint: "local-endpoint", CatRemoteEndpoint: "remote-endpoint", CatVtep: "vtep",
-	CatRule: "rule", CatUplink: "uplink", CatArpMode: "arp-mode"}
+	CatRule: "rule", CatUplink: "uplink", CatArpMode: "arp-mode", CatService: "service", CatDNS: "dns"}
 
 func (c Category) String() string {
 	if n, ok := catNames[c]; ok {

@@ -20,9 +20,9 @@ func natRules(t *testing.T, c *testbed.Container) string {
 	return out
 }
 
-// reach pings ip from c until answered (within), then checks TCP and UDP
+// reachIP pings ip from c until answered (within), then checks TCP and UDP
 // against the echo at ip.
-func reach(c *testbed.Container, ip string, within time.Duration) error {
+func reachIP(c *testbed.Container, ip string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var err error
 	for time.Now().Before(deadline) {
@@ -66,21 +66,21 @@ func TestHostAccess(t *testing.T) {
 		t.Fatalf("host nat table with host access (want one masquerade of the private subnet):\n%s", rules)
 	}
 	t.Run("container reaches its host's address", func(t *testing.T) {
-		if err := reach(c.Container, h.IP, 20*time.Second); err != nil {
+		if err := reachIP(c.Container, h.IP, 20*time.Second); err != nil {
 			flows, _ := h.DumpFlows("contivVxlanBridge")
 			addrs, _ := host.Exec("ip", "-4", "addr")
 			t.Errorf("%v\nflows:\n%s\n%s", err, strings.Join(flows, "\n"), addrs)
 		}
 	})
 	t.Run("container reaches an address behind the host", func(t *testing.T) {
-		if err := reach(c.Container, out.IP, 20*time.Second); err != nil {
+		if err := reachIP(c.Container, out.IP, 20*time.Second); err != nil {
 			t.Error(err)
 		}
 	})
 	t.Run("host reaches the container at its private address", func(t *testing.T) {
 		pvt := privateIP(t, h, c.ip())
 		t.Logf("%s has the private address %s", c.ip(), pvt)
-		if err := reach(host, pvt, 20*time.Second); err != nil {
+		if err := reachIP(host, pvt, 20*time.Second); err != nil {
 			t.Error(err)
 		}
 	})
@@ -142,10 +142,10 @@ func TestInfraNetwork(t *testing.T) {
 	host := h.AsContainer()
 	host.ServeTrafficOn(t, hostIP, testbed.TrafficPort)
 	c := attachNew(t, h, "in0", "default", "infra0", "")
-	if err := reach(c.Container, hostIP, 20*time.Second); err != nil {
+	if err := reachIP(c.Container, hostIP, 20*time.Second); err != nil {
 		t.Error(err)
 	}
-	if err := reach(host, c.ip(), 20*time.Second); err != nil {
+	if err := reachIP(host, c.ip(), 20*time.Second); err != nil {
 		t.Error(err)
 	}
 }

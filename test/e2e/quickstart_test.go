@@ -12,8 +12,9 @@ import (
 
 // TestQuickstart runs the README's main-job command (without its package
 // install step) under its own prefix and state folder, and checks that the
-// two containers pinged each other and exchanged TCP (request/response and
-// 3 MB) and UDP; then its stop command removes it.
+// two docker containers pinged each other, fetched a page and exchanged
+// TCP (request/response and 3 MB) and UDP; then its stop command removes
+// it, engines and their cgroups included.
 func TestQuickstart(t *testing.T) {
 	ovstest.Require(t)
 	root, err := filepath.Abs("../..")
@@ -36,7 +37,7 @@ func TestQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("quickstart: %v\n%s", err, out)
 	}
-	for _, want := range []string{"3 packets transmitted, 3 received, 0% packet loss",
+	for _, want := range []string{"3 packets transmitted, 3 received, 0% packet loss", "hello from web",
 		"tcp ok: 64 bytes echoed", "tcp ok: 3145728 bytes echoed", "udp ok: echoed", "bash scripts/quickstart.sh stop"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
@@ -45,5 +46,8 @@ func TestQuickstart(t *testing.T) {
 	stop()
 	if out, _ := exec.Command("ip", "netns", "list").CombinedOutput(); strings.Contains(string(out), "qst-") {
 		t.Errorf("namespaces left after stop:\n%s", out)
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/qst-*"); len(left) > 0 {
+		t.Errorf("cgroups of the engines left after stop: %v", left)
 	}
 }

@@ -149,6 +149,18 @@ type Result struct {
 	// Leaked counts addresses taken in the pool without an owner (given
 	// back by a later leader's sweep; not a failure).
 	Leaked int
+	// Corrections lists what a sweep or recount of the netmasters fixed
+	// (log lines). Without a new leadership term none is expected.
+	Corrections []string
+	// TermChanged: the run started a new leadership term (the leader was
+	// killed, or lost its lease during the stall). A new term's start
+	// recounts the counters and its sweep, one TTL later, returns what the
+	// old term left taken without an owner (its reserve): the check waits
+	// for that sweep.
+	TermChanged bool
+	// Races counts data races the netmasters reported (when the test
+	// binary, which they run as, is built with -race).
+	Races int
 	// Retried counts the store requests the netmasters logged as retried
 	// (each one's first attempt failed, perhaps after being applied).
 	Retried int
@@ -175,6 +187,12 @@ func (r Result) Failures() string {
 	if r.Created == 0 {
 		out = append(out, "no endpoint was created")
 	}
+	if r.Races > 0 {
+		out = append(out, fmt.Sprintf("%d data races reported by the netmasters", r.Races))
+	}
+	if !r.TermChanged && len(r.Corrections) > 0 {
+		out = append(out, "the netmaster corrected its state: "+strings.Join(r.Corrections, " | "))
+	}
 	return strings.Join(out, "\n")
 }
 
@@ -183,9 +201,15 @@ func (r Result) String() string {
 	if f := r.Failures(); f != "" {
 		status = "FAILED: " + strings.ReplaceAll(f, "\n", "; ")
 	}
-	return fmt.Sprintf("%-22s created %4d refused %3d retried %3d records %4d counters %d/%d want %d/%d leaked %2d  %5.1fs  %s",
+	swept := 0
+	for _, c := range r.Corrections {
+		if strings.Contains(c, "released leaked") {
+			swept++
+		}
+	}
+	return fmt.Sprintf("%-22s created %4d refused %4d retried %3d records %4d counters %d/%d want %d/%d leaked %2d swept %2d  %5.1fs  %s",
 		r.Variant, r.Created, r.Refused, r.Retried, r.Records, r.EpCount, r.EpAddrCount, r.WantEps, r.WantAddrs,
-		r.Leaked, r.Elapsed.Seconds(), status)
+		r.Leaked, swept, r.Elapsed.Seconds(), status)
 }
 
 // Run performs one run of v and returns what it found. Setup problems
@@ -273,6 +297,7 @@ func Run(t testing.TB, v Variant) Result {
 		leader.kill()
 		alive.Store(procs[1])
 	}
+	faultEnd := time.Now()
 	live := alive.Load()
 	live.waitServing(t, 3*leaderTTL+30*time.Second)
 	// Go on until every client got an answer after the fault, then a bit.
@@ -291,6 +316,12 @@ func Run(t testing.TB, v Variant) Result {
 		}
 	}
 	live.waitServing(t, 3*leaderTTL+30*time.Second)
+	// A stall longer than the TTL usually costs the lease (on a loaded
+	// machine a shorter one can too); the netmaster says so.
+	res.TermChanged = v.KillLeader || strings.Contains(live.Output(), "lost leader lock")
+	if res.TermChanged {
+		live.waitSweep(t, faultEnd, 3*leaderTTL+30*time.Second)
+	}
 	// Inspecting the network makes the leader give its reserve back, so
 	// that what is left taken without an owner is a leak.
 	_, _ = do(context.Background(), http.DefaultClient, live.url(), "GET", "/api/v1/inspect/networks/"+tenant+":"+network+"/", "")
@@ -298,7 +329,17 @@ func Run(t testing.TB, v Variant) Result {
 	res.Elapsed = time.Since(start)
 	for _, p := range procs {
 		p.stop()
-		res.Retried += strings.Count(p.Output(), "request failed, retrying")
+		out := p.Output()
+		res.Retried += strings.Count(out, "request failed, retrying")
+		res.Races += strings.Count(out, "WARNING: DATA RACE")
+		for _, line := range strings.Split(out, "\n") {
+			for _, mark := range []string{"corrected to", "taken again", " owners: ", "released leaked"} {
+				if strings.Contains(line, mark) {
+					res.Corrections = append(res.Corrections, line)
+					break
+				}
+			}
+		}
 	}
 	return res
 }
@@ -535,6 +576,24 @@ func (p *proc) signal(sig syscall.Signal) {
 
 func (p *proc) kill() { p.signal(syscall.SIGKILL) }
 func (p *proc) stop() { p.signal(syscall.SIGTERM) }
+
+// waitSweep waits until the leader this process reaches reports a sweep
+// finished after since (GET /debug/sweep).
+func (p *proc) waitSweep(t testing.TB, since time.Time, within time.Duration) {
+	t.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		b, err := do(context.Background(), hc, p.url(), "GET", "/debug/sweep", "")
+		var rep struct{ At time.Time }
+		if err == nil && json.Unmarshal(b, &rep) == nil && rep.At.After(since) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("no sweep of netmaster %s finished within %v after the fault; output:\n%s", p.addr, within, tail(p.out.String(), 8000))
+}
 
 // waitServing waits until the netmaster answers the model API (itself as
 // the leader, or proxying to one).

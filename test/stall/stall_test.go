@@ -5,12 +5,15 @@ import (
 	"strconv"
 	"testing"
 
+	"go.uber.org/goleak"
+
+	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/stall"
 )
 
 func TestMain(m *testing.M) {
 	stall.RunDaemonIfAsked()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m, objdbtest.LeakOptions()...)
 }
 
 // runs is how often each variant runs: $STALL_RUNS, 1 by default (the

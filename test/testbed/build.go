@@ -28,7 +28,7 @@ type Binaries struct {
 // builds caches the result of building each group of commands once per
 // test process.
 var builds struct {
-	master, plugin, probe struct {
+	master, plugin, probe, cni struct {
 		once sync.Once
 		err  error
 	}
@@ -97,6 +97,22 @@ func buildNetprobe() (string, error) {
 	return filepath.Join(dir, "netprobe"), nil
 }
 
+// BuildCNIPlugin builds the contivk8s CNI plugin (once) and returns its
+// path; its folder serves as CNI_PATH.
+func BuildCNIPlugin() (string, error) {
+	dir, err := buildDir()
+	if err != nil {
+		return "", err
+	}
+	builds.cni.once.Do(func() {
+		builds.cni.err = goBuild(dir, "./cmd/contivk8s")
+	})
+	if builds.cni.err != nil {
+		return "", builds.cni.err
+	}
+	return filepath.Join(dir, "contivk8s"), nil
+}
+
 func buildDir() (string, error) {
 	builds.dirOne.Do(func() { builds.dir, builds.dirErr = binDir() })
 	return builds.dir, builds.dirErr
@@ -123,7 +139,9 @@ func binDir() (string, error) {
 	return dir, nil
 }
 
-// goBuild runs "go build -o dir/ pkgs..." in the module root.
+// goBuild runs "go build -o dir/ pkgs..." in the module root, stamped with
+// the version, commit and build time scripts/version.sh prints, as every
+// build of the project is (docs/operations.md).
 func goBuild(dir string, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -138,7 +156,11 @@ func goBuild(dir string, pkgs ...string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	stamp, err := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "version.sh")).Output()
+	if err != nil {
+		return fmt.Errorf("testbed: scripts/version.sh: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, goBin, append([]string{"build", "-ldflags", strings.TrimSpace(string(stamp)), "-o", dir + "/"}, pkgs...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -30,6 +30,7 @@ type Host struct {
 
 	tb                             *Testbed
 	netplugin                      *daemon
+	engine                         *Engine     // Config.Docker only
 	fabMgmt, fabUnderlay, fabTrunk string      // this host's links on the fabric side
 	stopped                        atomic.Bool // StopHost ran: OVS is down
 }
@@ -37,16 +38,27 @@ type Host struct {
 // AttachSocket is the unix socket of netplugin's attach API.
 func (h *Host) AttachSocket() string { return filepath.Join(h.Dir, "attach.sock") }
 
+// CNISocket is the unix socket of netplugin's CNI server (kubernetes
+// mode, docs/daemons.md §8.2).
+func (h *Host) CNISocket() string { return filepath.Join(h.Dir, "cni.sock") }
+
+// CNIStateDir holds the CNI server's attachment records.
+func (h *Host) CNIStateDir() string { return filepath.Join(h.Dir, "cni") }
+
 // NetpluginArgs is the command line StartNetplugin uses.
 func (h *Host) NetpluginArgs() []string {
 	cfg := h.tb.Config
 	args := []string{
-		"--mode", "test", "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
+		"--mode", cfg.mode(), "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
 		"--host", h.Name, "--vtep-ip", h.IP, "--ctrl-ip", h.CtrlIP,
 		"--vlan-uplinks", TrunkIf,
 		"--ovsdb-socket", h.OVS.DBSock, "--ovs-datapath", "netdev",
 		"--attach-socket", h.AttachSocket(),
+		"--cni-socket", h.CNISocket(), "--cni-state-dir", h.CNIStateDir(),
 		"--log-level", "debug",
+	}
+	if cfg.Docker {
+		args = append(args, "--name", PluginName, "--docker-plugin-dir", h.PluginDir(), "--docker-socket", h.DockerSocket())
 	}
 	args = append(args, h.tb.StoreArgs()...)
 	return append(args, cfg.NetpluginArgs...)

@@ -54,8 +54,13 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 	}
 	cfg := tb.Config
 	args := []string{
-		"--mode", "test", "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
+		"--mode", cfg.mode(), "--netmode", cfg.NetMode, "--fwdmode", cfg.FwdMode,
 		"--external-address", m.Addr(), "--internal-address", m.Addr(),
+	}
+	if cfg.Docker {
+		// netmaster creates docker networks on host 0's engine; every
+		// netplugin creates them on its own (docs/docker.md).
+		args = append(args, "--name", PluginName, "--docker-socket", filepath.Join(tb.Dir, "h0", "docker", "docker.sock"))
 	}
 	args = append(args, tb.StoreArgs()...)
 	if cfg.Store == Embedded {

@@ -23,6 +23,9 @@ type daemon struct {
 	bin     string
 	args    []string
 	logPath string
+	// direct, when set, is the whole command line (it enters the
+	// namespace itself) instead of "ip netns exec ns bin args".
+	direct []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -41,8 +44,12 @@ func (d *daemon) start() error {
 		return fmt.Errorf("start %s: log file: %w", d.name, err)
 	}
 	defer logf.Close() // the child keeps its own descriptor
-	fmt.Fprintf(logf, "=== testbed: %s start %s: %s %s\n", time.Now().Format(time.RFC3339Nano), d.name, d.bin, strings.Join(d.args, " "))
-	cmd := exec.Command("ip", append([]string{"netns", "exec", d.ns, d.bin}, d.args...)...)
+	argv := append([]string{"ip", "netns", "exec", d.ns, d.bin}, d.args...)
+	if d.direct != nil {
+		argv = d.direct
+	}
+	fmt.Fprintf(logf, "=== testbed: %s start %s: %s\n", time.Now().Format(time.RFC3339Nano), d.name, strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// "ip netns exec" execs the daemon in place, so the pid is the
 	// daemon's. It dies with the test binary even without a cleanup, and

@@ -36,6 +36,20 @@ func writeMarker(prefix, dir string) error {
 // every process in its namespaces, the namespaces, its folder and marker.
 func destroy(prefix, dir string) error {
 	var errs []error
+	// Containers of the hosts' engines live in cgroups named after their
+	// host namespace (docker.go).
+	if tops, _ := filepath.Glob(filepath.Join(cgroupRoot, "*", prefix+"*")); len(tops) > 0 {
+		seen := map[string]bool{}
+		for _, top := range tops {
+			name := filepath.Base(top)
+			if !seen[name] {
+				seen[name] = true
+				if err := killCgroup(name); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
 	for _, ns := range listNetNS(prefix) {
 		if err := killNetNS(ns); err != nil {
 			errs = append(errs, err)

@@ -53,7 +53,7 @@ func birdBinaries() (string, string, error) {
 func (tb *Testbed) StartRouter(t testing.TB) *Router {
 	t.Helper()
 	bird, _, err := birdBinaries()
-	requireComponent(t, "bird", err)
+	RequireComponent(t, "bird", err)
 	dir, err := tb.stateDir("router")
 	if err != nil {
 		t.Fatalf("testbed: %v", err)

@@ -113,6 +113,24 @@ type Config struct {
 	// NetpluginBinary, when set, is run instead of building
 	// ./cmd/netplugin.
 	NetpluginBinary string
+	// Docker runs netmaster and netplugin in docker mode and gives every
+	// host its own Docker Engine (docker.go), started after netplugin.
+	Docker bool
+	// Swarm (implies Docker) runs the daemons in swarm-mode, netplugin as
+	// a managed plugin of each host's engine (swarm.go); the test makes
+	// the swarm (Host.InitSwarm).
+	Swarm bool
+}
+
+// mode is the daemons' --mode.
+func (c *Config) mode() string {
+	if c.Swarm {
+		return "swarm-mode"
+	}
+	if c.Docker {
+		return "docker"
+	}
+	return "test"
 }
 
 func (c *Config) setDefaults() error {
@@ -176,6 +194,15 @@ func New(t testing.TB, cfg Config) *Testbed {
 		t.Fatal(err)
 	}
 	requireTools(t, cfg)
+	if cfg.Swarm {
+		cfg.Docker = true
+	}
+	if cfg.Docker {
+		requireDocker(t)
+		if cfg.SkipNetplugin {
+			t.Fatal("testbed: Docker needs the netplugins")
+		}
+	}
 	reapOrphans(t)
 
 	buildStart := time.Now()
@@ -230,11 +257,19 @@ func New(t testing.TB, cfg Config) *Testbed {
 	// Registered last so that it runs first, while OVS still runs.
 	t.Cleanup(func() { tb.DumpOnFailure(t) })
 	tb.waitMasters(t, masterReadyTimeout)
-	if !cfg.SkipNetplugin {
+	if !cfg.SkipNetplugin && !cfg.Swarm {
 		for _, h := range tb.Hosts {
 			h.StartNetplugin(t)
 		}
 		tb.WaitNetplugins(t, len(tb.Hosts), netpluginReadyTimeout)
+	}
+	if cfg.Docker {
+		for _, h := range tb.Hosts {
+			h.StartEngine(t)
+			if cfg.Swarm {
+				h.StartManagedPlugin(t)
+			}
+		}
 	}
 	t.Logf("testbed %s: %d host(s), %d netmaster(s), %s store, %s/%s up in %v (build %v)",
 		prefix, cfg.Hosts, cfg.Netmasters, cfg.Store, cfg.NetMode, cfg.FwdMode,
@@ -250,20 +285,22 @@ func requireTools(t testing.TB, cfg Config) {
 	tools := []string{"ip", "ping", "ethtool"}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			requireComponent(t, tool, err)
+			RequireComponent(t, tool, err)
 		}
 	}
 	switch cfg.Store {
 	case ExternalEtcd:
 		_, err := etcdBinary()
-		requireComponent(t, "etcd server binary (Debian package etcd-server)", err)
+		RequireComponent(t, "etcd server binary (Debian package etcd-server)", err)
 	case ExternalConsul:
 		_, err := objdbtest.FindConsul()
-		requireComponent(t, "consul agent", err)
+		RequireComponent(t, "consul agent", err)
 	}
 }
 
-func requireComponent(t testing.TB, what string, err error) {
+// RequireComponent fails the test (CI=true) or skips it when err says a
+// component it needs is missing; a nil err does nothing.
+func RequireComponent(t testing.TB, what string, err error) {
 	t.Helper()
 	if err == nil {
 		return

@@ -64,6 +64,9 @@ func TestCluster(t *testing.T) {
 			if err := ca.Ping("198.19.250.2", 3, 20*time.Second); err != nil {
 				t.Fatalf("ping across the VXLAN tunnel: %v", err)
 			}
+			if err := ca.CheckTraffic("198.19.250.2", TrafficPort, 10*time.Second); err != nil {
+				t.Fatalf("TCP/UDP across the VXLAN tunnel: %v", err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			p := ca.StartPinger(ctx, "198.19.250.2")
@@ -81,6 +84,9 @@ func TestCluster(t *testing.T) {
 			cc := tunnelEnd(t, c, "tbl", nil, "200", "198.19.251.3")
 			if err := ca.Ping("198.19.251.2", 3, 20*time.Second); err != nil {
 				t.Fatalf("ping across the VLAN trunk: %v", err)
+			}
+			if err := ca.CheckTraffic("198.19.251.2", TrafficPort, 10*time.Second); err != nil {
+				t.Fatalf("TCP/UDP across the VLAN trunk: %v", err)
 			}
 			// Frames cross vlanfab tagged: VLAN 200 does not reach 100.
 			if err := cc.Ping("198.19.251.1", 1, 2*time.Second); err == nil {
@@ -165,7 +171,8 @@ func checkStore(t *testing.T, tb *Testbed) {
 // tunnelEnd makes (once per host) a throw-away netdev bridge br with one
 // extra port (a vxlan tunnel given by ifaceOpts, or the trunk eth2 when
 // ifaceOpts is nil) and a container attached to it with addr/24, tagged
-// with tag when not empty. Everything is removed at the end of the test.
+// with tag when not empty, running the traffic echo. Everything is removed
+// at the end of the test.
 func tunnelEnd(t *testing.T, h *Host, br string, ifaceOpts []string, tag, addr string) *Container {
 	t.Helper()
 	c := h.NewContainerNS(t, br+"-"+addr)
@@ -199,6 +206,18 @@ func tunnelEnd(t *testing.T, h *Host, br string, ifaceOpts []string, tag, addr s
 	if out, err := h.Vsctl(portArgs...); err != nil {
 		t.Fatalf("%s: %v: %s", h.Name, err, out)
 	}
+	// The test plays netplugin's driver here, which switches off TX
+	// checksum offload on the container side for the userspace datapath
+	// and leaves room for the VXLAN header in the MTU.
+	if err := DisableTxOffload(c.NS, "eth0"); err != nil {
+		t.Fatal(err)
+	}
+	if ifaceOpts != nil {
+		if err := ipIn(c.NS, "link", "set", "eth0", "mtu", "1450"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.ServeTraffic(t)
 	return c
 }
 
@@ -256,7 +275,7 @@ func TestFailover(t *testing.T) {
 // destroyed by the next run, processes in its namespaces included.
 func TestReapOrphans(t *testing.T) {
 	if err := requireRoot(); err != nil {
-		requireComponent(t, "root", err)
+		RequireComponent(t, "root", err)
 	}
 	prefix := namePrefix + randomHex(2) + "-"
 	dir, err := os.MkdirTemp("", prefix)

@@ -1,0 +1,415 @@
+// Package k8splugin is netplugin's Kubernetes front end: the CNI server
+// (docs/daemons.md §8.2) that the contivk8s binary calls over
+// /run/contiv/contiv-cni.sock in kubernetes mode. It places a pod by its
+// labels (LabelSource), attaches it through the agent's attach path (the
+// same attach.Attacher the attach API serves, docs/daemons.md §6.9) and
+// keeps a record of every attachment on this host for DEL, CHECK and GC
+// (docs/k8s.md).
+//
+// A request that does not decode or validate is answered 400 and changes
+// nothing: no record is read or written and the agent is not called.
+package k8splugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
+	"github.com/contiv/netplugin/netplugin/attach"
+)
+
+// AttachmentRef identifies an attachment to check and what it was given.
+type AttachmentRef struct {
+	Tenant, Network string
+	ContainerID     string // the attach API's container id
+	NetNS, IfName   string
+	IPAddress       string // ip/len
+	MacAddress      string
+}
+
+// Checker verifies that an attachment still works: the endpoint is local,
+// and the interface is in the namespace, up, with its address.
+type Checker interface {
+	CheckAttachment(ctx context.Context, ref AttachmentRef) error
+}
+
+// Config is what a Server needs.
+type Config struct {
+	Attacher attach.Attacher
+	Checker  Checker
+	// Labels gives pods' labels; nil means RequestLabels.
+	Labels LabelSource
+	// StateDir holds the attachment records.
+	StateDir string
+	// Ready answers STATUS: nil when ADD can be served. nil means always.
+	Ready func(ctx context.Context) error
+	Log   logrus.FieldLogger
+}
+
+// Server serves the CNI API.
+type Server struct {
+	cfg   Config
+	rec   records
+	locks keyLocks
+	gc    sync.RWMutex // GC excludes ADD and DEL
+	log   logrus.FieldLogger
+}
+
+// New returns a server; it touches nothing until it serves a request.
+func New(cfg Config) (*Server, error) {
+	if cfg.Attacher == nil || cfg.Checker == nil {
+		return nil, errors.New("k8splugin: Attacher and Checker are required")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("k8splugin: StateDir is required")
+	}
+	if cfg.Labels == nil {
+		cfg.Labels = RequestLabels{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	return &Server{cfg: cfg, rec: records{dir: cfg.StateDir}, locks: keyLocks{m: map[string]*keyLock{}}, log: cfg.Log}, nil
+}
+
+// shutdownTimeout bounds how long a stopping server waits for requests.
+const shutdownTimeout = 10 * time.Second
+
+// Serve runs the API on the unix socket (directory 0700, socket 0600, a
+// stale socket replaced, a live one refused) until ctx ends.
+func (s *Server) Serve(ctx context.Context, socket string) error {
+	ln, err := attach.Listen(socket)
+	if err != nil {
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	return s.ServeListener(ctx, ln)
+}
+
+// ServeListener runs the API on ln until ctx ends; it closes ln.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve the CNI API on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-errc
+	return nil
+}
+
+// ServeHTTP routes POST /ContivCNI.{AddPod,DelPod,CheckPod,GC,Status}.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var route func(http.ResponseWriter, *http.Request)
+	switch r.URL.Path {
+	case cniapi.PathAddPod:
+		route = s.addPod
+	case cniapi.PathDelPod:
+		route = s.delPod
+	case cniapi.PathCheckPod:
+		route = s.checkPod
+	case cniapi.PathGC:
+		route = s.gcPods
+	case cniapi.PathStatus:
+		route = s.status
+	default:
+		writeJSON(w, http.StatusNotFound, cniapi.RspAddPod{Result: 1, ErrMsg: "no such route: " + r.URL.Path})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, cniapi.RspAddPod{Result: 1, ErrMsg: "method " + r.Method + " not allowed; use POST"})
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeJSON(w, http.StatusUnsupportedMediaType, cniapi.RspAddPod{Result: 1, ErrMsg: "content type " + ct + " is not application/json"})
+			return
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, cniapi.MaxBodyBytes)
+	route(w, r)
+}
+
+// badRequest answers a request that did not decode or validate.
+func (s *Server) badRequest(w http.ResponseWriter, op string, err error) {
+	code := http.StatusBadRequest
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		code = http.StatusRequestEntityTooLarge
+	}
+	s.log.WithError(err).Warnf("CNI %s: invalid request", op)
+	writeJSON(w, code, cniapi.RspAddPod{Result: 1, ErrMsg: "Invalid request", ErrInfo: "Err: " + err.Error(), Code: cniapi.CodeFor(err)})
+}
+
+// fail answers a failure of the work with the original's message.
+func (s *Server) fail(w http.ResponseWriter, status int, fields logrus.Fields, msg string, code uint, err error) {
+	s.log.WithFields(fields).WithError(err).Warn(msg)
+	writeJSON(w, status, cniapi.RspAddPod{Result: 1, ErrMsg: msg, ErrInfo: "Err: " + err.Error(), Code: code})
+}
+
+func endpointContainer(containerID, ifName string) string {
+	if ifName == attach.DefaultIfName {
+		return containerID
+	}
+	return containerID + "-" + ifName
+}
+
+func (s *Server) addPod(w http.ResponseWriter, r *http.Request) {
+	p, err := cniapi.DecodePodAttr(r.Body, true)
+	if err != nil {
+		s.badRequest(w, "AddPod", err)
+		return
+	}
+	ctx := r.Context()
+	fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+
+	var podLabels map[string]string
+	if p.Name != "" && p.K8sNameSpace != "" {
+		podLabels, err = s.cfg.Labels.PodLabels(ctx, PodRef{Namespace: p.K8sNameSpace, Name: p.Name, UID: p.PodUID})
+		if err != nil && !errors.Is(err, ErrPodNotFound) {
+			s.fail(w, http.StatusInternalServerError, fields, "Error getting labels", types.ErrTryAgainLater, err)
+			return
+		}
+	}
+	pl := PlacementFrom(podLabels, p.Labels)
+	name := p.Name
+	if name == "" {
+		name = p.InfraContainerID
+	}
+	areq := attach.Request{Tenant: pl.Tenant, Network: pl.Network, Group: pl.Group,
+		ContainerID: endpointContainer(p.InfraContainerID, p.IntfName), Name: name, NetNS: p.NwNameSpace, IfName: p.IntfName}
+	if err := areq.Validate(); err != nil {
+		s.fail(w, http.StatusBadRequest, fields, "Invalid pod placement", types.ErrInvalidNetworkConfig, err)
+		return
+	}
+	fields["tenant"], fields["network"], fields["group"] = pl.Tenant, pl.Network, pl.Group
+
+	old, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
+		return
+	}
+	if found && old.State == stateAttached {
+		s.fail(w, http.StatusInternalServerError, fields, "Error creating EP", types.ErrInternal,
+			fmt.Errorf("the attachment %s@%s already exists (endpoint %s)", p.InfraContainerID, p.IntfName, old.Result.EndpointID))
+		return
+	}
+	if found {
+		// A half-made attachment (an ADD cut short): undo it first.
+		if err := s.detach(ctx, old, old.NetNS); err != nil {
+			s.fail(w, http.StatusInternalServerError, fields, "Error removing a half-made attachment", types.ErrTryAgainLater, err)
+			return
+		}
+	}
+	rec := record{CNINetwork: p.CNINetwork, ContainerID: p.InfraContainerID, IfName: p.IntfName, NetNS: p.NwNameSpace,
+		PodName: p.Name, PodNamespace: p.K8sNameSpace, Tenant: pl.Tenant, Network: pl.Network, Group: pl.Group,
+		EndpointCtr: areq.ContainerID, State: stateAdding}
+	if err := s.rec.write(rec); err != nil {
+		s.fail(w, http.StatusInternalServerError, fields, "Error writing the attachment record", types.ErrIOFailure, err)
+		return
+	}
+	res, err := s.cfg.Attacher.Attach(ctx, areq)
+	if err != nil {
+		// Attach undid its own steps; the record goes too.
+		if rerr := s.rec.remove(rec.ContainerID, rec.IfName); rerr != nil {
+			s.log.WithFields(fields).WithError(rerr).Warn("remove the record of a failed ADD")
+		}
+		status, code := http.StatusInternalServerError, types.ErrInternal
+		if errors.Is(err, attach.ErrInvalidRequest) {
+			status, code = http.StatusBadRequest, types.ErrInvalidNetworkConfig
+		}
+		s.fail(w, status, fields, "Error creating EP", code, err)
+		return
+	}
+	rsp := cniapi.RspAddPod{EndpointID: res.EndpointID, IPAddress: res.IPAddress, IPv6Address: res.IPv6Address,
+		MacAddress: res.MacAddress, Gateway: res.Gateway, IPv6Gateway: res.IPv6Gateway, MTU: res.MTU, IfName: res.IfName}
+	rec.State, rec.Result = stateAttached, rsp
+	if err := s.rec.write(rec); err != nil {
+		// Without its record the attachment could not be deleted: undo it.
+		if derr := s.detach(context.WithoutCancel(ctx), rec, rec.NetNS); derr != nil {
+			s.log.WithFields(fields).WithError(derr).Warn("undo an attachment whose record failed")
+		}
+		s.fail(w, http.StatusInternalServerError, fields, "Error writing the attachment record", types.ErrIOFailure, err)
+		return
+	}
+	s.log.WithFields(fields).WithFields(logrus.Fields{"endpoint": rsp.EndpointID, "ip": rsp.IPAddress}).Info("CNI ADD done")
+	writeJSON(w, http.StatusOK, rsp)
+}
+
+// detach removes the attachment's endpoint and then its record.
+func (s *Server) detach(ctx context.Context, rec record, netns string) error {
+	if err := s.cfg.Attacher.Detach(ctx, attach.DetachRequest{Tenant: rec.Tenant, Network: rec.Network,
+		ContainerID: rec.EndpointCtr, NetNS: netns, IfName: rec.IfName}); err != nil {
+		return err
+	}
+	return s.rec.remove(rec.ContainerID, rec.IfName)
+}
+
+func (s *Server) delPod(w http.ResponseWriter, r *http.Request) {
+	p, err := cniapi.DecodePodAttr(r.Body, false)
+	if err != nil {
+		s.badRequest(w, "DelPod", err)
+		return
+	}
+	ctx := r.Context()
+	fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+	rec, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
+		return
+	}
+	if !found {
+		s.log.WithFields(fields).Info("CNI DEL of an unknown attachment: nothing to do")
+		writeJSON(w, http.StatusOK, cniapi.RspAddPod{})
+		return
+	}
+	if err := s.detach(ctx, rec, p.NwNameSpace); err != nil {
+		s.fail(w, http.StatusInternalServerError, fields, "Error deleting EP", types.ErrTryAgainLater, err)
+		return
+	}
+	s.log.WithFields(fields).WithField("endpoint", rec.Result.EndpointID).Info("CNI DEL done")
+	writeJSON(w, http.StatusOK, cniapi.RspAddPod{EndpointID: rec.Result.EndpointID})
+}
+
+func (s *Server) checkPod(w http.ResponseWriter, r *http.Request) {
+	p, err := cniapi.DecodePodAttr(r.Body, true)
+	if err != nil {
+		s.badRequest(w, "CheckPod", err)
+		return
+	}
+	fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+	rec, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
+		return
+	}
+	if !found || rec.State != stateAttached {
+		s.fail(w, http.StatusNotFound, fields, "Unknown attachment", types.ErrUnknownContainer,
+			fmt.Errorf("no attachment %s@%s on this host", p.InfraContainerID, p.IntfName))
+		return
+	}
+	err = s.cfg.Checker.CheckAttachment(r.Context(), AttachmentRef{Tenant: rec.Tenant, Network: rec.Network,
+		ContainerID: rec.EndpointCtr, NetNS: p.NwNameSpace, IfName: p.IntfName,
+		IPAddress: rec.Result.IPAddress, MacAddress: rec.Result.MacAddress})
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, fields, "Attachment is broken", types.ErrInternal, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec.Result)
+}
+
+func (s *Server) gcPods(w http.ResponseWriter, r *http.Request) {
+	g, err := cniapi.DecodeGCRequest(r.Body)
+	if err != nil {
+		s.badRequest(w, "GC", err)
+		return
+	}
+	s.gc.Lock()
+	defer s.gc.Unlock()
+	valid := map[cniapi.Attachment]bool{}
+	for _, a := range g.Valid {
+		valid[a] = true
+	}
+	recs, lerr := s.rec.list()
+	rsp := cniapi.RspGC{Removed: []cniapi.Attachment{}}
+	var errs []error
+	if lerr != nil {
+		errs = append(errs, lerr)
+	}
+	for _, rec := range recs {
+		if rec.CNINetwork != g.CNINetwork || valid[rec.attachment()] {
+			continue
+		}
+		if err := s.detach(r.Context(), rec, rec.NetNS); err != nil {
+			errs = append(errs, fmt.Errorf("%s@%s: %w", rec.ContainerID, rec.IfName, err))
+			continue
+		}
+		rsp.Removed = append(rsp.Removed, rec.attachment())
+	}
+	s.log.WithFields(logrus.Fields{"network": g.CNINetwork, "valid": len(g.Valid), "removed": len(rsp.Removed)}).Info("CNI GC done")
+	if err := errors.Join(errs...); err != nil {
+		rsp.ErrMsg = err.Error()
+		writeJSON(w, http.StatusInternalServerError, rsp)
+		return
+	}
+	writeJSON(w, http.StatusOK, rsp)
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(r.Context()); err != nil {
+			writeJSON(w, http.StatusInternalServerError, cniapi.RspStatus{ErrMsg: "Not ready: " + err.Error(), Code: cniapi.ErrPluginNotAvailable})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, cniapi.RspStatus{})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"result":1,"errmsg":"encode answer"}`)
+	}
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// keyLocks serialises requests per attachment.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	mu sync.Mutex
+	n  int
+}
+
+// lock takes key's lock and returns its release.
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.n++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.n--; l.n == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

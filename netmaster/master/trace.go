@@ -1,0 +1,110 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+)
+
+// traceTimeout bounds the relay of one packet trace to a netplugin.
+const traceTimeout = 20 * time.Second
+
+// maxTraceAnswer caps a netplugin's trace answer.
+const maxTraceAnswer = 4 << 20
+
+// addTraceRoute adds GET /trace?endpoint=&dst=&proto=&port= (docs/
+// operations.md, "Packet trace"): netmaster finds the endpoint's host and
+// relays the question to that host's netplugin, whose answer it returns.
+func (m *master) addTraceRoute(r *mux.Router) {
+	r.Methods(http.MethodGet).Path("/trace").HandlerFunc(m.serveTrace)
+}
+
+func (m *master) serveTrace(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	key := strings.TrimSpace(q.Get("endpoint"))
+	if key == "" {
+		http.Error(w, "trace: endpoint is required", http.StatusBadRequest)
+		return
+	}
+	ep, err := m.findEndpoint(r, key)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, objdb.ErrNotFound) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, "trace: "+err.Error(), code)
+		return
+	}
+	vteps, err := m.vtepsByHost(r.Context())
+	if err != nil {
+		http.Error(w, "trace: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	addr, ok := vteps[ep.HomingHost]
+	if !ok {
+		http.Error(w, fmt.Sprintf("trace: endpoint %s lives on host %q, whose netplugin is not registered", ep.ID, ep.HomingHost), http.StatusServiceUnavailable)
+		return
+	}
+	q.Set("endpoint", ep.ID)
+	u := m.netpluginURL(addr, "/inspect/trace?"+q.Encode())
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
+	if err != nil {
+		http.Error(w, "trace: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	resp, err := agentHTTPClient(traceTimeout).Do(req)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("trace: ask the netplugin of host %s: %v", ep.HomingHost, err), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTraceAnswer))
+	if err != nil {
+		http.Error(w, fmt.Sprintf("trace: read the answer of host %s: %v", ep.HomingHost, err), http.StatusBadGateway)
+		return
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		w.Header().Set("Content-Type", ct)
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+}
+
+// findEndpoint reads the endpoint with id key, else the one whose
+// container id is key, else the only one whose id contains key.
+func (m *master) findEndpoint(r *http.Request, key string) (state.Endpoint, error) {
+	if ep, err := m.st.Endpoints.Read(r.Context(), key); err == nil {
+		return ep, nil
+	} else if !errors.Is(err, objdb.ErrNotFound) {
+		return state.Endpoint{}, fmt.Errorf("read endpoint %q: %w", key, err)
+	}
+	eps, _, err := m.st.Endpoints.ReadAll(r.Context())
+	if err != nil {
+		return state.Endpoint{}, fmt.Errorf("list endpoints: %w", err)
+	}
+	var found []state.Endpoint
+	for _, ep := range eps {
+		if ep.ContainerID == key {
+			return ep, nil
+		}
+		if strings.Contains(ep.ID, key) {
+			found = append(found, ep)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return state.Endpoint{}, fmt.Errorf("no endpoint %q: %w", url.PathEscape(key), objdb.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return state.Endpoint{}, fmt.Errorf("%q matches %d endpoints; give more of the id", key, len(found))
+}

@@ -1,0 +1,97 @@
+// Package objdbmetrics decorates an objdb.Store with Prometheus metrics of
+// its key-value calls: latency by operation and errors by operation
+// (docs/operations.md, "Metrics"). Locks and the service registry pass
+// through unchanged. A missing key (objdb.ErrNotFound) and a lost
+// compare-and-swap (objdb.ErrConflict) are answers, not errors: they are
+// counted by the latency histogram only.
+package objdbmetrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/contiv/netplugin/objdb"
+)
+
+// Store is an instrumented objdb.Store.
+type Store struct {
+	objdb.Store
+	duration *prometheus.HistogramVec
+	errs     *prometheus.CounterVec
+}
+
+var _ objdb.Store = (*Store)(nil)
+
+// Wrap returns st measured into reg; a nil reg returns st itself.
+func Wrap(st objdb.Store, reg prometheus.Registerer) objdb.Store {
+	if reg == nil {
+		return st
+	}
+	s := &Store{
+		Store: st,
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "contiv", Subsystem: "store", Name: "request_duration_seconds",
+			Help:    "Latency of cluster store calls, by operation (get, put, delete, list, watch).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation"}),
+		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "contiv", Subsystem: "store", Name: "errors_total",
+			Help: "Cluster store calls that failed (not counting a missing key or a lost compare-and-swap), by operation.",
+		}, []string{"operation"}),
+	}
+	for _, op := range []string{"get", "put", "delete", "list", "watch"} {
+		s.errs.WithLabelValues(op)
+	}
+	reg.MustRegister(s.duration, s.errs)
+	return s
+}
+
+func (s *Store) observe(op string, start time.Time, err error) {
+	s.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	if err != nil && !errors.Is(err, objdb.ErrNotFound) && !errors.Is(err, objdb.ErrConflict) {
+		s.errs.WithLabelValues(op).Inc()
+	}
+}
+
+// Get implements objdb.KV.
+func (s *Store) Get(ctx context.Context, key string) (objdb.KeyValue, error) {
+	start := time.Now()
+	kv, err := s.Store.Get(ctx, key)
+	s.observe("get", start, err)
+	return kv, err
+}
+
+// Put implements objdb.KV.
+func (s *Store) Put(ctx context.Context, key string, value []byte, opts ...objdb.OpOption) (int64, error) {
+	start := time.Now()
+	v, err := s.Store.Put(ctx, key, value, opts...)
+	s.observe("put", start, err)
+	return v, err
+}
+
+// Delete implements objdb.KV.
+func (s *Store) Delete(ctx context.Context, key string, opts ...objdb.OpOption) error {
+	start := time.Now()
+	err := s.Store.Delete(ctx, key, opts...)
+	s.observe("delete", start, err)
+	return err
+}
+
+// List implements objdb.KV.
+func (s *Store) List(ctx context.Context, prefix string) ([]objdb.KeyValue, error) {
+	start := time.Now()
+	l, err := s.Store.List(ctx, prefix)
+	s.observe("list", start, err)
+	return l, err
+}
+
+// Watch implements objdb.KV; the latency is that of setting the watch up.
+func (s *Store) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOption) (<-chan objdb.Event, error) {
+	start := time.Now()
+	ch, err := s.Store.Watch(ctx, prefix, opts...)
+	s.observe("watch", start, err)
+	return ch, err
+}

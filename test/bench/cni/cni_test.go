@@ -1,0 +1,133 @@
+// Package cni benchmarks CNI ADD latency of contivk8s (through netplugin's
+// CNI server, netmaster and OVS on a simulated host) against Debian's
+// reference bridge plugin (containernetworking-plugins, /usr/lib/cni)
+// doing the same ADD in the same run, both driven by libcni as cnitool
+// and the runtimes do, both run inside the host's namespace.
+//
+//	flock /tmp/contiv-net.lock go test ./test/bench/cni -run '^$' -bench . -benchtime 1x
+package cni
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/contiv/netplugin/test/testbed"
+)
+
+// runs is the number of ADDs measured per plugin.
+const runs = 40
+
+// refPlugins is where Debian installs the reference plugins.
+const refPlugins = "/usr/lib/cni"
+
+// nsExec runs plugins inside a namespace (nsenter --net), so the bridge
+// plugin's bridge lives in the simulated host and not in the machine's
+// namespace.
+type nsExec struct {
+	nsPath string
+	raw    invoke.RawExec
+}
+
+func (e *nsExec) ExecPlugin(ctx context.Context, pluginPath string, stdin []byte, environ []string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "nsenter", "--net="+e.nsPath, pluginPath)
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = environ, bytes.NewReader(stdin), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		var ce types.Error
+		if json.Unmarshal(stdout.Bytes(), &ce) == nil && ce.Msg != "" {
+			return nil, &ce
+		}
+		return nil, fmt.Errorf("%s: %w: %s", pluginPath, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+func (e *nsExec) FindInPath(plugin string, paths []string) (string, error) {
+	return e.raw.FindInPath(plugin, paths)
+}
+
+func (e *nsExec) Decode(b []byte) (version.PluginInfo, error) {
+	return (&version.PluginDecoder{}).Decode(b)
+}
+
+func BenchmarkCNIAdd(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(refPlugins, "bridge")); err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatalf("the reference bridge plugin is required in CI (containernetworking-plugins): %v", err)
+		}
+		b.Skipf("reference bridge plugin not installed: %v", err)
+	}
+	plugin, err := testbed.BuildCNIPlugin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	tb := testbed.New(b, testbed.Config{Hosts: 1, NetpluginArgs: []string{"--mode", "kubernetes"}})
+	if out, err := tb.Netctl("net", "create", "--encap", "vxlan", "--subnet", "198.19.32.0/20", "--gateway", "198.19.47.254", "default-net"); err != nil {
+		b.Fatalf("net create: %v\n%s", err, out)
+	}
+	h := tb.Hosts[0]
+	cninet := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(plugin), refPlugins}, b.TempDir(),
+		&nsExec{nsPath: "/var/run/netns/" + h.NS})
+	contiv, err := libcni.ConfListFromBytes(fmt.Appendf(nil,
+		`{"cniVersion":"1.0.0","name":"contiv-net","plugins":[{"type":"contivk8s","socket":%q,"logFile":%q}]}`,
+		h.CNISocket(), filepath.Join(h.Dir, "contivk8s.log")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bridge, err := libcni.ConfListFromBytes(fmt.Appendf(nil,
+		`{"cniVersion":"1.0.0","name":"ref-bridge","plugins":[{"type":"bridge","bridge":"cbr0","isGateway":false,"ipMasq":false,`+
+			`"ipam":{"type":"host-local","ranges":[[{"subnet":"198.19.48.0/20"}]],"dataDir":%q}}]}`, b.TempDir()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		var tc, tr []time.Duration
+		for j := 0; j < runs; j++ {
+			for _, p := range []struct {
+				list *libcni.NetworkConfigList
+				out  *[]time.Duration
+			}{{contiv, &tc}, {bridge, &tr}} {
+				c := h.NewContainerNS(b, fmt.Sprintf("%s-%d-%d", p.list.Name, i, j))
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				start := time.Now()
+				_, err := cninet.AddNetworkList(ctx, p.list, &libcni.RuntimeConf{ContainerID: c.NS, NetNS: c.NSPath(), IfName: "eth0",
+					Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "bench"}, {"K8S_POD_NAME", c.Name}}})
+				*p.out = append(*p.out, time.Since(start))
+				cancel()
+				if err != nil {
+					b.Fatalf("%s ADD: %v", p.list.Name, err)
+				}
+			}
+		}
+		c50, c99, r50, r99 := pct(tc, 50), pct(tc, 99), pct(tr, 50), pct(tr, 99)
+		b.ReportMetric(c50, "contivk8s-ms-p50")
+		b.ReportMetric(c99, "contivk8s-ms-p99")
+		b.ReportMetric(r50, "bridge-ms-p50")
+		b.ReportMetric(r99, "bridge-ms-p99")
+		b.ReportMetric(c50/r50, "ratio-p50")
+		b.Logf("ADD latency over %d runs each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f",
+			runs, c50, c99, r50, r99, c50/r50)
+	}
+}
+
+// pct is the p-th percentile in milliseconds (nearest rank).
+func pct(ds []time.Duration, p int) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*p+99)/100 - 1
+	i = max(0, min(i, len(s)-1))
+	return float64(s[i].Microseconds()) / 1000
+}
