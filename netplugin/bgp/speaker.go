@@ -3,8 +3,10 @@ package bgp
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,6 +41,8 @@ type Speaker struct {
 	announced map[netip.Addr]bool
 	learned   map[netip.Prefix]bool
 	state     string
+
+	guardDone chan struct{} // closed when the framing guard stopped
 }
 
 // defaultListenPort is the BGP port.
@@ -46,8 +50,9 @@ const defaultListenPort int32 = 179
 
 // Options are the speaker's transport settings.
 type Options struct {
-	ListenPort int32 // 0 means 179
-	Passive    bool  // only accept the neighbor's connection (tests)
+	ListenPort   int32 // 0 means 179
+	NeighborPort int32 // the neighbor's port; 0 means 179 (tests)
+	Passive      bool  // only accept the neighbor's connection (tests)
 }
 
 // Start runs a speaker for cfg until ctx ends or Stop.
@@ -59,13 +64,32 @@ func Start(ctx context.Context, cfg Config, opt Options, ev Events, log logrus.F
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Speaker{ev: ev, ctx: ctx, cfg: cfg, log: log.WithField("component", "bgp"), cancel: cancel, done: make(chan struct{}),
 		events: make(chan func(), 1024), announced: map[netip.Addr]bool{}, learned: map[netip.Prefix]bool{}, state: "starting"}
-	s.srv = server.NewBgpServer(server.LoggerOption(&logAdapter{log: s.log}))
-	go s.srv.Serve()
 	router := cfg.RouterIP.Addr().String()
-	err := s.srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
-		Asn: cfg.AS, RouterId: router, ListenPort: listenPort, ListenAddresses: []string{router}}})
+	// The neighbor reaches the guard at router:listenPort; GoBGP peers with
+	// the guard over loopback (docs/dataplane.md §3.4).
+	g, err := listenGuard(cfg.RouterIP.Addr(), cfg.Neighbor, int(listenPort), int(defaultListenPort), s.log)
 	if err != nil {
 		cancel()
+		return nil, fmt.Errorf("bgp: start (AS %d, router %s): %w", cfg.AS, router, err)
+	}
+	if opt.NeighborPort != 0 {
+		g.peerPort = int(opt.NeighborPort)
+	}
+	s.srv = server.NewBgpServer(server.LoggerOption(&logAdapter{log: s.log}))
+	go s.srv.Serve()
+	var gobgpPort int
+	for try := 0; ; try++ {
+		if gobgpPort, err = freeLoopbackPort(gobgpAddr); err == nil {
+			err = s.srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+				Asn: cfg.AS, RouterId: router, ListenPort: int32(gobgpPort), ListenAddresses: []string{gobgpAddr}}})
+		}
+		if err == nil || try == 2 { // another process may take the free port first
+			break
+		}
+	}
+	if err != nil {
+		cancel()
+		g.close()
 		s.srv.Stop()
 		return nil, fmt.Errorf("bgp: start (AS %d, router %s): %w", cfg.AS, router, err)
 	}
@@ -75,18 +99,35 @@ func Start(ctx context.Context, cfg Config, opt Options, ev Events, log logrus.F
 	}, s.onEvent)
 	if err == nil {
 		err = s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
-			Conf:      &api.PeerConf{NeighborAddress: cfg.Neighbor.String(), PeerAsn: cfg.NeighborAS},
-			Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: 9, KeepaliveInterval: 3}},
-			Transport: &api.Transport{LocalAddress: router, PassiveMode: opt.Passive},
+			Conf:   &api.PeerConf{NeighborAddress: guardAddr, PeerAsn: cfg.NeighborAS},
+			Timers: &api.Timers{Config: &api.TimersConfig{ConnectRetry: 2, HoldTime: 9, KeepaliveInterval: 3}},
+			Transport: &api.Transport{LocalAddress: gobgpAddr, RemotePort: uint32(g.innerPort()),
+				PassiveMode: opt.Passive},
 		}})
 	}
 	if err != nil {
 		cancel()
+		g.close()
 		s.srv.Stop()
 		return nil, fmt.Errorf("bgp: neighbor %s AS %d: %w", cfg.Neighbor, cfg.NeighborAS, err)
 	}
+	s.guardDone = make(chan struct{})
+	go func() {
+		defer close(s.guardDone)
+		g.serve(ctx, net.JoinHostPort(gobgpAddr, strconv.Itoa(gobgpPort)))
+	}()
 	go s.dispatch(ctx)
 	return s, nil
+}
+
+// freeLoopbackPort finds a TCP port free on addr.
+func freeLoopbackPort(addr string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("bgp: a port for GoBGP on %s: %w", addr, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Config is the configuration the speaker runs with.
@@ -110,7 +151,7 @@ func (s *Speaker) dispatch(ctx context.Context) {
 func (s *Speaker) onEvent(r *api.WatchEventResponse) {
 	if p := r.GetPeer(); p != nil && p.GetPeer() != nil && p.GetPeer().GetState() != nil {
 		st := p.GetPeer().GetState()
-		if st.GetNeighborAddress() != s.cfg.Neighbor.String() {
+		if st.GetNeighborAddress() != guardAddr {
 			return
 		}
 		up := st.GetSessionState() == api.PeerState_ESTABLISHED
@@ -145,7 +186,7 @@ func (s *Speaker) onEvent(r *api.WatchEventResponse) {
 		return
 	}
 	for _, p := range t.GetPaths() {
-		if p.GetNeighborIp() != s.cfg.Neighbor.String() {
+		if p.GetNeighborIp() != guardAddr {
 			continue // our own announcements
 		}
 		pfx, ok := pathPrefix(p)
@@ -254,6 +295,7 @@ func (s *Speaker) Stop() {
 	s.cancel()
 	s.srv.Stop()
 	<-s.done
+	<-s.guardDone
 }
 
 // Neighbor is the inspect view of the peer.
@@ -281,7 +323,8 @@ type Inspect struct {
 func (s *Speaker) State(ctx context.Context) Inspect {
 	in := Inspect{RouterIP: s.cfg.RouterIP.String(), AS: s.cfg.AS, Neighbors: []Neighbor{}, Announced: []string{}, Learned: []string{}}
 	_ = s.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: true}, func(p *api.Peer) {
-		n := Neighbor{Address: p.GetConf().GetNeighborAddress(), AS: p.GetConf().GetPeerAsn(),
+		// GoBGP's peer is the guard; the neighbor is the one behind it.
+		n := Neighbor{Address: s.cfg.Neighbor.String(), AS: p.GetConf().GetPeerAsn(),
 			State: p.GetState().GetSessionState().String()}
 		if m := p.GetState().GetMessages(); m != nil {
 			n.MessagesIn, n.MessagesOut = m.GetReceived().GetTotal(), m.GetSent().GetTotal()
