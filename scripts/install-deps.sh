@@ -24,10 +24,11 @@ esac
 # etcd for the external-store tests, prometheus (server and promtool) for
 # the metrics tests, iperf3 for the netprofile bandwidth test and the
 # throughput benchmark, the reference CNI plugins (/usr/lib/cni) for the
-# CNI ADD benchmark, dig (bind9-dnsutils) for the DNS interception tests.
+# CNI ADD benchmark, dig (bind9-dnsutils bird2) for the DNS interception tests,
+# bird2 as the testbed's BGP top-of-rack router.
 pkgs=(openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs)
 if [ "$mode" = test ]; then
-	pkgs+=(etcd-server etcd-client iperf3 prometheus containernetworking-plugins bind9-dnsutils)
+	pkgs+=(etcd-server etcd-client iperf3 prometheus containernetworking-plugins bind9-dnsutils bird2)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -41,8 +42,9 @@ fi
 # The Debian etcd package may start a system etcd on 2379; the tests and
 # the quickstart bring their own, so keep the system one out of the way.
 # The same for the packaged Prometheus server (it would hold :9090, the
-# netplugin inspect port); the metrics test runs its own.
-for svc in etcd prometheus; do
+# netplugin inspect port; the metrics test runs its own) and a system bird
+# (the testbed runs its own in a namespace).
+for svc in etcd prometheus bird; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
 		systemctl stop "$svc" || true
 		systemctl disable "$svc" >/dev/null 2>&1 || true

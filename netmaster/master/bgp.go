@@ -28,7 +28,19 @@ func checkBgp(tx *contivmodel.Tx, b *contivmodel.Bgp) error {
 	if isACI(tx) {
 		return contivmodel.Errorf("not supported in ACI fabric mode")
 	}
+	for _, f := range []struct{ name, v string }{{"as", b.As}, {"neighbor-as", b.NeighborAs}} {
+		if !validAS(f.v) {
+			return contivmodel.Invalidf("Invalid %s %q: want an AS number 1-4294967294", f.name, f.v)
+		}
+	}
 	return nil
+}
+
+// validAS accepts a decimal 4-byte AS number other than the reserved 0 and
+// 4294967295 (docs/compat.md: the original stored any text).
+func validAS(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 32)
+	return err == nil && n != 0 && n != 4294967295
 }
 
 // writeBgp writes the per-host state of b, restoring the previous value if

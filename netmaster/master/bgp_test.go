@@ -153,3 +153,34 @@ func TestBgpInspect(t *testing.T) {
 	np.mu.Unlock()
 	e.fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "page not found")
 }
+
+// Issue 15: bad AS numbers and addresses are refused (400, the field named)
+// and leave the store byte-identical, on create and on update.
+func TestBgpRefusals(t *testing.T) {
+	e := newEnv(t)
+	e.setGlobal(globalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"))
+	e.ok("POST", bgpPath("hostA"), bgpBody("hostA", "198.18.50.11/24", "65001", "198.18.50.1", "65000"))
+	for _, host := range []string{"hostA", "hostB"} {
+		for _, c := range []struct{ routerIP, as, neighbor, neighborAs, msg string }{
+			{"198.18.50.11/24", "x", "198.18.50.1", "65000", `Invalid as "x": want an AS number 1-4294967294`},
+			{"198.18.50.11/24", "0", "198.18.50.1", "65000", `Invalid as "0": want an AS number 1-4294967294`},
+			{"198.18.50.11/24", "4294967295", "198.18.50.1", "65000", ""},
+			{"198.18.50.11/24", "-1", "198.18.50.1", "65000", ""},
+			{"198.18.50.11/24", "65001 ", "198.18.50.1", "65000", ""},
+			{"198.18.50.11/24", "4294967296", "198.18.50.1", "65000", ""},
+			{"198.18.50.11/24", "", "198.18.50.1", "65000", ""},
+			{"198.18.50.11/24", "65001", "198.18.50.1", "6500a", `Invalid neighbor-as "6500a": want an AS number 1-4294967294`},
+			{"198.18.50.11/24", "65001", "198.18.50.1", "", ""},
+			{"198.18.50.11", "65001", "198.18.50.1", "65000", ""},
+			{"198.18.50.300/24", "65001", "198.18.50.1", "65000", ""},
+			{"x/24", "65001", "198.18.50.1", "65000", ""},
+			{"198.18.50.11/24", "65001", "198.18.50", "65000", ""},
+			{"198.18.50.11/24", "65001", "fe80::1", "65000", ""},
+		} {
+			e.failStatus("POST", bgpPath(host), bgpBody(host, c.routerIP, c.as, c.neighbor, c.neighborAs), 400, c.msg)
+		}
+	}
+	if st, _ := e.bgpState("hostA"); st["as"] != "65001" || st["router-ip"] != "198.18.50.11/24" {
+		t.Fatalf("bgp state after refusals: %v", st)
+	}
+}

@@ -64,6 +64,9 @@ type Config struct {
 	// RPCServerTLS and RPCClientTLS, when set, make the ofnet RPC with
 	// the masters mutual TLS: the agents' listeners and their calls.
 	RPCServerTLS, RPCClientTLS *tls.Config
+	// HostAccess turns on contivh0 host access and the host NAT rule
+	// (routing mode, docs/dataplane.md §3.7).
+	HostAccess bool
 
 	// Knobs with the original's values as defaults; tests shorten them.
 	ServiceTTL      time.Duration // netplugin service TTL (10 s)

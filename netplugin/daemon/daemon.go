@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/netplugin/hostnat"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
@@ -48,6 +49,8 @@ type Daemon struct {
 	pending  map[string]struct{}            // endpoint state ids being attached
 	vteps    map[string]uint32              // peer VTEP IP → ofport
 	uplinks  []ovsdriver.UplinkMember
+	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
+	bgp      bgpRunner
 
 	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
 	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
@@ -121,6 +124,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.startDataplane(ctx, &wg); err != nil {
 		return err
 	}
+	defer d.cleanupHostAccess()
 
 	// Replay (spec §6.2): networks, then endpoints (reconciled with OVS),
 	// then groups; then follow the store.
@@ -133,6 +137,11 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
+	bgps := newFollower("bgp", d.st.Bgp, handlers[state.Bgp]{put: d.bgpPut, del: d.bgpDel}, d.log, d.cfg.StoreRetryDelay)
+	if err := bgps.sync(ctx); err != nil {
+		d.log.WithError(err).Warn("read the BGP configuration")
+	}
+	defer d.stopBgp()
 	// Then services and their providers (docs/services.md).
 	svcs := newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{put: d.serviceLBPut, del: d.serviceLBDel}, d.log, d.cfg.StoreRetryDelay)
 	provs := newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{put: d.providersPut, del: d.providersDel}, d.log, d.cfg.StoreRetryDelay)
@@ -176,6 +185,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, groups.run)
 	goRun(ctx, &wg, eps.run)
 	goRun(ctx, &wg, glob.run)
+	goRun(ctx, &wg, bgps.run)
 	goRun(ctx, &wg, svcs.run)
 	goRun(ctx, &wg, provs.run)
 	goRun(ctx, &wg, d.finishRestart)
@@ -245,8 +255,10 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	vxDatapath, vlDatapath := "vxlan", "vlan"
 	if d.glob.FwdMode == "routing" {
 		vxDatapath = "vrouter"
-		// VLAN routing needs BGP, which is out of scope: VLAN networks are
-		// bridged in routing mode too (docs/compat.md).
+		if d.vlanRouting() {
+			vlDatapath = agent.DatapathVlrouter
+			d.log.Warn(bgpNotConfigured + " until BGP is configured")
+		}
 	}
 	var err error
 	d.vx, err = d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
@@ -274,8 +286,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			return fmt.Errorf("uplink %s: %w", u.Name, err)
 		}
 	}
-	if _, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet); err != nil {
+	hp, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet)
+	if err != nil {
 		d.log.WithError(err).Warn("host port contivh0 not created")
+	} else {
+		d.setupHostAccess(ctx, hp)
 	}
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {

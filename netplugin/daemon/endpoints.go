@@ -84,6 +84,9 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 		spec.Bandwidth, spec.Burst = g.Bandwidth, g.Burst
 	}
 	spec.Tag = tag
+	if nw.NwType == "infra" && ep.EndpointID == d.cfg.HostLabel { // the host's own port on the network (infra.go)
+		spec.Infra, spec.InfraName = true, nw.NetworkName
+	}
 	mac, err := net.ParseMAC(ep.MacAddress)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint %s has a bad MAC %q: %w", ep.ID, ep.MacAddress, err)
@@ -113,6 +116,7 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 	d.mu.Lock()
 	d.locals[ep.ID] = le
 	d.mu.Unlock()
+	d.bgpEndpoint(ctx, le, true)
 	return le, nil
 }
 
@@ -126,6 +130,7 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
 	if !ok {
 		return nil
 	}
+	d.bgpEndpoint(ctx, le, false)
 	var errs []error
 	a := d.vl
 	if le.bridge == ovsdriver.VxlanBridge {

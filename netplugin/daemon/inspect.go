@@ -23,9 +23,7 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 	r := mux.NewRouter()
 	r.HandleFunc("/inspect/driver", d.inspectDriver).Methods(http.MethodGet)
 	r.HandleFunc("/svcstats", d.serveSvcStats).Methods(http.MethodGet)
-	r.HandleFunc("/inspect/bgp", func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "Error fetching bgp", http.StatusInternalServerError)
-	}).Methods(http.MethodGet)
+	r.HandleFunc("/inspect/bgp", d.inspectBgp).Methods(http.MethodGet)
 	r.HandleFunc("/inspect/nameserver", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, d.names.Inspect())
 	}).Methods(http.MethodGet)

@@ -129,9 +129,15 @@ func (d *Daemon) networkPut(ctx context.Context, nw state.Network, prev *state.N
 	if err := d.agentFor(nw).AddNetwork(ctx, uint16(nw.PktTag), vni, nw.Gateway, nw.Tenant); err != nil {
 		d.log.WithError(err).Errorf("add network %s to the datapath", nw.ID)
 	}
+	if nw.NwType == "infra" {
+		d.infraUp(ctx, nw)
+	}
 }
 
 func (d *Daemon) networkDel(ctx context.Context, nw state.Network) {
+	if nw.NwType == "infra" {
+		d.infraDown(ctx, nw)
+	}
 	d.mu.Lock()
 	delete(d.networks, nw.ID)
 	d.mu.Unlock()

@@ -72,12 +72,7 @@ type Config struct {
 	// /var/run/netns/NAME), for the ethtool calls netlink cannot make;
 	// empty means the process's own namespace.
 	NetNSPath string
-	// IPTables is the command (and leading arguments) used for the host
-	// masquerade rule, default {"iptables"}. Tests use {"ip", "netns",
-	// "exec", NS, "iptables"} so the rule lands in the namespace of
-	// Netlink. When the program is not found the rule is skipped (logged).
-	IPTables []string
-	Logger   logrus.FieldLogger
+	Logger    logrus.FieldLogger
 }
 
 // Driver is the OVS driver of one host. Its methods are safe for
@@ -114,9 +109,6 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	if cfg.OVSDB == "" {
 		cfg.OVSDB = DefaultOVSDB
-	}
-	if len(cfg.IPTables) == 0 {
-		cfg.IPTables = []string{"iptables"}
 	}
 	d := &Driver{cfg: cfg, log: cfg.Logger, nl: cfg.Netlink}
 	if d.log == nil {

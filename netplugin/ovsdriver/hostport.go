@@ -2,12 +2,9 @@ package ovsdriver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 
@@ -44,10 +41,9 @@ func PrivateAddr(pvtSubnet string, n int) (*net.IPNet, net.HardwareAddr, error) 
 // EnsureHostPort makes sure the VXLAN bridge has the internal port contivh0
 // (access tag 2, endpoint-id hostcontivh0) and that the Linux interface has
 // the host-private address and MAC of number 0xfffe in pvtSubnet and is up.
-// It then adds, if absent, the rule "-t nat POSTROUTING -s <pvtSubnet> !
-// -o contivh0 -j MASQUERADE" when the iptables program exists (it only
-// logs otherwise). Idempotent; a contivh0 port of another type is refused
-// (ErrMismatch).
+// It adds no NAT rule: host NAT is netplugin/hostnat's, only where host access
+// is asked for (docs/dataplane.md §3.7). Idempotent; a contivh0 port of
+// another type is refused (ErrMismatch).
 func (d *Driver) EnsureHostPort(ctx context.Context, pvtSubnet string) (EndpointPort, error) {
 	addr, mac, err := PrivateAddr(pvtSubnet, hostPortNum)
 	if err != nil {
@@ -78,42 +74,7 @@ func (d *Driver) EnsureHostPort(ctx context.Context, pvtSubnet string) (Endpoint
 	if err := d.nl.LinkSetUp(link); err != nil {
 		return EndpointPort{}, fmt.Errorf("ensure host port: set up: %w", err)
 	}
-	if err := d.ensureMasquerade(ctx, addr); err != nil {
-		return EndpointPort{}, fmt.Errorf("ensure host port: %w", err)
-	}
 	return res, nil
 }
 
 func equalMAC(a, b net.HardwareAddr) bool { return a.String() == b.String() }
-
-// ensureMasquerade adds the host NAT rule unless it is already there.
-func (d *Driver) ensureMasquerade(ctx context.Context, addr *net.IPNet) error {
-	if _, err := exec.LookPath(d.cfg.IPTables[0]); err != nil {
-		d.log.WithError(err).Warn("iptables not found: host masquerade rule not added")
-		return nil
-	}
-	subnet := (&net.IPNet{IP: addr.IP.Mask(addr.Mask), Mask: addr.Mask}).String()
-	rule := []string{"POSTROUTING", "-s", subnet, "!", "-o", HostPortName, "-j", "MASQUERADE"}
-	err := d.iptables(ctx, append([]string{"-C"}, rule...)...)
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-		return nil // already present
-	case !errors.As(err, &exitErr):
-		return err
-	}
-	if err := d.iptables(ctx, append([]string{"-A"}, rule...)...); err != nil {
-		return fmt.Errorf("add masquerade rule for %s: %w", subnet, err)
-	}
-	return nil
-}
-
-// iptables runs the configured iptables command on the nat table.
-func (d *Driver) iptables(ctx context.Context, args ...string) error {
-	argv := append(append([]string{}, d.cfg.IPTables[1:]...), append([]string{"-w", "5", "-t", "nat"}, args...)...)
-	out, err := exec.CommandContext(ctx, d.cfg.IPTables[0], argv...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %w: %s", strings.Join(d.cfg.IPTables, " "), strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}

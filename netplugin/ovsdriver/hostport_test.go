@@ -71,9 +71,8 @@ func TestHostPort(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iptables -S: %v: %s", err, out)
 	}
-	rule := "-A POSTROUTING -s 198.19.0.0/16 ! -o contivh0 -j MASQUERADE"
-	if n := strings.Count(out, rule); n != 1 {
-		t.Errorf("masquerade rule present %d times, want once:\n%s", n, out)
+	if strings.Contains(out, "MASQUERADE") {
+		t.Errorf("the host port added a NAT rule (host NAT is netplugin/hostnat's, on request only):\n%s", out)
 	}
 	eps, err := d.ExistingEndpoints(e.ctx, ovsdriver.VxlanBridge)
 	if err != nil || len(eps) != 0 {

@@ -72,7 +72,7 @@ func (e *env) driver(t *testing.T, st *state.Store) *ovsdriver.Driver {
 	d, err := ovsdriver.New(e.ctx, ovsdriver.Config{
 		OVSDB: e.ovs.DBSock, DatapathType: "netdev", HostLabel: "host1", Store: st, Netlink: e.nl,
 		NetNSPath: "/var/run/netns/" + e.ovs.NetNS,
-		IPTables:  []string{"ip", "netns", "exec", e.ovs.NetNS, "iptables"}, Logger: log,
+		Logger:    log,
 	})
 	if err != nil {
 		t.Fatalf("new driver: %v", err)

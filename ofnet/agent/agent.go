@@ -46,6 +46,8 @@ type Agent struct {
 	rules     map[string]ofrpc.OfnetPolicyRule
 	services  map[string]*service // by name (<svc>:<tenant>)
 	arpFlood  bool
+	host      *HostAccess // contivh0 host access (VXLAN routing), nil when off
+	bgp       bgpState    // VLAN routing: BGP port, peer and learned routes
 	masters   map[string]ofrpc.OfnetNode
 	cache     map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
 	groups    map[uint32]ofctrl.Group                   // installed flood groups

@@ -57,9 +57,9 @@ type Config struct {
 
 func (c *Config) validate() error {
 	switch c.Datapath {
-	case DatapathVxlan, DatapathVrouter, DatapathVlan:
+	case DatapathVxlan, DatapathVrouter, DatapathVlan, DatapathVlrouter:
 	default:
-		return fmt.Errorf("agent: datapath %q: want %q, %q or %q", c.Datapath, DatapathVxlan, DatapathVrouter, DatapathVlan)
+		return fmt.Errorf("agent: datapath %q: want %q, %q, %q or %q", c.Datapath, DatapathVxlan, DatapathVrouter, DatapathVlan, DatapathVlrouter)
 	}
 	if c.LocalIP == nil || c.LocalIP.To4() == nil {
 		return fmt.Errorf("agent: LocalIP %v: an IPv4 address is required", c.LocalIP)

@@ -78,7 +78,13 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.IPTable] = pipeline.MissGoto(pipeline.HostSNATTable)
 		common[pipeline.HostSNATTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanRouting{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
+			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
+	case DatapathVlrouter:
+		common[pipeline.VlanTable] = pipeline.MissDrop()
+		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.IPTable)
+		common[pipeline.IPTable] = pipeline.MissDrop()
+		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
+			featureVlanRouting{}, featurePolicy{}, featureARP{}}
 	case DatapathVlan:
 		common[pipeline.VlanTable] = pipeline.MissGoto(pipeline.DstGroupTable)
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)

@@ -25,7 +25,7 @@ func (featureARP) flows(s *snapshot, d *desiredState) {
 	t := s.table(pipeline.ClassifierTable)
 	cookie := pipeline.CookieOf(pipeline.CatArpMode, "arp")
 	switch {
-	case s.a.cfg.Datapath == DatapathVrouter:
+	case s.a.cfg.Datapath == DatapathVrouter || s.a.cfg.Datapath == DatapathVlrouter:
 		d.to("arp")(t.BuildFlow(100).Cookie(cookie).MatchEthType(pipeline.EthTypeARP).Action().Controller().Done())
 	case !s.a.arpFlood:
 		d.to("arp")(t.BuildFlow(100).Cookie(cookie).MatchARPOp(packet.ARPRequest).Action().Controller().Done())
@@ -72,7 +72,7 @@ func (featureARP) decide(a *Agent, pi *of.PacketIn) (bool, []*of.PacketOut) {
 	if !ok {
 		return true, nil
 	}
-	if a.cfg.Datapath == DatapathVrouter {
+	if a.cfg.Datapath == DatapathVrouter || a.cfg.Datapath == DatapathVlrouter {
 		return true, a.arpRouting(inPort, eth, req)
 	}
 	return true, a.arpBridging(inPort, pi, eth, req)
@@ -201,6 +201,11 @@ func (a *Agent) arpToFabricLocked(sep endpoint, frame []byte, eth *packet.Ethern
 func (a *Agent) arpRouting(inPort uint32, eth *packet.Ethernet, req *packet.ARP) []*of.PacketOut {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.host != nil && inPort == a.host.Port {
+		// Whatever the host asks through contivh0 is answered with the router
+		// MAC (docs/dataplane.md §3.7).
+		return []*of.PacketOut{of.NewPacketOut(packet.ARPReplyFrame(eth, req, routerMAC), of.ActionOutput{Port: inPort})}
+	}
 	l, ok := a.locals[inPort]
 	if !ok {
 		return nil
@@ -216,6 +221,10 @@ func (a *Agent) arpRouting(inPort uint32, eth *packet.Ethernet, req *packet.ARP)
 				known = true
 			}
 		}
+	}
+	if !known && a.cfg.Datapath == DatapathVlrouter && !req.TargetIP.Equal(l.IpAddr) {
+		// VLAN routing: addresses behind the BGP peer (docs/dataplane.md §3.5).
+		known = a.bgpRouteCoversLocked(req.TargetIP)
 	}
 	mac := routerMAC
 	if !known && a.isServiceVIPLocked(req.TargetIP, nw.Vrf) {

@@ -27,6 +27,7 @@ type State struct {
 	Networks       map[uint16]NetworkState
 	Uplinks        map[uint32]string
 	PolicyRules    map[string]ofrpc.OfnetPolicyRule
+	HostAccess     map[string]string `json:",omitempty"` // contivh0 and each endpoint's private address
 	Tables         []string
 	Flows          []string // installed flows, ovs-ofctl syntax with cookies
 	Groups         []string
@@ -85,6 +86,9 @@ func (a *Agent) State() State {
 	}
 	for k, v := range a.rules {
 		st.PolicyRules[k] = v
+	}
+	if a.host != nil {
+		st.HostAccess = hostAccessState(*a.host, a.localEndpointsLocked())
 	}
 	for _, t := range a.tables.All() {
 		st.Tables = append(st.Tables, t.ID.String()+": miss "+t.Miss.String())

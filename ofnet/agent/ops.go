@@ -349,7 +349,7 @@ func (a *Agent) AddRemoteEndpoint(ctx context.Context, ep ofrpc.OfnetEndpoint) e
 	if ep.OriginatorIp.Equal(a.cfg.LocalIP) {
 		return nil
 	}
-	if (a.cfg.Datapath == DatapathVlan) != (ep.Vni == 0) {
+	if (a.vlanDatapath()) != (ep.Vni == 0) {
 		return nil
 	}
 	if ep.EndpointID == "" || ep.IpAddr.To4() == nil {

@@ -117,7 +117,7 @@ func (a *Agent) toRPC(ep endpoint, now time.Time) ofrpc.OfnetEndpoint {
 		OriginatorIp:      a.cfg.LocalIP,
 		Timestamp:         now,
 	}
-	if a.cfg.Datapath == DatapathVlan {
+	if a.vlanDatapath() {
 		out.OriginatorMac = a.cfg.UplinkMAC
 	}
 	if ep.IPv6 != nil {

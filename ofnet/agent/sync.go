@@ -73,7 +73,7 @@ func (a *Agent) remoteEndpointsLocked() []endpoint {
 		if r.Ipv6Addr != nil && r.Ipv6Addr.To4() == nil {
 			ep.IPv6 = r.Ipv6Addr
 		}
-		if a.cfg.Datapath != DatapathVlan {
+		if !a.vlanDatapath() {
 			nw := a.networkByVniLocked(r.Vni)
 			port, known := a.vtepPortLocked(r.OriginatorIp)
 			if nw == nil || !known {

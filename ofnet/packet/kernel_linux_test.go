@@ -37,7 +37,7 @@ type kernelPeer struct {
 }
 
 // requireComponent fails when CI=true and skips otherwise, like the project's Require helpers.
-func requireComponent(t *testing.T, what string, err error) {
+func RequireComponent(t *testing.T, what string, err error) {
 	t.Helper()
 	if err == nil {
 		return
@@ -51,10 +51,10 @@ func requireComponent(t *testing.T, what string, err error) {
 func newKernelPeer(t *testing.T) *kernelPeer {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		requireComponent(t, "root (network namespaces)", errors.New("not running as root"))
+		RequireComponent(t, "root (network namespaces)", errors.New("not running as root"))
 	}
 	netns, err := testutils.NewNS()
-	requireComponent(t, "a private network namespace", err)
+	RequireComponent(t, "a private network namespace", err)
 	t.Cleanup(func() {
 		_ = netns.Close()
 		_ = testutils.UnmountNS(netns)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -47,7 +48,22 @@ func (c *Container) ServeTraffic(t testing.TB, ports ...int) *Server {
 	for _, p := range ports {
 		addrs = append(addrs, ":"+strconv.Itoa(p))
 	}
-	list := strings.Join(addrs, ",")
+	return c.serveTraffic(t, bin, strings.Join(addrs, ","))
+}
+
+// ServeTrafficOn is ServeTraffic bound to one address: its UDP answers leave
+// from that address whatever the route back (a multi-homed host).
+func (c *Container) ServeTrafficOn(t testing.TB, ip string, port int) *Server {
+	t.Helper()
+	bin, err := buildNetprobe()
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	return c.serveTraffic(t, bin, net.JoinHostPort(ip, strconv.Itoa(port)))
+}
+
+func (c *Container) serveTraffic(t testing.TB, bin, list string) *Server {
+	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", c.NS, bin, "serve", "-tcp", list, "-udp", list, "-lifetime", "10m")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	out, err := cmd.StdoutPipe()

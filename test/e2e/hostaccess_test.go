@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/test/testbed"
+)
+
+// natRules is the host's nat table as iptables lists it.
+func natRules(t *testing.T, c *testbed.Container) string {
+	t.Helper()
+	out, err := c.Exec("iptables", "-w", "5", "-t", "nat", "-S")
+	if err != nil {
+		t.Fatalf("iptables -t nat -S in %s: %v", c.Name, err)
+	}
+	return out
+}
+
+// reachIP pings ip from c until answered (within), then checks TCP and UDP
+// against the echo at ip.
+func reachIP(c *testbed.Container, ip string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = c.Ping(ip, 1, 2*time.Second); err == nil {
+			break
+		}
+	}
+	if err == nil {
+		err = c.CheckTraffic(ip, testbed.TrafficPort, trafficTimeout)
+	}
+	if err != nil {
+		return fmt.Errorf("%s → %s: %w", c.Name, ip, err)
+	}
+	return nil
+}
+
+// TestHostAccess is issue 15's host access acceptance (docs/dataplane.md
+// §3.7): in routing mode with --host-access a container reaches its host's
+// address and, masqueraded by the host, an address behind the host (a
+// namespace standing for the world); the host reaches the container at its
+// private address; the host NAT rule is the host's own and goes away with
+// host access, leaving the nat table as a fresh namespace has it.
+func TestHostAccess(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 1, NetMode: "vxlan", FwdMode: "routing",
+		NetpluginArgs: []string{"--host-access"}})
+	h := tb.Hosts[0]
+	fresh := h.NewContainerNS(t, "fresh")
+	before := natRules(t, fresh)
+	out := h.AddOutside(t)
+	out.ServeTraffic(t)
+	host := h.AsContainer()
+	// Bound to each address: the host has several, and an unbound UDP
+	// socket would answer from the one of the route back (contivh0's).
+	host.ServeTrafficOn(t, h.IP, testbed.TrafficPort)
+
+	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.5.0/24", "--gateway", "198.19.5.254", "ha")
+	c := attachNew(t, h, "ha0", "default", "ha", "")
+
+	rules := natRules(t, host)
+	if n := strings.Count(rules, "MASQUERADE"); n != 1 || !strings.Contains(rules, "-s 172.19.0.0/16 ! -o contivh0") {
+		t.Fatalf("host nat table with host access (want one masquerade of the private subnet):\n%s", rules)
+	}
+	t.Run("container reaches its host's address", func(t *testing.T) {
+		if err := reachIP(c.Container, h.IP, 20*time.Second); err != nil {
+			flows, _ := h.DumpFlows("contivVxlanBridge")
+			addrs, _ := host.Exec("ip", "-4", "addr")
+			t.Errorf("%v\nflows:\n%s\n%s", err, strings.Join(flows, "\n"), addrs)
+		}
+	})
+	t.Run("container reaches an address behind the host", func(t *testing.T) {
+		if err := reachIP(c.Container, out.IP, 20*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("host reaches the container at its private address", func(t *testing.T) {
+		pvt := privateIP(t, h, c.ip())
+		t.Logf("%s has the private address %s", c.ip(), pvt)
+		if err := reachIP(host, pvt, 20*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("without host access the host's nat table is as before", func(t *testing.T) {
+		h.StopNetplugin(t)
+		if got := natRules(t, host); got != before {
+			t.Errorf("nat table after netplugin stopped:\n%s\nwant (fresh namespace):\n%s", got, before)
+		}
+		tb.Config.NetpluginArgs = nil
+		h.StartNetplugin(t)
+		time.Sleep(3 * time.Second)
+		if got := natRules(t, host); got != before {
+			t.Errorf("nat table with a netplugin without --host-access:\n%s\nwant:\n%s", got, before)
+		}
+		if err := c.Ping(out.IP, 1, 2*time.Second); err == nil {
+			t.Error("the container still reaches the outside without host access")
+		}
+	})
+	if t.Failed() {
+		t.Log(tb.Hosts[0].Logs())
+	}
+}
+
+// privateIP reads the container's private address from netplugin's
+// /inspect/driver (the VXLAN agent's HostAccess map).
+func privateIP(t *testing.T, h *testbed.Host, ip string) string {
+	t.Helper()
+	var drv map[string]struct{ HostAccess map[string]string }
+	getJSON(t, h.HTTPClient(), "http://"+h.IP+":9090/inspect/driver", &drv)
+	for k, v := range drv["vxlan"].HostAccess {
+		if strings.HasPrefix(k, ip+":") {
+			return v
+		}
+	}
+	t.Fatal(errors.New("no private address for " + ip + " in /inspect/driver"))
+	return ""
+}
+
+// TestInfraNetwork: an infra network (netctl net create --nw-type infra)
+// gives every host its own port on the network, named after it, with an
+// address of the network (docs/daemons.md §6.3); the host and the network's
+// containers reach each other directly (ping, TCP, UDP), without host access.
+func TestInfraNetwork(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 1, NetMode: "vxlan", FwdMode: "routing"})
+	h := tb.Hosts[0]
+	netctl(t, tb, "net", "create", "--nw-type", "infra", "--encap", "vxlan", "--subnet", "198.19.7.0/24", "--gateway", "198.19.7.254", "infra0")
+	var hostIP string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && hostIP == "" {
+		out, _ := h.Exec("ip", "-4", "-o", "addr", "show", "dev", "infra0")
+		if f := strings.Fields(out); len(f) >= 4 && f[2] == "inet" {
+			hostIP = strings.Split(f[3], "/")[0]
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if hostIP == "" {
+		t.Fatalf("no address on the host's infra port infra0:\n%s", h.Logs())
+	}
+	host := h.AsContainer()
+	host.ServeTrafficOn(t, hostIP, testbed.TrafficPort)
+	c := attachNew(t, h, "in0", "default", "infra0", "")
+	if err := reachIP(c.Container, hostIP, 20*time.Second); err != nil {
+		t.Error(err)
+	}
+	if err := reachIP(host, c.ip(), 20*time.Second); err != nil {
+		t.Error(err)
+	}
+}
