@@ -110,7 +110,7 @@ func testListSortedByKey(t *testing.T, newStore storeFunc) {
 	}
 }
 
-// TestDecoding covers spec §1.5: case-insensitive names, unknown members
+// TestDecoding covers docs/rest-api.md §1.5: case-insensitive names, unknown members
 // ignored, first JSON value only, empty body, type mismatch, key and links
 // from the body ignored.
 func testDecoding(t *testing.T, newStore storeFunc) {
@@ -173,7 +173,7 @@ func testHTMLEscaping(t *testing.T, newStore storeFunc) {
 	}
 }
 
-// TestNoControllerTypes covers volume and volumeProfile (spec §2.14).
+// TestNoControllerTypes covers volume and volumeProfile (docs/rest-api.md §2.14).
 func testNoControllerTypes(t *testing.T, newStore storeFunc) {
 	kv := newStore(t)
 	srv := modeltest.Start(t, kv, cm.NoopControllers())

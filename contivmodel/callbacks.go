@@ -6,7 +6,7 @@ import (
 )
 
 // Callbacks is the per-type behaviour the netmaster implements (spec
-// rest-api.md §1.9, §2). Every method runs inside a transaction: tx reads
+// docs/rest-api.md §1.9, §2). Every method runs inside a transaction: tx reads
 // see the transaction's own writes, and writes through tx (Put, Modify,
 // Delete, RemoveIn — e.g. adding a network to its tenant's Networks link
 // set) are persisted together with the object itself only if the whole
@@ -28,7 +28,7 @@ type Callbacks[T any] interface {
 	Create(ctx context.Context, tx *Tx, obj *T) error
 	// Update runs when an object with the key exists. It decides which of
 	// req's fields are taken over into stored; on success stored is
-	// stored (the REST answer is req, spec §1.6).
+	// stored (the REST answer is req, docs/rest-api.md §1.6).
 	Update(ctx context.Context, tx *Tx, stored, req *T) error
 	// Delete runs before the object is removed; an error keeps it.
 	Delete(ctx context.Context, tx *Tx, obj *T) error
@@ -81,7 +81,7 @@ func CopyConfig[T any](dst, src *T) {
 
 // Controllers holds the callbacks of every type for RegisterAll. A nil
 // member registers the type without a controller: create/update answer
-// "Invalid object type" (spec §1.7), as volume and volumeProfile must.
+// "Invalid object type" (docs/rest-api.md §1.7), as volume and volumeProfile must.
 type Controllers struct {
 	AciGw             Callbacks[AciGw]
 	AppProfile        Callbacks[AppProfile]

@@ -1,5 +1,5 @@
 // Package contivmodel is the netmaster's REST object model (spec
-// rest-api.md §1, §2): the 15 object types with their JSON encoding, the
+// docs/rest-api.md §1, §2): the 15 object types with their JSON encoding, the
 // field tables that validate them, one generic collection persisted through
 // objdb at obj/modeldb/<type>/<key>, and generic HTTP handlers for list,
 // get, create-or-update, delete and inspect.

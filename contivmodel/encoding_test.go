@@ -19,7 +19,7 @@ func mustJSON(t *testing.T, v any) string {
 // TestEncodingGolden pins the JSON of every type: key first, config fields
 // in ASCII order, zeros omitted, link-sets/links always present where the
 // type defines them, every single link present ({} when unset). The
-// populated bodies are the ones the original netctl sends (netctl.md §6).
+// populated bodies are the ones the original netctl sends (docs/netctl.md §6).
 func TestEncodingGolden(t *testing.T) {
 	tenantLink := cm.NewLink(cm.TypeTenant, "spectest")
 	cases := []struct {

@@ -61,7 +61,7 @@ func Missingf(format string, args ...any) error {
 	return &Error{Msg: fmt.Sprintf(format, args...), Err: ErrMissing}
 }
 
-// NotFound returns the generic "<typ> not found" error (spec §1.7).
+// NotFound returns the generic "<typ> not found" error (docs/rest-api.md §1.7).
 func NotFound(typ string) error {
 	return &Error{Msg: typ + " not found", Err: ErrNotFound}
 }

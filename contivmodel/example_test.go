@@ -13,7 +13,7 @@ import (
 )
 
 // exampleNetworks is a network controller that links each network into
-// its tenant, the way the netmaster's does (spec rest-api.md §2.4 step 10).
+// its tenant, the way the netmaster's does (docs/rest-api.md §2.4 step 10).
 type exampleNetworks struct{ cm.NoopCallbacks[cm.Network] }
 
 func (exampleNetworks) Create(_ context.Context, tx *cm.Tx, n *cm.Network) error {

@@ -25,7 +25,7 @@ const MaxBodyBytes = 4 << 20
 const maxKeyLen = 1024
 
 // NewRouter returns a gorilla/mux router serving the model routes of every
-// registered kind (spec rest-api.md §1.2, §1.3):
+// registered kind (docs/rest-api.md §1.2, §1.3):
 //
 //	GET              /api/v1/<plural>/             list
 //	GET              /api/v1/<plural>/{key}/       get
@@ -183,7 +183,7 @@ func invalidUTF8At(b []byte) int {
 
 // HandlePlugin registers a /plugin/* route: POST only, and only when the
 // request's Content-Type is exactly "application/json" (anything else is
-// 404, spec §1.3, §3.0).
+// 404, docs/rest-api.md §1.3, §3.0).
 func HandlePlugin(router *mux.Router, path string, h http.Handler) *mux.Route {
 	return router.Handle(path, h).Methods(http.MethodPost).Headers("Content-Type", "application/json")
 }
@@ -235,7 +235,7 @@ func (r *Registry) AddRoutes(router *mux.Router) {
 
 // serve adapts an operation to HTTP: success is 200 application/json with
 // the JSON value and "\n"; failure is text/plain with the error's client
-// message and "\n", with the status of Registry.Status (spec §1.6, §1.7,
+// message and "\n", with the status of Registry.Status (docs/rest-api.md §1.6, §1.7,
 // docs/rest-errors.md). The key is decoded and checked first (CheckKey),
 // and the body (read by the upsert only) is read whole, bounded and
 // checked (ReadBody) before anything is decoded.

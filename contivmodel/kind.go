@@ -12,7 +12,7 @@ import (
 // client all work from it; nothing is written per type beyond this table.
 type Kind[T any] struct {
 	// Name is the type name: link "type" string, modeldb directory and the
-	// "<Name> not found" message (spec rest-api.md §1.4).
+	// "<Name> not found" message (docs/rest-api.md §1.4).
 	Name string
 	// Plural is the URL segment: /api/v1/<Plural>/.
 	Plural string
@@ -20,7 +20,7 @@ type Kind[T any] struct {
 	// key. Empty for inspect-only kinds.
 	KeyFields []string
 	// Fields is the validation table, in evaluation order (ASCII order of
-	// the JSON names, spec §1.9). Every config field of T is listed, even
+	// the JSON names, docs/rest-api.md §1.9). Every config field of T is listed, even
 	// those without a rule.
 	Fields []Field
 	// LinkSets and Links name the members of T's "link-sets" and "links"
@@ -233,7 +233,7 @@ func (s *schema) key(v reflect.Value) string { return v.FieldByIndex(s.keyIdx).S
 
 func (s *schema) setKey(v reflect.Value, key string) { v.FieldByIndex(s.keyIdx).SetString(key) }
 
-// clearLinks drops client-supplied links and link sets (spec §1.5).
+// clearLinks drops client-supplied links and link sets (docs/rest-api.md §1.5).
 func (s *schema) clearLinks(v reflect.Value) {
 	for _, idx := range [][]int{s.linkSetsIdx, s.linksIdx} {
 		if idx != nil {

@@ -1,6 +1,6 @@
 package contivmodel
 
-// The field tables of spec rest-api.md §2, one per type, in evaluation
+// The field tables of docs/rest-api.md §2, one per type, in evaluation
 // order. Lower bounds of 0 on DSCP, burst, pktTag and port go beyond the
 // original (Appendix A, Q7): negative values are refused with the same
 // "Value Out of bound" message instead of being stored.

@@ -1,7 +1,7 @@
 package contivmodel
 
 // Link is a reference to another model object, encoded
-// {"type":"<type>","key":"<key>"}, or {} when unset (spec rest-api.md §1.8).
+// {"type":"<type>","key":"<key>"}, or {} when unset (docs/rest-api.md §1.8).
 type Link struct {
 	ObjType string `json:"type,omitempty"`
 	ObjKey  string `json:"key,omitempty"`

@@ -1,6 +1,6 @@
 package contivmodel
 
-// Operational state returned by inspect (spec rest-api.md §2, netctl.md §7).
+// Operational state returned by inspect (docs/rest-api.md §2, docs/netctl.md §7).
 // Every member is omitted when zero. The inspect wrappers have no JSON tags:
 // their members are "Config" and "Oper".
 

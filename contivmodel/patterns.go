@@ -2,7 +2,7 @@ package contivmodel
 
 import "regexp"
 
-// Validation patterns of spec rest-api.md §1.10 and §2, built from the
+// Validation patterns of docs/rest-api.md §1.10 and §2, built from the
 // spec's named pieces. Every pattern is applied as a full-string match:
 // compile wraps it in ^(?:...)$, which changes nothing for the patterns
 // that already carry their own anchors.

@@ -17,7 +17,7 @@ import (
 )
 
 // ModelDBPrefix is the store directory of the model objects, relative to
-// the objdb root: obj/modeldb/<type>/<key> (spec daemons.md §2.5).
+// the objdb root: obj/modeldb/<type>/<key> (docs/daemons.md §2.5).
 const ModelDBPrefix = "obj/modeldb/"
 
 // StoreKey is the objdb key of the object of type typ with key key.
@@ -294,7 +294,7 @@ func (r *Registry) listRaw(typ string) []json.RawMessage {
 	return out
 }
 
-// Upsert runs the create-or-update pipeline of spec §1.9 for obj (the
+// Upsert runs the create-or-update pipeline of docs/rest-api.md §1.9 for obj (the
 // netmaster uses it at start-up for global and the default tenant): the
 // key is taken from obj.Key (or built from the key fields when empty),
 // then the object is validated (defaults applied to obj) and the type's

@@ -25,7 +25,7 @@ func pluginSetup(router *mux.Router) {
 	})).Methods(http.MethodGet)
 }
 
-// TestPathRules covers spec §1.3.
+// TestPathRules covers docs/rest-api.md §1.3.
 func testPathRules(t *testing.T, newStore storeFunc) {
 	srv := modeltest.StartWith(t, newStore(t), cm.NoopControllers(), pluginSetup)
 	expectOK(t, "tenant", srv.Do(t, http.MethodPost, "/api/v1/tenants/t1/", `{"tenantName":"t1"}`))

@@ -17,7 +17,7 @@ import (
 	"github.com/contiv/netplugin/contivmodel/modeltest"
 )
 
-// A small linking controller in the style of spec §2.3/§2.4/§2.7/§2.8, to
+// A small linking controller in the style of docs/rest-api.md §2.3/§2.4/§2.7/§2.8, to
 // exercise callbacks that change other objects through the Tx.
 
 type tenantCtl struct{ cm.NoopCallbacks[cm.Tenant] }

@@ -1,7 +1,7 @@
 package contivmodel
 
-// Object types of the REST model (spec rest-api.md §1.4, §2). Field order is
-// the JSON order clients see (spec netctl.md §7): "key" first, then the
+// Object types of the REST model (docs/rest-api.md §1.4, §2). Field order is
+// the JSON order clients see (docs/netctl.md §7): "key" first, then the
 // config fields in ASCII order of their JSON names, then "link-sets" and
 // "links". Every scalar and list is omitted when zero; "link-sets" and
 // "links" are structs and therefore always present for the types that have

@@ -59,7 +59,7 @@ func join(parts ...[]badValue) []badValue {
 }
 
 // validationCases lists, per type, a valid body and every rule of the
-// type's field table (spec rest-api.md §2) with a value that breaks it.
+// type's field table (docs/rest-api.md §2) with a value that breaks it.
 func validationCases() []typeCase {
 	return []typeCase{
 		{plural: "aciGws", keyFields: []string{"name"}, controller: true,

@@ -1,5 +1,5 @@
 // Package netctl is the netctl command-line client of netmaster (spec
-// netctl.md). It is built on urfave/cli v1; App returns a runnable value
+// docs/netctl.md). It is built on urfave/cli v1; App returns a runnable value
 // whose Run returns the process exit code instead of exiting, and all
 // output goes to the writers given in Options.
 package netctl
@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli"
 )
 
-// Exit codes (spec §4).
+// Exit codes (docs/netctl.md §4).
 const (
 	exitOK      = 0
 	exitUsage   = 1

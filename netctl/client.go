@@ -13,7 +13,7 @@ import (
 )
 
 // restClient builds the object client for the --netmaster URL, with the
-// --insecure transport and the token of ~/.netctl/config.json (spec §2).
+// --insecure transport and the token of ~/.netctl/config.json (docs/netctl.md §2).
 // The token is only attached for https URLs: the model client refuses to
 // send it in clear text, and unlike the original netctl a config file no
 // longer makes every http:// command fail.

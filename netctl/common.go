@@ -68,7 +68,7 @@ func (n *Netctl) exactly(want int, msg string) func(c *cli.Context) error {
 	return func(c *cli.Context) error { return n.needArgs(c, want, msg) }
 }
 
-// tenantList implements the tenant-scoped ls commands (spec §5.4): check
+// tenantList implements the tenant-scoped ls commands (docs/netctl.md §5.4): check
 // the tenant exists, list the collection, keep the tenant's objects (all
 // with -a), then print.
 func tenantList[T any](n *Netctl, c *cli.Context, cl *client.ContivClient,

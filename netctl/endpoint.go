@@ -21,7 +21,7 @@ func (n *Netctl) endpointCommand() cli.Command {
 					}
 					// The server echoes the requested id as Oper "key"; the
 					// original client type had no such member, so netctl
-					// never printed it (spec §7). contivmodel's EndpointOper
+					// never printed it (docs/netctl.md §7). contivmodel's EndpointOper
 					// has one: drop it here.
 					obj.Oper.Key = ""
 					return writeJSON(n.opts.Stdout, obj)

@@ -16,7 +16,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
-// The golden session of spec §8 against our own netmaster, started here
+// The golden session of docs/netctl.md §8 against our own netmaster, started here
 // on an embedded etcd (a real daemon on a loopback port, as an operator
 // would run it).
 func TestGoldenSessionAgainstNetmaster(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The golden session of spec §8 (testdata/golden_session.md, the spec text
+// The golden session of docs/netctl.md §8 (testdata/golden_session.md, the spec text
 // verbatim). TestGoldenSessionAgainstNetmaster replays it against our own
 // netmaster started in-process; TestGoldenSession replays it against any
 // other netmaster (e.g. the original) whose base URL is given:

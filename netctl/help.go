@@ -22,7 +22,7 @@ func setupCLIPackage() {
 	setupOnce.Do(func() { cli.HelpPrinter = printHelp })
 }
 
-// The help layouts of the original CLI framework (spec §1.3, §9). They are
+// The help layouts of the original CLI framework (docs/netctl.md §1.3, §9). They are
 // rendered through a tabwriter with TAB padding, as the original did.
 const (
 	appHelpTemplate = `NAME:

@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// helpCase is one verbatim help text of spec §9.
+// helpCase is one verbatim help text of docs/netctl.md §9.
 type helpCase struct {
 	cmd  string
 	want string
 }
 
-// loadHelpAppendix parses testdata/help_appendix.md (spec §9 verbatim):
+// loadHelpAppendix parses testdata/help_appendix.md (docs/netctl.md §9 verbatim):
 // "#### `netctl ...`" headings, each followed by a fenced block.
 func loadHelpAppendix(t *testing.T) []helpCase {
 	t.Helper()

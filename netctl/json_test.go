@@ -3,7 +3,7 @@ package netctl
 import "testing"
 
 // Populated -j listings: the filtered list, re-encoded in the key order of
-// spec §7 (members unknown to the client types dropped, link members
+// docs/netctl.md §7 (members unknown to the client types dropped, link members
 // always present).
 func TestJSONListings(t *testing.T) {
 	routes := func(coll, body string) map[string]string {

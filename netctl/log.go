@@ -11,7 +11,7 @@ import (
 )
 
 // logError writes one error record on stderr in the format of the
-// original's log library (spec §4): a logfmt line when stderr is not a
+// original's log library (docs/netctl.md §4): a logfmt line when stderr is not a
 // terminal, a coloured line when it is. Unlike the original, the message is
 // always a single line: trailing line breaks (server bodies end in "\n")
 // are dropped, and of a multi-line message (a server stack trace) only the

@@ -19,7 +19,7 @@ func (n *Netctl) loginCommand() cli.Command {
 }
 
 // login asks for credentials, posts them to the auth_proxy and stores the
-// answer (the token file) in ~/.netctl/config.json (spec §6.14).
+// answer (the token file) in ~/.netctl/config.json (docs/netctl.md §6.14).
 func (n *Netctl) login(c *cli.Context) error {
 	if err := n.noMoreArgs(c); err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 )
 
-// table is the column writer of every listing (spec §5.1): Go tabwriter
+// table is the column writer of every listing (docs/netctl.md §5.1): Go tabwriter
 // with minwidth 0, padding 2, space padding. Cells are TAB-terminated; a
 // line's last cell is written without padding.
 type table struct {
@@ -33,7 +33,7 @@ func (t *table) raw(s string) { fmt.Fprint(t.tw, s) }
 
 func (t *table) flush() { _ = t.tw.Flush() }
 
-// writeJSON prints v as indented JSON plus a newline (spec §5.3).
+// writeJSON prints v as indented JSON plus a newline (docs/netctl.md §5.3).
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -43,7 +43,7 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// writeNames prints one name per line (quiet output, spec §5.2).
+// writeNames prints one name per line (quiet output, docs/netctl.md §5.2).
 func writeNames[T any](w io.Writer, objs []*T, name func(*T) string) {
 	for _, o := range objs {
 		fmt.Fprintln(w, name(o))

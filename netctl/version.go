@@ -18,7 +18,7 @@ func (n *Netctl) versionCommand() cli.Command {
 }
 
 // version prints the client and the server version. The server is asked
-// with a plain HTTP client: no token, no --insecure (spec §6.13); only the
+// with a plain HTTP client: no token, no --insecure (docs/netctl.md §6.13); only the
 // CA of --tls-ca-file is trusted in addition.
 func (n *Netctl) version(c *cli.Context) error {
 	if err := n.noMoreArgs(c); err != nil {

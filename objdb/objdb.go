@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// DefaultRoot is the key prefix of the original's layout (spec daemons.md §2.1).
+// DefaultRoot is the key prefix of the original's layout (docs/daemons.md §2.1).
 const DefaultRoot = "/contiv.io"
 
 // Sentinel errors. Callers test them with errors.Is; backends wrap them with
@@ -218,7 +218,7 @@ type Locker interface {
 	NewLock(name, holderID string, ttl time.Duration) (Lock, error)
 }
 
-// LockEventType numbering follows the original (spec daemons.md §2.3).
+// LockEventType numbering follows the original (docs/daemons.md §2.3).
 type LockEventType int
 
 const (
@@ -274,7 +274,7 @@ type Lock interface {
 }
 
 // ServiceInfo is one registered service instance. No JSON tags: the original
-// stores Go field names (spec daemons.md §2.4).
+// stores Go field names (docs/daemons.md §2.4).
 type ServiceInfo struct {
 	ServiceName string
 	Role        string

@@ -1,4 +1,4 @@
-// Package state is the typed persisted state of spec daemons.md §3, stored
+// Package state is the typed persisted state of docs/daemons.md §3, stored
 // as one JSON value per object through objdb (never a second store client).
 //
 // Each kind of object is a Collection: a key prefix plus a Go type whose

@@ -39,7 +39,7 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// The bitset wire format is the original's (spec daemons.md §2.7).
+// The bitset wire format is the original's (docs/daemons.md §2.7).
 func TestBitsetWireFormat(t *testing.T) {
 	var b bitset.BitSet
 	b.Set(0).Set(65)

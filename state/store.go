@@ -2,7 +2,7 @@ package state
 
 import "github.com/contiv/netplugin/objdb"
 
-// Key prefixes of spec daemons.md §3.1, relative to the store root.
+// Key prefixes of docs/daemons.md §3.1, relative to the store root.
 const (
 	PrefixGlobConfig    = "master/config/"
 	PrefixGlobalCfg     = "state/global/"

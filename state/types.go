@@ -8,7 +8,7 @@ import (
 
 // Bitsets serialise as the original's JSON string: URL-safe base64 (with
 // padding) of an 8-byte big-endian bit length followed by big-endian 64-bit
-// words (spec daemons.md §2.7). That is bitset's default encoding; a test
+// words (docs/daemons.md §2.7). That is bitset's default encoding; a test
 // pins it.
 
 // GlobConfig is the cluster-wide forwarding config, "master/config/global".

@@ -1,4 +1,4 @@
-// Command netmaster is the Contiv network control plane (spec daemons.md §4).
+// Command netmaster is the Contiv network control plane (docs/daemons.md §4).
 package main
 
 import (

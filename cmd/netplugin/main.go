@@ -1,4 +1,4 @@
-// Command netplugin is the Contiv per-host agent (spec daemons.md §6).
+// Command netplugin is the Contiv per-host agent (docs/daemons.md §6).
 package main
 
 import (

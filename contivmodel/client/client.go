@@ -1,6 +1,6 @@
 // Package client is the Go REST client of the netmaster object model, with
 // the method names and error behaviour of the original client (spec
-// netctl.md §3, rest-api.md §1.7): <Type>Post, <Type>Get, <Type>List,
+// docs/netctl.md §3, docs/rest-api.md §1.7): <Type>Post, <Type>Get, <Type>List,
 // <Type>Delete and <Type>Inspect for every type, over one request helper.
 package client
 

@@ -204,7 +204,7 @@ func (f *fakeServer) last() recorded {
 }
 
 // TestClientRequests checks paths and bodies against the original client's
-// (netctl.md §3, §6).
+// (docs/netctl.md §3, §6).
 func TestClientRequests(t *testing.T) {
 	f := &fakeServer{status: 200, body: "{}"}
 	srv := httptest.NewServer(f)
@@ -244,7 +244,7 @@ func TestClientRequests(t *testing.T) {
 	}
 }
 
-// TestClientErrors checks the status mapping of spec §1.7.
+// TestClientErrors checks the status mapping of docs/rest-api.md §1.7.
 func TestClientErrors(t *testing.T) {
 	f := &fakeServer{}
 	srv := httptest.NewServer(f)

@@ -1,7 +1,7 @@
 package client
 
 // Per-type methods: thin wrappers naming the URL plural and the key parts
-// of each type (spec rest-api.md §1.4). All logic is in request.
+// of each type (docs/rest-api.md §1.4). All logic is in request.
 
 // AciGwPost creates or updates the aciGw singleton.
 func (c *ContivClient) AciGwPost(obj *AciGw) error { return post(c, "aciGws", obj.Name, obj) }

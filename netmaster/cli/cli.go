@@ -1,4 +1,4 @@
-// Package cli is netmaster's command line (spec daemons.md §1.1, §1.2):
+// Package cli is netmaster's command line (docs/daemons.md §1.1, §1.2):
 // every flag, alias and CONTIV_NETMASTER_* variable of the original, plus
 // the embedded-etcd and leader-TTL settings. cmd/netmaster only calls App.
 package cli

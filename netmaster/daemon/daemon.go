@@ -2,7 +2,7 @@
 // the embedded etcd), registers the netmaster services, campaigns for the
 // leader lock and switches between the follower state (proxy every request
 // to the leader) and the leader state (serve the API, run leader-only work)
-// as the lock is won and lost (spec daemons.md §4.1, §4.2).
+// as the lock is won and lost (docs/daemons.md §4.1, §4.2).
 package daemon
 
 import (
@@ -38,7 +38,7 @@ import (
 	"github.com/contiv/netplugin/utils/version"
 )
 
-// Service names and the lock name of spec daemons.md §2.3, §2.4.
+// Service names and the lock name of docs/daemons.md §2.3, §2.4.
 const (
 	ServiceNetmaster    = "netmaster"
 	ServiceNetmasterRPC = "netmaster.rpc"

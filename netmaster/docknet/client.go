@@ -1,5 +1,5 @@
 // Package docknet keeps Docker networks in step with contiv networks and
-// endpoint groups in docker cluster mode (spec daemons.md §4.14): a small
+// endpoint groups in docker cluster mode (docs/daemons.md §4.14): a small
 // Docker Engine API client over the unix socket (networks only) and the
 // create/delete rules of the original netmaster.
 package docknet
@@ -33,7 +33,7 @@ var (
 	// ErrNotFound: the engine has no such network.
 	ErrNotFound = errors.New("docknet: docker network not found")
 	// ErrOtherDriver: a network of that name exists with another driver.
-	// Its text is what the REST API shows (rest-api.md §2.4 step 9).
+	// Its text is what the REST API shows (docs/rest-api.md §2.4 step 9).
 	ErrOtherDriver = errors.New("network name used by another driver")
 )
 

@@ -26,7 +26,7 @@ func Name(tenant, network, group string) string {
 }
 
 // ParseName splits a legacy docker network name "[<group>.]<network>[/<tenant>]"
-// (daemons.md §8.1.5; tenant defaults to DefaultTenant).
+// (docs/daemons.md §8.1.5; tenant defaults to DefaultTenant).
 func ParseName(name string) (tenant, network, group string) {
 	base, tenant, ok := strings.Cut(name, "/")
 	if !ok || tenant == "" {

@@ -1,7 +1,7 @@
 // Package ipam hands out IPv4 and IPv6 addresses for the netmaster (spec
-// daemons.md §4.8, rest-api.md §2.4, §2.5, §3.1, §3.2).
+// docs/daemons.md §4.8, docs/rest-api.md §2.4, §2.5, §3.1, §3.2).
 //
-// Every change is a compare-and-swap on the store (DESIGN.md decision 2)
+// Every change is a compare-and-swap on the store (docs/architecture.md decision 2)
 // and writes one fixed-size piece of allocation state, so its cost does not
 // depend on the subnet size (decision 3):
 //

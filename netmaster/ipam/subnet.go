@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Prefix lengths a network subnet may have (spec rest-api.md §2.4 step 5).
+// Prefix lengths a network subnet may have (docs/rest-api.md §2.4 step 5).
 const (
 	MinV4PrefixLen = 8
 	MaxV4PrefixLen = 32
@@ -78,7 +78,7 @@ func (s Subnet) Contains(a netip.Addr) bool {
 // CheckHost parses a bare IPv4 address and checks that it is inside the
 // subnet, with the original's messages: "unable to convert hostIP <a> to
 // uint32" and "hostIP <a> is exceeding beyond subnet <base>/<len>, hostID
-// <n>" (spec rest-api.md §2.4 step 6, §3.2).
+// <n>" (docs/rest-api.md §2.4 step 6, §3.2).
 func (s Subnet) CheckHost(ip string) (netip.Addr, error) {
 	a, err := parseV4(ip)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s Subnet) CheckHost(ip string) (netip.Addr, error) {
 }
 
 // ParsePool parses an endpoint group's IP pool "a.b.c.d-e.f.g.h" against
-// its network's subnet, with the messages of spec rest-api.md §2.5: start >
+// its network's subnet, with the messages of docs/rest-api.md §2.5: start >
 // end, a single address, or a range not inside one /len block → "invalid
 // ip-pool <pool>"; a range outside the subnet → "bad ip-pool <pool>, EPG
 // ip-pool must be a subset of network <base>/<len>".

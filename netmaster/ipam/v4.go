@@ -17,7 +17,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// V4 allocates IPv4 addresses from pools kept in the store (DESIGN.md
+// V4 allocates IPv4 addresses from pools kept in the store (docs/architecture.md
 // decisions 2 and 3).
 //
 // Allocation order: the lowest free address of the pool, as the original.

@@ -16,7 +16,7 @@ import (
 // address of the range must be free in the parent ("ip address <a> is not
 // available", ErrInUse); they are then taken in the parent, so the parent
 // never hands them out, and the sub-pool hands them out to the group's
-// endpoints (spec daemons.md §4.8). Creating an identical sub-pool again
+// endpoints (docs/daemons.md §4.8). Creating an identical sub-pool again
 // succeeds without change.
 func (a *V4) CreateSubPool(ctx context.Context, parentID, id, pool string) (PoolInfo, error) {
 	if err := checkPoolID(parentID); err != nil {

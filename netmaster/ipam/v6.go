@@ -22,7 +22,7 @@ import (
 //
 // Taking an address is a create-only write of its key, so two netmasters can
 // never take the same one; the cost of an allocation does not depend on the
-// prefix length. Order (spec daemons.md §4.8): the host ID after the last
+// prefix length. Order (docs/daemons.md §4.8): the host ID after the last
 // one handed out, skipping taken ones, wrapping from the end of the host
 // space to ::1; "Reached MaxHosts" when all 2^(128−len)−1 are taken.
 
@@ -366,7 +366,7 @@ func (a *V6) AllocateSpecific(ctx context.Context, id string, ip netip.Addr) (ne
 }
 
 // Release frees ip (no-op when free); released reports whether it was
-// taken. It uses the pool's IPv6 prefix only (spec daemons.md §10 #7).
+// taken. It uses the pool's IPv6 prefix only (docs/daemons.md §10 #7).
 func (a *V6) Release(ctx context.Context, id string, ip netip.Addr) (released bool, err error) {
 	wrap := func(err error) error { return fmt.Errorf("release ipv6 address %s in pool %q: %w", ip, id, err) }
 	p, err := a.pool(ctx, id)

@@ -6,7 +6,7 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 )
 
-// aciGwCtl is the aciGw controller (spec rest-api.md §2.2): a pure
+// aciGwCtl is the aciGw controller (docs/rest-api.md §2.2): a pure
 // configuration singleton whose delete is refused while app profiles exist.
 type aciGwCtl struct{ m *master }
 

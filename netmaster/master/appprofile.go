@@ -8,7 +8,7 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 )
 
-// appProfileCtl is the app profile controller (spec rest-api.md §2.9), in
+// appProfileCtl is the app profile controller (docs/rest-api.md §2.9), in
 // its non-ACI behaviour: it only maintains links. The ACI gateway push is
 // not implemented.
 type appProfileCtl struct{ m *master }

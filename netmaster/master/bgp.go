@@ -15,7 +15,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// bgpCtl is the Bgp controller (spec rest-api.md §2.12, daemons.md §4.13):
+// bgpCtl is the Bgp controller (docs/rest-api.md §2.12, docs/daemons.md §4.13):
 // each object is mirrored to state/bgp/<hostname>, which the netplugin of
 // that host watches.
 type bgpCtl struct{ m *master }
@@ -150,7 +150,7 @@ func (c bgpCtl) Oper(ctx context.Context, _ *contivmodel.Tx, b *contivmodel.Bgp)
 	if len(body) > maxBgpInspect {
 		return nil, contivmodel.Errorf("bgp state of %s: the agent's answer exceeds %d bytes", b.Hostname, maxBgpInspect)
 	}
-	// The agent's errors reach the client verbatim (rest-api.md §2.12).
+	// The agent's errors reach the client verbatim (docs/rest-api.md §2.12).
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:

@@ -16,7 +16,7 @@ import (
 const DefaultPluginName = "netplugin"
 
 // dockerMode: this netmaster creates and removes docker networks (spec
-// daemons.md §4.4, §4.14). Only then is m.docker set.
+// docs/daemons.md §4.4, §4.14). Only then is m.docker set.
 func (m *master) dockerMode() bool { return m.cfg.ClusterMode == daemonflags.ModeDocker }
 
 func (m *master) swarmMode() bool { return m.cfg.ClusterMode == daemonflags.ModeSwarm }
@@ -82,7 +82,7 @@ func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state
 
 // deleteDocknet removes the docker network of a contiv network or group
 // (absence tolerated) and its mapping. A missing mapping is an error only
-// when the docker network was still there (spec daemons.md §4.14; the
+// when the docker network was still there (docs/daemons.md §4.14; the
 // docker removal itself cannot be rolled back).
 func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, network, group string) error {
 	existed, err := docknet.Remove(ctx, m.docker, tenant, network, group)

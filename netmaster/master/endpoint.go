@@ -9,7 +9,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// endpointCtl serves endpoint inspect (spec rest-api.md §2.13).
+// endpointCtl serves endpoint inspect (docs/rest-api.md §2.13).
 type endpointCtl struct {
 	contivmodel.NoopCallbacks[contivmodel.Endpoint]
 	m *master

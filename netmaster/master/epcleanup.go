@@ -20,7 +20,7 @@ import (
 )
 
 // DefaultNetpluginPort is the port of netplugin's REST server (spec
-// daemons.md §6.5), where netmaster asks for an endpoint's reclaim.
+// docs/daemons.md §6.5), where netmaster asks for an endpoint's reclaim.
 const DefaultNetpluginPort = 9090
 
 // Bounds of one reclaim request to a netplugin.
@@ -34,14 +34,14 @@ const (
 var errNothingToClean = errors.New("master: no endpoints to clean up")
 
 // addEpCleanupRoute serves DELETE /debug/epcleanup/tenant/{tenant}/{category}/{id}
-// (spec daemons.md §4.10.4, rest-api.md §3.10).
+// (docs/daemons.md §4.10.4, docs/rest-api.md §3.10).
 func (m *master) addEpCleanupRoute(r *mux.Router) {
 	r.Methods(http.MethodDelete).Path("/debug/epcleanup/tenant/{tenant}/{category}/{id}").HandlerFunc(m.serveEpCleanup)
 }
 
 // serveEpCleanup always answers 200: the text line when every selected
 // endpoint was deleted and reclaimed, an empty body otherwise (failures
-// are logged; rest-api.md Appendix A Q12).
+// are logged; docs/rest-api.md Appendix A Q12).
 func (m *master) serveEpCleanup(w http.ResponseWriter, r *http.Request) {
 	log := m.log.WithField("path", r.URL.Path)
 	var vals [3]string

@@ -143,8 +143,8 @@ func (e *env) epKeys() []string {
 	return out
 }
 
-// DELETE /debug/epcleanup/tenant/{tenant}/{category}/{id} (daemons.md
-// §4.10.4, rest-api.md §3.10): the selected endpoints are deleted as by
+// DELETE /debug/epcleanup/tenant/{tenant}/{category}/{id} (docs/daemons.md
+// §4.10.4, docs/rest-api.md §3.10): the selected endpoints are deleted as by
 // /plugin/deleteEndpoint and their hosts' netplugins asked to reclaim them;
 // every failure answers 200 with an empty body.
 func TestEpCleanup(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// epgCtl is the endpoint group controller (spec rest-api.md §2.5,
-// daemons.md §4.9). Attaching a policy creates its (group, policy)
+// epgCtl is the endpoint group controller (docs/rest-api.md §2.5,
+// docs/daemons.md §4.9). Attaching a policy creates its (group, policy)
 // instance with every rule (rule.go); netprofile and ext-contracts
 // references are checked and linked. A refused create leaves nothing behind.
 type epgCtl struct{ m *master }

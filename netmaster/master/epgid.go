@@ -10,7 +10,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// Endpoint-group ids (spec daemons.md §4.9, §10 #2) are persisted: id n is
+// Endpoint-group ids (docs/daemons.md §4.9, §10 #2) are persisted: id n is
 // held by the key "state/epgids/<n>" (value: the group's state id), created
 // with a create-only write, so restarts and fail-overs never reuse an id in
 // use, and two netmasters racing for one id cannot both get it.

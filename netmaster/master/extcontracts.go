@@ -6,7 +6,7 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 )
 
-// extContractsCtl is the extContractsGroup controller (spec rest-api.md
+// extContractsCtl is the extContractsGroup controller (docs/rest-api.md
 // §2.10). Groups link themselves to it (epg.go linkContracts); it keeps no
 // other state.
 type extContractsCtl struct{ m *master }

@@ -11,7 +11,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// globalCtl is the global controller (spec rest-api.md §2.1, daemons.md
+// globalCtl is the global controller (docs/rest-api.md §2.1, docs/daemons.md
 // §4.5). Its state writes (GlobConfig, gstate Cfg/Oper, the tag pools) are
 // undone if the operation fails at any later step.
 type globalCtl struct{ m *master }
@@ -246,7 +246,7 @@ func (c globalCtl) Oper(ctx context.Context, _ *contivmodel.Tx, _ *contivmodel.G
 }
 
 // globalReady checks the readiness for a network of encap (spec
-// rest-api.md §2.4 step 1) and returns the global object.
+// docs/rest-api.md §2.4 step 1) and returns the global object.
 func globalReady(tx *contivmodel.Tx, encap string) (*contivmodel.Global, error) {
 	notReady := func(why string) error {
 		return contivmodel.Errorf("Global configuration is not ready: %s", why)

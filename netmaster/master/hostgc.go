@@ -10,7 +10,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// Host garbage collection (spec daemons.md §4.10.3, leader only per §10
+// Host garbage collection (docs/daemons.md §4.10.3, leader only per §10
 // row 15): once the last netplugin of a host has been gone for the delay,
 // the leader withdraws the host's endpoints from the other agents
 // (ofnet ClearNode) and deletes them from the store. The agent follower

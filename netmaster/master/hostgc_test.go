@@ -9,7 +9,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// Host garbage collection (daemons.md §4.10.3): a host whose netplugin
+// Host garbage collection (docs/daemons.md §4.10.3): a host whose netplugin
 // comes back within the delay keeps everything; one that stays away loses
 // its endpoints (addresses and counts given back, IPv6 included), their
 // oper/eps entries and its endpoints in the ofnet master; other hosts keep

@@ -1,5 +1,5 @@
-// Package master is the netmaster leader's logic (spec rest-api.md §2, §3;
-// daemons.md §4.5–§4.10): the contivmodel controllers for global, tenant,
+// Package master is the netmaster leader's logic (docs/rest-api.md §2, §3;
+// docs/daemons.md §4.5–§4.10): the contivmodel controllers for global, tenant,
 // network, endpoint group and endpoint inspect, the /plugin/* API the
 // netplugin agents call, and the Leader the netmaster daemon runs on every
 // leadership acquisition.
@@ -39,7 +39,7 @@ import (
 )
 
 // Built-in defaults of the global object written at first start (spec
-// daemons.md §4.5).
+// docs/daemons.md §4.5).
 const (
 	DefaultArpMode   = "proxy"
 	DefaultPvtSubnet = "172.19.0.0/16"
@@ -66,7 +66,7 @@ type Config struct {
 	// OfnetClearDelay is how long a host's netplugin may stay away before
 	// the host is garbage-collected: its endpoints withdrawn from the other
 	// hosts and deleted from the store (0: DefaultOfnetClearDelay; absence
-	// re-checked every tenth of it; spec daemons.md §4.10.3).
+	// re-checked every tenth of it; docs/daemons.md §4.10.3).
 	OfnetClearDelay time.Duration
 	// NetpluginPort is the port of the netplugins' REST servers, asked to
 	// reclaim cleaned-up endpoints (0: DefaultNetpluginPort).
@@ -312,7 +312,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 
 // ensureDefaults creates the global object (from the flags and built-in
 // defaults, first creation only: a stored global is never reset, spec
-// daemons.md §4.5, §10 #3) and the default tenant when absent.
+// docs/daemons.md §4.5, §10 #3) and the default tenant when absent.
 func (m *master) ensureDefaults(ctx context.Context) error {
 	if _, err := contivmodel.Read[contivmodel.Global](m.reg, GlobalName); errors.Is(err, contivmodel.ErrNotFound) {
 		g := &contivmodel.Global{Name: GlobalName, NetworkInfraType: m.cfg.Infra, FwdMode: m.cfg.FwdMode,

@@ -9,7 +9,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// netprofileCtl is the netprofile controller (spec rest-api.md §2.6): QoS
+// netprofileCtl is the netprofile controller (docs/rest-api.md §2.6): QoS
 // settings copied into the state of the endpoint groups using them.
 type netprofileCtl struct{ m *master }
 
@@ -85,7 +85,7 @@ func (netprofileCtl) Oper(context.Context, *contivmodel.Tx, *contivmodel.Netprof
 	return nil, nil
 }
 
-// policyCtl is the policy controller (spec rest-api.md §2.7). Its rules
+// policyCtl is the policy controller (docs/rest-api.md §2.7). Its rules
 // are managed by the rule controller (rule.go); a policy delete runs each
 // rule's delete.
 type policyCtl struct{ m *master }

@@ -15,7 +15,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// networkCtl is the network controller (spec rest-api.md §2.4, daemons.md
+// networkCtl is the network controller (docs/rest-api.md §2.4, docs/daemons.md
 // §4.7). A refused create leaves nothing behind: every side effect is
 // undone when a later step (or the model commit) fails.
 type networkCtl struct{ m *master }

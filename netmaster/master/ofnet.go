@@ -17,14 +17,14 @@ import (
 )
 
 // DefaultOfnetClearDelay is how long a host may stay away before its
-// endpoints are withdrawn (spec daemons.md §9, host GC delay).
+// endpoints are withdrawn (docs/daemons.md §9, host GC delay).
 const DefaultOfnetClearDelay = 24 * time.Hour
 
 // ofnetRetry is the pause before binding the ofnet port again, re-listing
 // after a failed store watch, and the first AddNode retry.
 const ofnetRetry = time.Second
 
-// startOfnet runs this term's ofnet master (daemons.md §5.2, §5.3; leader
+// startOfnet runs this term's ofnet master (docs/daemons.md §5.2, §5.3; leader
 // only, §10 row 15): it listens on OfnetIP:OfnetPort, tells every
 // netplugin agent about itself, and pushes the policy rules of
 // state/policyRule. Everything stops with ctx; close waits for it.

@@ -16,7 +16,7 @@ import (
 // serviceVtep is the service a netplugin registers with its VTEP IP.
 const serviceVtep = "netplugin.vtep"
 
-// Timing of the agent follower (daemons.md §5.2, §9).
+// Timing of the agent follower (docs/daemons.md §5.2, §9).
 const (
 	agentEventPause = 100 * time.Millisecond
 	addNodeRetryMax = 30 * time.Second
@@ -28,7 +28,7 @@ const (
 // (ClearNode and the deletion of its endpoints, hostgc.go).
 //
 // Agents register with, and originate endpoints from, their VTEP IP, while
-// the `netplugin` entries carry the control IP (daemons.md §10 row 10). The
+// the `netplugin` entries carry the control IP (docs/daemons.md §10 row 10). The
 // follower also watches `netplugin.vtep` and maps a host (by its Hostname)
 // to its VTEP IP, so a departed host is removed and cleared under the
 // identity the master knows it by.

@@ -13,7 +13,7 @@ import (
 
 // followRules keeps the ofnet master's rules equal to state/policyRule:
 // the rules the policy code writes (rule.go) reach the agents through the
-// master (daemons.md §4.11). It lists and reconciles (the restore on
+// master (docs/daemons.md §4.11). It lists and reconciles (the restore on
 // leadership), then applies the watch from the listed version; a failed
 // watch is followed by a new list. Only this goroutine changes the
 // master's rules.
@@ -84,7 +84,7 @@ func (m *master) applyRuleChange(ctx context.Context, om *ofmaster.Master, c sta
 			m.putOfnetRule(ctx, om, c.ID, r)
 		}
 	default:
-		// Deleted: the previous value names the rule (daemons.md §10 row
+		// Deleted: the previous value names the rule (docs/daemons.md §10 row
 		// 9); the key is the same id.
 		id := c.ID
 		if c.Prev != nil && c.Prev.RuleId != "" {

@@ -385,7 +385,7 @@ func TestOfnetRestoresAndFollowsRuleState(t *testing.T) {
 
 // A departed host is dropped from the agent table at once and its
 // endpoints withdrawn from the other hosts after the clear delay, under
-// its VTEP identity even when its control IP differs (daemons.md §10 row
+// its VTEP identity even when its control IP differs (docs/daemons.md §10 row
 // 10); a host that comes back in time keeps its endpoints.
 func TestOfnetDepartedHost(t *testing.T) {
 	const delay = 2 * time.Second

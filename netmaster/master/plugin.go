@@ -19,8 +19,8 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
-// Request and response bodies of the /plugin/* API (spec rest-api.md §3,
-// daemons.md §5.4): Go field names on the wire.
+// Request and response bodies of the /plugin/* API (docs/rest-api.md §3,
+// docs/daemons.md §5.4): Go field names on the wire.
 
 // AddressAllocRequest is the /plugin/allocAddress request.
 type AddressAllocRequest struct {
@@ -42,7 +42,7 @@ type AddressReleaseRequest struct {
 }
 
 // AddressReleaseResponse is the /plugin/releaseAddress answer (spec
-// daemons.md §5.4.2, §10 #5: an object the agent can decode).
+// docs/daemons.md §5.4.2, §10 #5: an object the agent can decode).
 type AddressReleaseResponse struct {
 	Status string
 }
@@ -147,7 +147,7 @@ type netRef struct {
 }
 
 // parseNetworkID reads "<net>.<tenant>" or "<net>:<group>.<tenant>"; a
-// Docker pool suffix "|…" is dropped (daemons.md §5.4.2).
+// Docker pool suffix "|…" is dropped (docs/daemons.md §5.4.2).
 func parseNetworkID(s string) netRef {
 	s, _, _ = strings.Cut(s, "|")
 	net, rest, hasGroup := strings.Cut(s, ":")
@@ -477,7 +477,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	if req.ConfigEP.Container == "" {
 		epID = req.ConfigEP.Host + "-native-intf"
 	}
-	// An existing endpoint is returned unchanged (spec §3.3 step 2). The
+	// An existing endpoint is returned unchanged (docs/rest-api.md §3.3 step 2). The
 	// common case, a new endpoint, is not read first: the create-only
 	// write below detects an existing one, and the allocation made for
 	// it is then given back.
@@ -651,7 +651,7 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 }
 
 // removeEndpoint deletes endpoint state epID of network netID and gives
-// its addresses and counts back (spec daemons.md §4.10.2); the debug
+// its addresses and counts back (docs/daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
 func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp EndpointResponse, err error) {
 	ctx, cancel := opCtx(ctx)
@@ -724,7 +724,7 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp E
 }
 
 // updateEndpoint handles container start/stop notifications (spec
-// rest-api.md §3.5, daemons.md §4.12): a started container's labels, id
+// docs/rest-api.md §3.5, docs/daemons.md §4.12): a started container's labels, id
 // and name go into its endpoint and it becomes a provider of the matching
 // services; a "die" withdraws it ("null" for a container never started).
 func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest) (*UpdateEndpointResponse, error) {

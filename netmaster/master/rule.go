@@ -13,9 +13,9 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// ruleCtl is the rule controller (spec rest-api.md §2.8). In non-ACI mode
+// ruleCtl is the rule controller (docs/rest-api.md §2.8). In non-ACI mode
 // a rule is expanded into directional ofnet rules for every group its
-// policy is attached to (daemons.md §4.11, dataplane.md §4.4); those are
+// policy is attached to (docs/daemons.md §4.11, docs/dataplane.md §4.4); those are
 // persisted in state/policy/<epgPolicyID> and state/policyRule/<ruleID>.
 // The ofnet master push itself is not done here.
 type ruleCtl struct{ m *master }

@@ -11,8 +11,8 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// serviceLBCtl is the serviceLB controller (spec rest-api.md §2.11,
-// daemons.md §4.12). Every refusal is decided before the first side
+// serviceLBCtl is the serviceLB controller (docs/rest-api.md §2.11,
+// docs/daemons.md §4.12). Every refusal is decided before the first side
 // effect; the side effects (VIP, service record, provider list, cache) are
 // undone when the model commit fails.
 type serviceLBCtl struct{ m *master }

@@ -13,7 +13,7 @@ import (
 )
 
 // applyService brings the running service of s in line with the request
-// (spec rest-api.md §2.11 create step 6, daemons.md §4.12):
+// (docs/rest-api.md §2.11 create step 6, docs/daemons.md §4.12):
 //
 //   - the same network, ports, selectors and (if given) VIP as the running
 //     service: nothing to do;
@@ -69,7 +69,7 @@ func (m *master) applyService(ctx context.Context, tx *contivmodel.Tx, s *contiv
 }
 
 // removeService withdraws the service id: provider list, record, VIP and
-// cache entry (spec daemons.md §4.12 "Delete service").
+// cache entry (docs/daemons.md §4.12 "Delete service").
 func (m *master) removeService(ctx context.Context, tx *contivmodel.Tx, id string) error {
 	c := m.svcLB
 	c.mu.Lock()

@@ -13,7 +13,7 @@ import (
 )
 
 // svcLBCache is a leadership term's view of the service load balancer
-// (daemons.md §4.12): the running services by "<svc>:<tenant>" and the
+// (docs/daemons.md §4.12): the running services by "<svc>:<tenant>" and the
 // started containers (potential providers) by container id. It is rebuilt
 // from the store at the start of every term (restoreServices).
 //
@@ -44,7 +44,7 @@ func (c *svcLBCache) get(id string) (*state.ServiceLB, bool) {
 func providerKey(p *state.Provider) string { return p.IPAddress + ":" + p.Tenant }
 
 // selects reports whether every selector is among the labels (subset
-// matching, used for both directions: spec daemons.md §4.12 note).
+// matching, used for both directions: docs/daemons.md §4.12 note).
 func selects(sel, labels map[string]string) bool {
 	for k, v := range sel {
 		if w, ok := labels[k]; !ok || w != v {

@@ -13,7 +13,7 @@ import (
 )
 
 // addServiceRoutes serves the service LB debug views GET /services and
-// GET /service/{id} (spec rest-api.md §3.8).
+// GET /service/{id} (docs/rest-api.md §3.8).
 func (m *master) addServiceRoutes(r *mux.Router) {
 	r.Methods(http.MethodGet).Path("/services").HandlerFunc(m.serveServices)
 	r.Methods(http.MethodGet).Path("/service/{id}").HandlerFunc(m.serveService)

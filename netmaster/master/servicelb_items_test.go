@@ -1,6 +1,6 @@
 package master_test
 
-// Checks of rest-api.md §4 items that had no test of their own in this
+// Checks of docs/rest-api.md §4 items that had no test of their own in this
 // package when the service LB was added (17, and the single-type cases of
 // 22; 30 is covered by TestExtContractsGroups). They live here because
 // they came with the same piece of work.

@@ -18,7 +18,7 @@ func svcBody(tenant, name, net, ip string, selectors, ports []string) string {
 	return string(b)
 }
 
-// svcRecord is the persisted service state (daemons.md §3.12).
+// svcRecord is the persisted service state (docs/daemons.md §3.12).
 type svcRecord struct {
 	ID          string            `json:"id"`
 	ServiceName string            `json:"servicename"`
@@ -91,7 +91,7 @@ type svcInspect struct {
 	}
 }
 
-// Spec rest-api.md §4 item 33 and the §2.11 create/update/delete rules.
+// Spec docs/rest-api.md §4 item 33 and the §2.11 create/update/delete rules.
 func TestServiceLB(t *testing.T) {
 	e := newEnv(t)
 	e.createNet("default", "yellow", "vxlan", "10.1.1.0/24", "10.1.1.254", 0)
@@ -258,7 +258,7 @@ func dieEvent(container string) string {
 	return fmt.Sprintf(`{"ContainerID":%q,"Event":"die"}`, container)
 }
 
-// Spec rest-api.md §4 item 34, §3.5 and daemons.md §4.12: containers
+// Spec docs/rest-api.md §4 item 34, §3.5 and docs/daemons.md §4.12: containers
 // become providers of the services whose selectors their labels satisfy,
 // whether the service exists before or after they start.
 func TestServiceProviders(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 )
 
-// tenantCtl is the tenant controller (spec rest-api.md §2.3).
+// tenantCtl is the tenant controller (docs/rest-api.md §2.3).
 type tenantCtl struct{ m *master }
 
 // Create accepts a named tenant; it has no state of its own.

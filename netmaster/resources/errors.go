@@ -1,9 +1,9 @@
 // Package resources allocates the cluster-wide packet tags: VLAN ids for
 // VLAN networks, and VXLAN VNIs paired with host-local VLANs for VXLAN
-// networks (spec daemons.md §4.5, §4.6). The pools live in the original's
+// networks (docs/daemons.md §4.5, §4.6). The pools live in the original's
 // keys and JSON (state/auto-vlan/global, oper/auto-vlan/global,
 // state/auto-vxlan/global, oper/auto-vxlan/global); every allocation and
-// free is a compare-and-swap on the oper object (DESIGN.md decision 2).
+// free is a compare-and-swap on the oper object (docs/architecture.md decision 2).
 package resources
 
 import (

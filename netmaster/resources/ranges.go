@@ -34,7 +34,7 @@ const (
 // TagRange is an inclusive range of tags.
 type TagRange struct{ Min, Max uint }
 
-// ParseTagRanges parses a range list (spec daemons.md §4.5): a comma
+// ParseTagRanges parses a range list (docs/daemons.md §4.5): a comma
 // separated list of "min-max" (spaces trimmed; a single number n is n-n);
 // min ≥ 1 and min ≤ max; VLAN max 4095; VXLAN a single range, max 65535,
 // max-min ≤ 16000. The empty string is the one range 0-0. Errors carry the

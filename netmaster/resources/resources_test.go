@@ -161,7 +161,7 @@ func TestTagPools(t *testing.T) {
 	})
 
 	t.Run("VLANRedefinition", func(t *testing.T) {
-		// spec rest-api.md §4 item 7.
+		// docs/rest-api.md §4 item 7.
 		m, _ := newManager(t)
 		ctx := testCtx(t)
 		if err := m.DefineVLANs(ctx, "1-4094"); err != nil {
@@ -212,7 +212,7 @@ func TestTagPools(t *testing.T) {
 	})
 
 	t.Run("VXLAN", func(t *testing.T) {
-		// spec rest-api.md §4 item 15.
+		// docs/rest-api.md §4 item 15.
 		m, kv := newManager(t)
 		ctx := testCtx(t)
 		start, err := m.DefineVXLANs(ctx, "1-10000")
@@ -264,7 +264,7 @@ func TestTagPools(t *testing.T) {
 	})
 
 	t.Run("VXLANRedefinition", func(t *testing.T) {
-		// spec rest-api.md §4 item 8.
+		// docs/rest-api.md §4 item 8.
 		m, _ := newManager(t)
 		ctx := testCtx(t)
 		if _, err := m.DefineVXLANs(ctx, "1-10000"); err != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// VXLAN pool layout (spec daemons.md §3.5, §4.6): start = min-1 is stored
+// VXLAN pool layout (docs/daemons.md §3.5, §4.6): start = min-1 is stored
 // in the config object's FreeVXLANsStart from the first definition on (the
-// original did not, spec §10 #4); bit i of VXLANs/FreeVXLANs is VNI
+// original did not, docs/daemons.md §10 #4); bit i of VXLANs/FreeVXLANs is VNI
 // i+start. LocalVLANs/FreeLocalVLANs (1-4094) are the OVS-internal VLANs
 // paired with the VNIs.
 

@@ -1,4 +1,4 @@
-// Package cli is netplugin's command line (spec daemons.md §1.1, §1.3): every
+// Package cli is netplugin's command line (docs/daemons.md §1.1, §1.3): every
 // flag, alias and CONTIV_NETPLUGIN_* variable of the original, plus the OVS
 // settings a test bed needs (datapath type, OVSDB socket) and the attach
 // socket. cmd/netplugin only calls App.

@@ -1,4 +1,4 @@
-// Package daemon is the netplugin agent (spec daemons.md §6): it joins the
+// Package daemon is the netplugin agent (docs/daemons.md §6): it joins the
 // cluster through the store, builds the two OVS bridges and their ofnet
 // agents, replays and then follows the configuration state, attaches
 // endpoints for the runtime front ends, and serves the inspect API.

@@ -40,7 +40,7 @@ type Daemon struct {
 	vl    *agent.Agent // contivVlanBridge
 	mc    *masterclient.Client
 	glob  state.GlobConfig
-	names *nameserver.Server // the embedded DNS server (daemons.md §6.8)
+	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
 
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
@@ -71,7 +71,7 @@ func (c Config) registerer() prometheus.Registerer {
 	return c.Metrics
 }
 
-// Run starts netplugin and serves until ctx ends (spec §6.1). It returns an
+// Run starts netplugin and serves until ctx ends (docs/daemons.md §6.1). It returns an
 // error only for start-up failures; once running, store outages are ridden
 // out.
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
@@ -126,7 +126,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	defer d.cleanupHostAccess()
 
-	// Replay (spec §6.2): networks, then endpoints (reconciled with OVS),
+	// Replay (docs/daemons.md §6.2): networks, then endpoints (reconciled with OVS),
 	// then groups; then follow the store.
 	nets := newFollower("networks", d.st.Networks, handlers[state.Network]{put: d.networkPut, del: d.networkDel}, d.log, d.cfg.StoreRetryDelay)
 	groups := newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{put: d.groupPut, del: d.groupDel}, d.log, d.cfg.StoreRetryDelay)
@@ -223,7 +223,7 @@ func goRun(ctx context.Context, wg *sync.WaitGroup, fn func(context.Context)) {
 }
 
 // waitGlobalConfig polls master/config/global until netmaster has written
-// the forwarding mode and private subnet (spec §6.1 step 3), and refuses a
+// the forwarding mode and private subnet (docs/daemons.md §6.1 step 3), and refuses a
 // --fwdmode that differs from the cluster's.
 func (d *Daemon) waitGlobalConfig(ctx context.Context) error {
 	logged := false
@@ -250,7 +250,7 @@ func (d *Daemon) waitGlobalConfig(ctx context.Context) error {
 }
 
 // startDataplane creates both bridges and starts their ofnet agents (spec
-// dataplane.md §1.7), then attaches the uplinks and the host port.
+// docs/dataplane.md §1.7), then attaches the uplinks and the host port.
 func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	vxDatapath, vlDatapath := "vxlan", "vlan"
 	if d.glob.FwdMode == "routing" {

@@ -18,7 +18,7 @@ import (
 	"github.com/contiv/netplugin/utils/httpmetrics"
 )
 
-// serveInspect runs the REST server of spec §6.5 until ctx ends.
+// serveInspect runs the REST server of docs/daemons.md §6.5 until ctx ends.
 func (d *Daemon) serveInspect(ctx context.Context) error {
 	r := mux.NewRouter()
 	r.HandleFunc("/inspect/driver", d.inspectDriver).Methods(http.MethodGet)

@@ -10,7 +10,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// replay applies the existing state in the original's order (spec §6.2):
+// replay applies the existing state in the original's order (docs/daemons.md §6.2):
 // networks, endpoints, groups, global settings. Local endpoints are matched
 // with the ports OVS still has, so a restart re-uses them instead of
 // creating new ones; ports no endpoint claims any more are removed.
@@ -117,7 +117,7 @@ func (d *Daemon) agentFor(nw state.Network) *agent.Agent {
 
 func (d *Daemon) networkPut(ctx context.Context, nw state.Network, prev *state.Network) {
 	if prev != nil {
-		return // modifications are ignored (spec §6.3)
+		return // modifications are ignored (docs/daemons.md §6.3)
 	}
 	d.mu.Lock()
 	d.networks[nw.ID] = nw
@@ -200,7 +200,7 @@ func (d *Daemon) endpointDel(ctx context.Context, ep state.Endpoint) {
 	}
 }
 
-// globalPut follows ARP-mode changes (spec §6.3 master/config/).
+// globalPut follows ARP-mode changes (docs/daemons.md §6.3 master/config/).
 func (d *Daemon) globalPut(ctx context.Context, g state.GlobConfig, prev *state.GlobConfig) {
 	if prev == nil {
 		prev = &d.glob

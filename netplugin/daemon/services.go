@@ -17,7 +17,7 @@ func serviceKey(s objdb.ServiceInfo) string { return fmt.Sprintf("%s:%d", s.Host
 
 // serviceFollower tracks the live instances of a service and reports
 // arrivals and departures, re-listing after a store outage so that
-// departures missed meanwhile are reported too (spec §5.2; 100 ms pause
+// departures missed meanwhile are reported too (docs/daemons.md §5.2; 100 ms pause
 // between events as the original).
 type serviceFollower struct {
 	name  string

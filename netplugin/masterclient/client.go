@@ -1,12 +1,12 @@
 // Package masterclient is netplugin's client of the leader netmaster's
-// /plugin/* HTTP API (spec daemons.md §5.4).
+// /plugin/* HTTP API (docs/daemons.md §5.4).
 //
 // Every call finds the netmaster afresh: the holder of the leader lock
 // "netmaster/leader" (its value is the leader's internal "ip:port"), or,
 // while nobody holds the lock, the registered "netmaster" service instances
 // (their HTTP port; a follower proxies to the leader once there is one).
 // The original fell back to the "netmaster.rpc" entries on the JSON-RPC port
-// 9001, which cannot answer HTTP (daemons.md §10 row 1).
+// 9001, which cannot answer HTTP (docs/daemons.md §10 row 1).
 package masterclient
 
 import (
@@ -28,7 +28,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// Names netmaster registers under (daemons.md §2.3, §2.4). They are
+// Names netmaster registers under (docs/daemons.md §2.3, §2.4). They are
 // repeated here so that netplugin does not import netmaster's packages.
 const (
 	LeaderLock       = "netmaster/leader"

@@ -9,7 +9,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// Wire structs of daemons.md §5.4. They carry no JSON tags: the keys are
+// Wire structs of docs/daemons.md §5.4. They carry no JSON tags: the keys are
 // the Go field names, as netmaster expects.
 
 // AllocAddressRequest is the /plugin/allocAddress request. NetworkID is
@@ -101,7 +101,7 @@ func (c *Client) AllocAddress(ctx context.Context, req AllocAddressRequest) (All
 }
 
 // ReleaseAddress gives an address back. Both reply shapes are accepted:
-// {"Status":"success"} (ours, daemons.md §5.4.2) and the original's bare
+// {"Status":"success"} (ours, docs/daemons.md §5.4.2) and the original's bare
 // JSON string "success".
 func (c *Client) ReleaseAddress(ctx context.Context, req ReleaseAddressRequest) error {
 	var raw json.RawMessage

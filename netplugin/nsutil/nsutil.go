@@ -1,5 +1,5 @@
 // Package nsutil moves an endpoint's link into a container's network
-// namespace and configures it there (spec daemons.md §8.2 steps 6–9), and
+// namespace and configures it there (docs/daemons.md §8.2 steps 6–9), and
 // removes it again.
 //
 // All work inside a namespace goes through ns.NetNS.Do, which runs it on a

@@ -9,7 +9,7 @@ import (
 
 // ParseBandwidth turns a netprofile bandwidth ("10Mbps", "500k", "1G",
 // "10 kbps") into the kbps of Interface.ingress_policing_rate (spec
-// dataplane.md §1.6): the number times 1024, 1024² or 1024³ for a k, m or g
+// docs/dataplane.md §1.6): the number times 1024, 1024² or 1024³ for a k, m or g
 // unit (any case), divided by 1000. As upstream, a number without a unit
 // letter gives 0 (no limit), and so does the empty string. After the unit
 // letter only "bps" or "b" may follow. Anything else is an error naming the

@@ -13,7 +13,7 @@ import (
 var bridgeProtocols = []string{"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlow13"}
 
 // EnsureBridge makes sure bridge name exists with the columns of spec
-// dataplane.md §1.2: protocols OpenFlow10..13, fail_mode secure, the
+// docs/dataplane.md §1.2: protocols OpenFlow10..13, fail_mode secure, the
 // configured datapath_type (omitted for "system"), no LOCAL port, and the
 // single controller tcp:127.0.0.1:<controllerPort>, and in-band control
 // disabled (other_config:disable-in-band=true). A bridge with another

@@ -1,6 +1,6 @@
 // Package ovsdriver is netplugin's OVS driver: it creates the two contiv
 // bridges, endpoint veth pairs and their OVS ports, VXLAN tunnel ports,
-// uplinks and the host port contivh0 over OVSDB (spec dataplane.md §1),
+// uplinks and the host port contivh0 over OVSDB (docs/dataplane.md §1),
 // and does the Linux link work around them. It programs no flows: the
 // netplugin daemon hands the OpenFlow port numbers it returns to the ofnet
 // agents.
@@ -25,7 +25,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// Bridge names and OpenFlow controller ports (spec dataplane.md §1.2).
+// Bridge names and OpenFlow controller ports (docs/dataplane.md §1.2).
 const (
 	VxlanBridge         = "contivVxlanBridge"
 	VlanBridge          = "contivVlanBridge"

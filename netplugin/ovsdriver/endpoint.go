@@ -33,7 +33,7 @@ type EndpointSpec struct {
 	// namespace (VXLAN when Bridge is VxlanBridge).
 	MTU int
 	// Bandwidth (ParseBandwidth) and Burst limit what the container sends
-	// (ingress policing of the OVS side, spec dataplane.md §1.6).
+	// (ingress policing of the OVS side, docs/dataplane.md §1.6).
 	Bandwidth string
 	Burst     int
 	// Infra makes an internal port named InfraName, with no veth.

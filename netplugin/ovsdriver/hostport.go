@@ -14,14 +14,14 @@ import (
 const (
 	// HostPortName is the host access port on the VXLAN bridge.
 	HostPortName = "contivh0"
-	// hostPortTag is its access VLAN (spec dataplane.md §0).
+	// hostPortTag is its access VLAN (docs/dataplane.md §0).
 	hostPortTag = 2
 	// hostPortNum is its number in the host-private subnet.
 	hostPortNum = 0xfffe
 )
 
 // PrivateAddr is the host-private address of port number n in the /16
-// pvtSubnet and its MAC, 02:02 followed by the address (spec dataplane.md
+// pvtSubnet and its MAC, 02:02 followed by the address (docs/dataplane.md
 // §1.5), e.g. 172.19.255.254/16 and 02:02:ac:13:ff:fe for n = 0xfffe.
 func PrivateAddr(pvtSubnet string, n int) (*net.IPNet, net.HardwareAddr, error) {
 	pfx, err := netip.ParsePrefix(pvtSubnet)

@@ -50,7 +50,7 @@ func (d *Driver) waitLink(ctx context.Context, name string) (netlink.Link, error
 // MTU says nothing about the underlay.
 var mtuIgnoredPrefixes = []string{"docker", "veth", "vport", "vvport", "lo"}
 
-// EndpointMTU is the MTU for a new endpoint (spec dataplane.md §1.5): the
+// EndpointMTU is the MTU for a new endpoint (docs/dataplane.md §1.5): the
 // lowest MTU among the links of h's namespace (nil: the process's own)
 // that are not docker*, veth*, vport*, vvport* or lo*, at most 9000, minus
 // 50 for VXLAN networks.

@@ -17,7 +17,7 @@ import (
 
 const (
 	// maxPortNum is where the port counter wraps; 0xfffe itself is the host
-	// port's number in the host-private subnet (spec dataplane.md §1.5).
+	// port's number in the host-private subnet (docs/dataplane.md §1.5).
 	maxPortNum = 0xfffe
 	// portNumTries bounds the search for an unused number.
 	portNumTries = 100

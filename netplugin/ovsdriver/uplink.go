@@ -12,7 +12,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/ovsdb"
 )
 
-// bondPortName is the port of a bonded uplink (spec dataplane.md §1.4).
+// bondPortName is the port of a bonded uplink (docs/dataplane.md §1.4).
 const bondPortName = "uplinkPort"
 
 // UplinkMember is one uplink interface as attached to the bridge.
@@ -147,7 +147,7 @@ func deletedIn(ops []ovsdb.Operation, id ovsdb.UUID) bool {
 	return false
 }
 
-// EnsureUplinks attaches the uplink interfaces to bridge (spec dataplane.md
+// EnsureUplinks attaches the uplink interfaces to bridge (docs/dataplane.md
 // §1.4): one interface becomes a trunk port of its own name with
 // endpoint-id=uplinkPort; several become the bond port uplinkPort
 // (balance-tcp, LACP active, lacp-fallback-ab). Other uplink ports of the

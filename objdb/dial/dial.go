@@ -1,5 +1,5 @@
 // Package dial opens the objdb backend the daemons' store flags select
-// (spec daemons.md §1.1): --etcd-endpoints or --consul-endpoints, never
+// (docs/daemons.md §1.1): --etcd-endpoints or --consul-endpoints, never
 // both; neither means etcd at http://127.0.0.1:2379.
 package dial
 

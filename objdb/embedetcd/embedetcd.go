@@ -1,6 +1,6 @@
 // Package embedetcd runs a single-member etcd server inside the process
 // (go.etcd.io/etcd/server/v3/embed), so netmaster works on one host with no
-// store installed (DESIGN.md decision 6). Clients reach it through its
+// store installed (docs/architecture.md decision 6). Clients reach it through its
 // client URL like any external etcd.
 package embedetcd
 

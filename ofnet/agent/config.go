@@ -10,7 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// Datapath names (dataplane.md §1.2).
+// Datapath names (docs/dataplane.md §1.2).
 const (
 	DatapathVxlan   = "vxlan"   // VXLAN bridging on contivVxlanBridge
 	DatapathVrouter = "vrouter" // VXLAN routing on contivVxlanBridge

@@ -9,7 +9,7 @@ import (
 )
 
 // underlay links two hosts: a veth pair whose ends are each host's eth, attached to a
-// netdev bridge br-phy that carries the host's underlay address (testbed.md).
+// netdev bridge br-phy that carries the host's underlay address (docs/testbed.md).
 func underlay(t *testing.T, h1, h2 *host) {
 	s := randHex(4)
 	e1, e2 := "u1"+s, "u2"+s

@@ -1,4 +1,4 @@
-// Package agent is the ofnet agent of one OVS bridge (dataplane.md §3, §4, §6): it
+// Package agent is the ofnet agent of one OVS bridge (docs/dataplane.md §3, §4, §6): it
 // keeps the desired forwarding state of its datapath (networks, local and remote
 // endpoints, VTEPs, uplinks, policy rules, ARP mode), turns it into flows and flood
 // groups through the pipeline features of its datapath, and keeps the switch in step

@@ -8,7 +8,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/pipeline"
 )
 
-// feature is one part of a pipeline (STYLE 15). flows adds the feature's flows and
+// feature is one part of a pipeline (docs/style.md 15). flows adds the feature's flows and
 // groups for the current state, keyed by owning object; the agent diffs the result
 // against what is installed, so features are pure functions of the state and replay
 // is the same call.
@@ -55,7 +55,7 @@ func itoa(v uint64) string {
 	}
 }
 
-// Well-known addresses (dataplane.md §0).
+// Well-known addresses (docs/dataplane.md §0).
 var (
 	routerMAC    = net.HardwareAddr{0x00, 0x00, 0x11, 0x11, 0x11, 0x11}
 	mcastSrcMAC  = net.HardwareAddr{0x01, 0, 0, 0, 0, 0}

@@ -14,7 +14,7 @@ import (
 // packetOutTimeout bounds the packet-outs of one packet-in.
 const packetOutTimeout = 5 * time.Second
 
-// featureARP is ARP handling (dataplane.md §3.5). Bridging datapaths redirect ARP
+// featureARP is ARP handling (docs/dataplane.md §3.5). Bridging datapaths redirect ARP
 // requests to the agent in proxy mode (in flood mode they follow the flood flows);
 // VXLAN routing sends every ARP to the agent, which answers with the router MAC.
 type featureARP struct{}

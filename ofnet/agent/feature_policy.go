@@ -11,7 +11,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/pipeline"
 )
 
-// featurePolicy is the policy agent (dataplane.md §4): table 4 tags packets with the
+// featurePolicy is the policy agent (docs/dataplane.md §4): table 4 tags packets with the
 // destination EPG of every known endpoint, table 5 holds the rules. Default allow;
 // enforced on the source host only.
 type featurePolicy struct{ ipv6 bool }

@@ -6,7 +6,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/pipeline"
 )
 
-// featureVlanBridge is VLAN bridging (dataplane.md §3.3): OVS tags (access ports,
+// featureVlanBridge is VLAN bridging (docs/dataplane.md §3.3): OVS tags (access ports,
 // trunk uplinks) and forwards (NORMAL in table 9); the pipeline only adds metadata
 // for policy and lets fabric traffic from uplinks bypass policy.
 type featureVlanBridge struct{}

@@ -13,7 +13,7 @@ import (
 func localFloodGroup(vlan uint16) uint32 { return 2 * uint32(vlan) }
 func allFloodGroup(vlan uint16) uint32   { return 2*uint32(vlan) + 1 }
 
-// featureVxlanBridge is VXLAN bridging (dataplane.md §3.1): local traffic is tagged
+// featureVxlanBridge is VXLAN bridging (docs/dataplane.md §3.1): local traffic is tagged
 // with the network vlan inside the bridge, MAC lookups in table 9, unknown
 // destinations flooded through per-network groups, VXLAN tunnels keyed by VNI.
 type featureVxlanBridge struct{}

@@ -4,7 +4,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/pipeline"
 )
 
-// featureVxlanRouting is VXLAN routing (dataplane.md §3.2): no vlan inside the
+// featureVxlanRouting is VXLAN routing (docs/dataplane.md §3.2): no vlan inside the
 // bridge, an IP table per VRF; local destinations get the router MAC as source and
 // their own MAC as destination, remote ones leave through their host's VTEP with the
 // router MAC as destination.

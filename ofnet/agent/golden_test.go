@@ -9,7 +9,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
-// goldenScenario applies the scenario of dataplane.md Appendix B (without the
+// goldenScenario applies the scenario of docs/dataplane.md Appendix B (without the
 // service): network vlan 1 / VNI 5000 / VRF t1, a local endpoint on port 3
 // (10.1.1.5, EPG 5, DSCP 10), a VTEP on port 7 to 198.18.0.2 with remote endpoint
 // 10.1.1.9, and a rule.

@@ -10,7 +10,7 @@ import (
 // rpcTimeout bounds the switch work one RPC may trigger.
 const rpcTimeout = 30 * time.Second
 
-// OfnetAgentService is the "OfnetAgent" RPC service (dataplane.md §6.2).
+// OfnetAgentService is the "OfnetAgent" RPC service (docs/dataplane.md §6.2).
 type OfnetAgentService struct{ a *Agent }
 
 // PolicyAgentService is the "PolicyAgent" RPC service (§4.3).

@@ -1,7 +1,7 @@
 // Package master is the ofnet master: the JSON-RPC service "OfnetMaster"
 // that ofnet agents register with and report their local endpoints to, and
 // that distributes endpoints and policy rules to every registered agent
-// (spec dataplane.md §6.2, daemons.md §5.3).
+// (docs/dataplane.md §6.2, docs/daemons.md §5.3).
 //
 // State is in memory only: the agents (keyed "addr:port"), the endpoints
 // (by EndpointID, newest Timestamp wins) and the policy rules (by RuleId).

@@ -1,4 +1,4 @@
-// Package ofctrl is the OpenFlow 1.3 controller of the dataplane (dataplane.md §2): a
+// Package ofctrl is the OpenFlow 1.3 controller of the dataplane (docs/dataplane.md §2): a
 // passive TCP endpoint that Open vSwitch bridges connect to, built on our codec
 // (ofnet/openflow13).
 //

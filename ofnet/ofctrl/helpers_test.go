@@ -326,7 +326,7 @@ func testGroups(n int) []Group {
 	return gs
 }
 
-// testFlows returns n distinct flows mixing the match fields and actions of dataplane.md
+// testFlows returns n distinct flows mixing the match fields and actions of docs/dataplane.md
 // §2.7–§2.8 (plus NXM registers): in_port, vlan_vid, eth_type + masked IPv4 src/dst,
 // TCP/UDP ports, masked metadata, tunnel id, registers, IPv6, tcp_flags; output,
 // push/pop vlan, set_field (also of a register), goto_table, write_metadata, group.

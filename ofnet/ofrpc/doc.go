@@ -1,7 +1,7 @@
 // Package ofrpc is the wire contract between the ofnet master (in every
 // netmaster) and the ofnet agents (two per netplugin host): the argument
-// types, the well-known ports and the transport (spec dataplane.md §6,
-// daemons.md §5.3).
+// types, the well-known ports and the transport (docs/dataplane.md §6,
+// docs/daemons.md §5.3).
 //
 // The transport is Go's net/rpc with the JSON-RPC 1.0 codec over plain TCP.
 // A request is {"method":"Service.Method","params":[arg],"id":n}, a response

@@ -26,7 +26,7 @@ func (e *RemoteError) Error() string {
 	return fmt.Sprintf("ofrpc: %s on %s: %s", e.Method, e.Addr, e.Msg)
 }
 
-// Defaults of the dial policy (dataplane.md §6: 5 attempts 1 s apart).
+// Defaults of the dial policy (docs/dataplane.md §6: 5 attempts 1 s apart).
 const (
 	DefaultDialAttempts = 5
 	DefaultDialInterval = time.Second

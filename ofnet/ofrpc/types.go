@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Well-known TCP ports (dataplane.md §6).
+// Well-known TCP ports (docs/dataplane.md §6).
 const (
 	MasterPort     = 9001 // ofnet master, in every netmaster
 	VxlanAgentPort = 9002 // agent of the VXLAN bridge
@@ -20,7 +20,7 @@ const (
 	ServicePolicy = "PolicyAgent"
 )
 
-// Method names ("Service.Method") of dataplane.md §6.2.
+// Method names ("Service.Method") of docs/dataplane.md §6.2.
 const (
 	MasterRegisterNode   = ServiceMaster + ".RegisterNode"
 	MasterUnRegisterNode = ServiceMaster + ".UnRegisterNode"
@@ -80,7 +80,7 @@ type OfnetEndpoint struct {
 	Timestamp         time.Time
 }
 
-// OfnetPolicyRule is one directional policy rule (dataplane.md §4.3).
+// OfnetPolicyRule is one directional policy rule (docs/dataplane.md §4.3).
 type OfnetPolicyRule struct {
 	RuleId           string
 	Priority         int

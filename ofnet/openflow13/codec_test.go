@@ -48,7 +48,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// Wire layouts fixed by dataplane.md §2 and §7.
+// Wire layouts fixed by docs/dataplane.md §2 and §7.
 func TestGoldenBytes(t *testing.T) {
 	hello := NewHello(1, 4)
 	hello.Xid = 2

@@ -1,5 +1,5 @@
 // Package openflow13 is a small, stdlib-only OpenFlow 1.3 codec (wire version 4) with
-// the OVS extensions the Contiv pipelines need (dataplane.md §2, §7): the TCP_FLAGS OXM
+// the OVS extensions the Contiv pipelines need (docs/dataplane.md §2, §7): the TCP_FLAGS OXM
 // (OF1.5 field 42 in the basic class) and the NXM_NX tunnel-address and register
 // fields for decoding. No Nicira actions or vendor messages are modelled (§2.9 uses
 // none); they decode as ActionUnknown / Experimenter and re-encode byte for byte.

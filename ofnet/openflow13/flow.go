@@ -47,7 +47,7 @@ type FlowMod struct {
 }
 
 // NewFlowMod returns an ADD with buffer_id NO_BUFFER and out_port/out_group ANY
-// (the conventions of dataplane.md §2.3). Fill in table, priority, cookie, match and
+// (the conventions of docs/dataplane.md §2.3). Fill in table, priority, cookie, match and
 // instructions.
 func NewFlowMod(table uint8, priority uint16, cookie uint64) *FlowMod {
 	return &FlowMod{TableID: table, Priority: priority, Cookie: cookie, Command: FlowAdd,

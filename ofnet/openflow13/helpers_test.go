@@ -89,7 +89,7 @@ var (
 	dd      = mustMAC("02:02:00:00:00:00")
 )
 
-// appendixB is dataplane.md Appendix B (verified on OVS 3.1), built with the codec.
+// appendixB is docs/dataplane.md Appendix B (verified on OVS 3.1), built with the codec.
 var appendixB = []struct {
 	want string
 	fm   *FlowMod

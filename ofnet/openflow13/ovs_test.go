@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestAppendixBRender checks our renderer against the verified dump of dataplane.md
+// TestAppendixBRender checks our renderer against the verified dump of docs/dataplane.md
 // Appendix B, and that OVS decodes our bytes to the same flow.
 func TestAppendixBRender(t *testing.T) {
 	for _, tc := range appendixB {

@@ -136,7 +136,7 @@ var (
 	sctpOnly = []prereq{{OXMFieldIPProto, []uint64{132}}}
 )
 
-// fieldDefs lists every field the codec knows, in emission order (dataplane.md §2.7).
+// fieldDefs lists every field the codec knows, in emission order (docs/dataplane.md §2.7).
 var fieldDefs = func() []FieldDef {
 	b := OXMClassOpenFlowBasic
 	defs := []FieldDef{

@@ -24,7 +24,7 @@ type Hello struct {
 }
 
 // NewHello returns a HELLO with one version-bitmap element listing versions (e.g.
-// NewHello(1, 4) gives bitmap 0x12, as dataplane.md §2.1 requires). With no versions it
+// NewHello(1, 4) gives bitmap 0x12, as docs/dataplane.md §2.1 requires). With no versions it
 // is a bare 8-byte HELLO.
 func NewHello(versions ...uint8) *Hello {
 	h := &Hello{Header: Header{Version: Version}}
@@ -304,7 +304,7 @@ func (m *RoleReply) UnmarshalBinary(b []byte) error   { return unmarshalMsg(m, b
 // ---- EXPERIMENTER, Unknown ----
 
 // Experimenter is OFPT_EXPERIMENTER: experimenter(4) exp_type(4) data. No vendor message
-// is interpreted (dataplane.md §2.9 uses none).
+// is interpreted (docs/dataplane.md §2.9 uses none).
 type Experimenter struct {
 	Header
 	Experimenter uint32

@@ -533,7 +533,7 @@ func TestCloseWhileDisconnected(t *testing.T) {
 	}
 }
 
-// TestReadBackAfterRestart is what a restarted netplugin does (spec §1.8):
+// TestReadBackAfterRestart is what a restarted netplugin does (docs/dataplane.md §1.8):
 // a new client finds bridges, controllers, ports, VTEPs and ofports that an
 // earlier client created, after both OVS daemons were restarted.
 func TestReadBackAfterRestart(t *testing.T) {

@@ -8,7 +8,7 @@ func broadcastMAC() net.HardwareAddr {
 }
 
 // ARPReplyFrame builds the proxy reply to the ARP request req received in reqEth
-// (dataplane.md §3.5 step 8): Ethernet dst = the request's source MAC, src = mac,
+// (docs/dataplane.md §3.5 step 8): Ethernet dst = the request's source MAC, src = mac,
 // the request's 802.1Q tag (VLAN, PCP, DEI) copied; ARP op 2 with sender =
 // (mac, req.TargetIP) and target = (req.SenderMAC, req.SenderIP). A nil reqEth
 // gives an untagged frame addressed to req.SenderMAC.
@@ -42,7 +42,7 @@ func ARPRequestFrame(srcMAC net.HardwareAddr, srcIP, targetIP net.IP, vlan uint1
 	return eth.Marshal()
 }
 
-// GARPFrame builds the gratuitous ARP announcing ip at mac (dataplane.md §3.8): a
+// GARPFrame builds the gratuitous ARP announcing ip at mac (docs/dataplane.md §3.8): a
 // broadcast ARP request with sender = target = ip, sender MAC mac, target MAC zero,
 // tagged with vlan when it is non-zero.
 func GARPFrame(mac net.HardwareAddr, ip net.IP, vlan uint16) []byte {

@@ -12,6 +12,6 @@
 // Ethernet minimum.
 //
 // The builders ARPReplyFrame, ARPRequestFrame, GARPFrame and ICMPEchoFrame produce
-// complete Ethernet frames ready for an OpenFlow packet-out (dataplane.md §2.5, §3.5,
+// complete Ethernet frames ready for an OpenFlow packet-out (docs/dataplane.md §2.5, §3.5,
 // §3.8).
 package packet

@@ -10,7 +10,7 @@ import (
 )
 
 // ErrInconsistent is returned by Done for a flow OVS would reject as inconsistent
-// (dataplane.md §2.8): pop_vlan without a vlan match, an L3/L4 set-field without the
+// (docs/dataplane.md §2.8): pop_vlan without a vlan match, an L3/L4 set-field without the
 // matching eth_type/ip_proto, conflicting prerequisites, a drop flow with actions.
 var ErrInconsistent = errors.New("pipeline: inconsistent flow")
 

@@ -1,5 +1,5 @@
-// Package pipeline is the flow framework of the ofnet agent (dataplane.md §3.0,
-// STYLE.md 12–14, 16, 18): the table registry with each table's miss action, the typed
+// Package pipeline is the flow framework of the ofnet agent (docs/dataplane.md §3.0,
+// docs/style.md 12–14, 16, 18): the table registry with each table's miss action, the typed
 // metadata fields, a fluent flow builder that produces immutable ofctrl.Flows and
 // refuses flows OVS would reject, object cookies, and a renderer in
 // `ovs-ofctl -O OpenFlow13 dump-flows` syntax shared by golden tests and inspect output.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Metadata layout (64-bit OpenFlow metadata, dataplane.md §3.0.3):
+// Metadata layout (64-bit OpenFlow metadata, docs/dataplane.md §3.0.3):
 //
 //	bit  0      RxVtep  packet entered from a VTEP             (table 1, VTEP flows)
 //	bits 1–15   DstEPG  destination endpoint group id          (table 4)

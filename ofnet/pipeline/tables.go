@@ -8,7 +8,7 @@ import (
 	of "github.com/contiv/netplugin/ofnet/openflow13"
 )
 
-// TableID is an OpenFlow table number of the pipelines (dataplane.md §3.0.1).
+// TableID is an OpenFlow table number of the pipelines (docs/dataplane.md §3.0.1).
 type TableID uint8
 
 // Attention: these ids are part of the dataplane's interface (inspect output, the

@@ -91,7 +91,7 @@ func TestThreeHostsBridgeMode(t *testing.T) {
 			t.Errorf("/debug/ofnet: %d agents (want 2 per host), %d endpoints (want 14)", len(om.AgentDb), len(om.EndpointDb))
 		}
 		// One identity per host although its control and VTEP addresses
-		// differ (daemons.md §10 row 10): the ofnet master knows the agents
+		// differ (docs/daemons.md §10 row 10): the ofnet master knows the agents
 		// by VTEP address, the `netplugin` service lists the control ones.
 		var info testbed.Info
 		getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/info", &info)

@@ -27,7 +27,7 @@ type Master struct {
 	proc *daemon
 }
 
-// Info is netmaster's /info answer (daemons.md §4.3).
+// Info is netmaster's /info answer (docs/daemons.md §4.3).
 type Info struct {
 	LocalIP        string   `json:"local-ip"`
 	LeaderIP       string   `json:"leader-ip"`

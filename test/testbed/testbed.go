@@ -159,7 +159,7 @@ func (c *Config) setDefaults() error {
 	case c.FwdMode != "bridge" && c.FwdMode != "routing":
 		return fmt.Errorf("testbed: FwdMode %q: want bridge or routing", c.FwdMode)
 	case c.NetMode == "vxlan" && c.FwdMode == "bridge":
-		return fmt.Errorf("testbed: vxlan with bridge forwarding is rejected by the daemons (daemons.md §1.1)")
+		return fmt.Errorf("testbed: vxlan with bridge forwarding is rejected by the daemons (docs/daemons.md §1.1)")
 	case c.Netmasters < 1 || c.Netmasters > 3:
 		return fmt.Errorf("testbed: Netmasters %d: want 1, 2 or 3", c.Netmasters)
 	case c.EtcdMembers != 0 && c.EtcdMembers != 1 && !(c.EtcdMembers == 3 && c.Store == ExternalEtcd):

@@ -1,5 +1,5 @@
 // Package daemonflags holds the flag group netmaster and netplugin share
-// (spec daemons.md §1.1): cluster mode, network and forwarding mode, store
+// (docs/daemons.md §1.1): cluster mode, network and forwarding mode, store
 // endpoints and logging, each with its CONTIV_<BIN>_* environment twin.
 package daemonflags
 

@@ -1,5 +1,5 @@
 // Package docknettest serves a fake contiv libnetwork remote plugin
-// (network driver + IPAM driver, daemons.md §8.1) on a unique socket under
+// (network driver + IPAM driver, docs/daemons.md §8.1) on a unique socket under
 // /run/docker/plugins, so tests can make a real Docker Engine create and
 // delete networks of "our" driver and check what it was asked.
 package docknettest
@@ -125,7 +125,7 @@ func (p *Plugin) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(reply)
 }
 
-// answer is the reply to one plugin call (shapes of daemons.md §8.1.2-§8.1.6).
+// answer is the reply to one plugin call (shapes of docs/daemons.md §8.1.2-§8.1.6).
 func answer(path string, body []byte) (any, int) {
 	var req map[string]any
 	_ = json.Unmarshal(body, &req)
