@@ -120,11 +120,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var route func(http.ResponseWriter, *http.Request)
 	switch r.URL.Path {
 	case cniapi.PathAddPod:
-		route = s.addPod
+		route = s.podRoute("AddPod", true, s.addPod)
 	case cniapi.PathDelPod:
-		route = s.delPod
+		route = s.podRoute("DelPod", false, s.delPod)
 	case cniapi.PathCheckPod:
-		route = s.checkPod
+		route = s.podRoute("CheckPod", true, s.checkPod)
 	case cniapi.PathGC:
 		route = s.gcPods
 	case cniapi.PathStatus:
@@ -172,17 +172,27 @@ func endpointContainer(containerID, ifName string) string {
 	return containerID + "-" + ifName
 }
 
-func (s *Server) addPod(w http.ResponseWriter, r *http.Request) {
-	p, err := cniapi.DecodePodAttr(r.Body, true)
-	if err != nil {
-		s.badRequest(w, "AddPod", err)
-		return
+// podRoute wraps a handler of one pod request: it decodes and checks the
+// body (a refusal answers 400 and changes nothing), holds off GC and
+// serialises requests for the same attachment (container id, interface).
+func (s *Server) podRoute(op string, needNetNS bool, h func(http.ResponseWriter, *http.Request, cniapi.PodAttr, logrus.Fields)) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := cniapi.DecodePodAttr(r.Body, needNetNS)
+		if err != nil {
+			s.badRequest(w, op, err)
+			return
+		}
+		fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
+		s.gc.RLock()
+		defer s.gc.RUnlock()
+		defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+		h(w, r, p, fields)
 	}
+}
+
+func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr, fields logrus.Fields) {
 	ctx := r.Context()
-	fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
-	s.gc.RLock()
-	defer s.gc.RUnlock()
-	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+	var err error
 
 	var podLabels map[string]string
 	if p.Name != "" && p.K8sNameSpace != "" {
@@ -266,17 +276,8 @@ func (s *Server) detach(ctx context.Context, rec record, netns string) error {
 	return s.rec.remove(rec.ContainerID, rec.IfName)
 }
 
-func (s *Server) delPod(w http.ResponseWriter, r *http.Request) {
-	p, err := cniapi.DecodePodAttr(r.Body, false)
-	if err != nil {
-		s.badRequest(w, "DelPod", err)
-		return
-	}
+func (s *Server) delPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr, fields logrus.Fields) {
 	ctx := r.Context()
-	fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
-	s.gc.RLock()
-	defer s.gc.RUnlock()
-	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
 	rec, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
 	if err != nil {
 		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
@@ -295,16 +296,7 @@ func (s *Server) delPod(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, cniapi.RspAddPod{EndpointID: rec.Result.EndpointID})
 }
 
-func (s *Server) checkPod(w http.ResponseWriter, r *http.Request) {
-	p, err := cniapi.DecodePodAttr(r.Body, true)
-	if err != nil {
-		s.badRequest(w, "CheckPod", err)
-		return
-	}
-	fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
-	s.gc.RLock()
-	defer s.gc.RUnlock()
-	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+func (s *Server) checkPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr, fields logrus.Fields) {
 	rec, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
 	if err != nil {
 		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)

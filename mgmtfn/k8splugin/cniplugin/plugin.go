@@ -252,19 +252,30 @@ func cniError(err error, unavailable uint) error {
 	return types.NewError(types.ErrInternal, "Contiv: "+err.Error(), "")
 }
 
+// beginPod is begin followed by the pod's attributes from args; a request
+// refused there is logged and its call ended.
+func (p *Plugin) beginPod(verb string, args *skel.CmdArgs) (*call, cniapi.PodAttr, error) {
+	c, err := p.begin(verb, args)
+	if err != nil {
+		return nil, cniapi.PodAttr{}, err
+	}
+	attr, err := podAttr(args, c.conf)
+	if err != nil {
+		c.log.WithError(err).Error("bad request")
+		c.end()
+		return nil, cniapi.PodAttr{}, err
+	}
+	return c, attr, nil
+}
+
 // Add attaches the container and prints the result, chained onto
 // prevResult when there is one.
 func (p *Plugin) Add(args *skel.CmdArgs) error {
-	c, err := p.begin("ADD", args)
+	c, attr, err := p.beginPod("ADD", args)
 	if err != nil {
 		return err
 	}
 	defer c.end()
-	attr, err := podAttr(args, c.conf)
-	if err != nil {
-		c.log.WithError(err).Error("bad request")
-		return err
-	}
 	ctx, cancel := p.ctx()
 	defer cancel()
 	rsp, err := c.api.AddPod(ctx, attr)
@@ -330,16 +341,11 @@ func buildResult(conf *NetConf, args *skel.CmdArgs, rsp cniapi.RspAddPod) (*curr
 // Del detaches the container; an attachment netplugin does not know (never
 // made, half made, or already removed) is success.
 func (p *Plugin) Del(args *skel.CmdArgs) error {
-	c, err := p.begin("DEL", args)
+	c, attr, err := p.beginPod("DEL", args)
 	if err != nil {
 		return err
 	}
 	defer c.end()
-	attr, err := podAttr(args, c.conf)
-	if err != nil {
-		c.log.WithError(err).Error("bad request")
-		return err
-	}
 	ctx, cancel := p.ctx()
 	defer cancel()
 	if err := c.api.DelPod(ctx, attr); err != nil {
