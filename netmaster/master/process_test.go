@@ -1,7 +1,6 @@
 package master_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -24,25 +23,8 @@ type proc struct {
 	addr string // ip:port of the API
 	args []string
 	cmd  *exec.Cmd
-	out  *syncBuf
+	out  *objdbtest.SyncBuffer
 	done chan struct{}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freeAddr(t testing.TB) string {
@@ -69,7 +51,7 @@ func (p *proc) start() {
 	p.t.Helper()
 	p.cmd = exec.Command(os.Args[0], append([]string{"--"}, p.args...)...)
 	p.cmd.Env = append(os.Environ(), envDaemon+"=1")
-	p.out = &syncBuf{}
+	p.out = &objdbtest.SyncBuffer{}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatalf("start netmaster: %v", err)

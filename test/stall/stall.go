@@ -452,25 +452,8 @@ func sleep(ctx context.Context, d time.Duration) {
 type proc struct {
 	addr string
 	cmd  *exec.Cmd
-	out  *syncBuf
+	out  *objdbtest.SyncBuffer
 	done chan struct{}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startProc(t testing.TB, storeEndpoint string) *proc {
@@ -481,7 +464,7 @@ func startProc(t testing.TB, storeEndpoint string) *proc {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p := &proc{addr: addr, out: &syncBuf{}, done: make(chan struct{})}
+	p := &proc{addr: addr, out: &objdbtest.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], "--", "--mode", "test", "--netmode", "vlan", "--fwdmode", "bridge",
 		"--log-level", "warn", "--external-address", addr, "--internal-address", addr,
 		"--etcd-endpoints", storeEndpoint, "--leader-ttl", leaderTTL.String())

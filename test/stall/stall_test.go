@@ -1,8 +1,6 @@
 package stall_test
 
 import (
-	"os"
-	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -19,13 +17,10 @@ func TestMain(m *testing.M) {
 // runs is how often each variant runs: $STALL_RUNS, 1 by default (the
 // acceptance figure of ten runs each comes from test/bench/stall).
 func runs(t *testing.T) int {
-	s := os.Getenv("STALL_RUNS")
-	if s == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		t.Fatalf("STALL_RUNS=%q: want a positive number", s)
+	t.Helper()
+	n, err := stall.Runs(1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return n
 }

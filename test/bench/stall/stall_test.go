@@ -10,8 +10,6 @@ package stall
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -26,13 +24,10 @@ func TestMain(m *testing.M) {
 }
 
 func runs(b *testing.B) int {
-	s := os.Getenv("STALL_RUNS")
-	if s == "" {
-		return 10
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		b.Fatalf("STALL_RUNS=%q: want a positive number", s)
+	b.Helper()
+	n, err := stall.Runs(10)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return n
 }
