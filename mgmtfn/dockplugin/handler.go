@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-)
 
-// shutdownTimeout bounds how long a stopping server waits for requests in
-// flight.
-const shutdownTimeout = 10 * time.Second
+	"github.com/contiv/netplugin/utils/httpserve"
+)
 
 // verb is one call: decode into a fresh request, run, answer.
 type verb struct {
@@ -138,26 +136,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // serveHTTP runs h on ln until ctx ends; keep-alives are off (each engine
 // call is one connection). Requests in flight see their context cancelled
-// when ctx ends and are waited for up to shutdownTimeout.
+// when ctx ends and are waited for up to httpserve.ShutdownTimeout.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	srv.SetKeepAlivesEnabled(false)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-errc
-	return nil
+	return httpserve.Serve(ctx, srv, ln)
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/utils/httpserve"
 )
 
 // AttachmentRef identifies an attachment to check and what it was given.
@@ -82,9 +83,6 @@ func New(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, rec: records{dir: cfg.StateDir}, locks: keyLocks{m: map[string]*keyLock{}}, log: cfg.Log}, nil
 }
 
-// shutdownTimeout bounds how long a stopping server waits for requests.
-const shutdownTimeout = 10 * time.Second
-
 // Serve runs the API on the unix socket (directory 0700, socket 0600, a
 // stale socket replaced, a live one refused) until ctx ends.
 func (s *Server) Serve(ctx context.Context, socket string) error {
@@ -97,21 +95,10 @@ func (s *Server) Serve(ctx context.Context, socket string) error {
 
 // ServeListener runs the API on ln until ctx ends; it closes ln.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	if err := httpserve.Serve(ctx, srv, ln); err != nil {
 		return fmt.Errorf("serve the CNI API on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-errc
 	return nil
 }
 

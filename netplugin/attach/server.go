@@ -11,14 +11,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/utils/httpserve"
 )
 
 // ErrSocketInUse: another server answers on the socket path.
 var ErrSocketInUse = errors.New("attach: socket in use by a live server")
-
-// shutdownTimeout bounds how long a stopping server waits for requests in
-// flight (their contexts are cancelled first).
-const shutdownTimeout = 10 * time.Second
 
 // Listen opens the unix socket: its directory is created with mode 0700 if
 // missing, a stale socket left by a dead server is removed (a live one is
@@ -63,25 +61,11 @@ func Serve(ctx context.Context, socketPath string, a Attacher, log logrus.FieldL
 
 // ServeListener runs the API on ln until ctx ends; it closes ln. Requests
 // in flight see their context cancelled when ctx ends and are waited for
-// up to shutdownTimeout.
+// up to httpserve.ShutdownTimeout.
 func ServeListener(ctx context.Context, ln net.Listener, a Attacher, log logrus.FieldLogger) error {
-	srv := &http.Server{
-		Handler:           NewHandler(a, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
+	srv := &http.Server{Handler: NewHandler(a, log), ReadHeaderTimeout: 10 * time.Second}
+	if err := httpserve.Serve(ctx, srv, ln); err != nil {
 		return fmt.Errorf("serve attach API on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-errc
 	return nil
 }
