@@ -274,10 +274,11 @@ func (s *policySvc) DelRule(r ofrpc.OfnetPolicyRule, reply *bool) error {
 // runningMaster is a master serving on loopback.
 type runningMaster struct {
 	*master.Master
-	addr   string
-	pool   *ofrpc.Pool // the test's client to the master (what agents push with)
-	cancel context.CancelFunc
-	done   chan error
+	addr       string
+	pool       *ofrpc.Pool // the test's client to the master (what agents push with)
+	cancel     context.CancelFunc
+	done       chan error
+	registered int // registrations so far (their sync markers)
 }
 
 func quietLog() logrus.FieldLogger {
@@ -349,6 +350,20 @@ func (m *runningMaster) register(t *testing.T, a *fakeAgent) {
 	t.Helper()
 	m.mustRPC(t, ofrpc.MasterRegisterNode, a.node)
 }
+
+// join registers a and waits until the replay of that registration reached
+// it. A call queued before the replay is sent is also in the replay, so a
+// test asserting the exact calls of its later steps waits for the replay
+// first (the duplicate is harmless to a real agent: adds are idempotent).
+func (m *runningMaster) join(t *testing.T, a *fakeAgent) {
+	t.Helper()
+	m.register(t, a)
+	m.registered++
+	a.sync(m.Master, registerMarker+m.registered)
+}
+
+// registerMarker starts the GARP markers register uses; tests use small ones.
+const registerMarker = 1 << 20
 
 var epoch = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 

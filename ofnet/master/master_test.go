@@ -99,7 +99,7 @@ func TestEndpointFanOutExcludesOriginator(t *testing.T) {
 	m := startMaster(t, master.Config{})
 	a1, a2, b1, c1 := startAgent(t, hostA), startAgent(t, hostA), startAgent(t, hostB), startAgent(t, hostC)
 	for _, a := range []*fakeAgent{a1, a2, b1, c1} {
-		m.register(t, a)
+		m.join(t, a)
 	}
 	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, 1, 1))
 	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostB, 2, 1))
@@ -124,7 +124,7 @@ func TestEndpointFanOutExcludesOriginator(t *testing.T) {
 func TestTimestampPrecedence(t *testing.T) {
 	m := startMaster(t, master.Config{})
 	b := startAgent(t, hostB)
-	m.register(t, b)
+	m.join(t, b)
 	steps := []struct {
 		method string
 		ep     ofrpc.OfnetEndpoint
@@ -165,7 +165,7 @@ func TestTimestampPrecedence(t *testing.T) {
 func TestRuleAddDel(t *testing.T) {
 	m := startMaster(t, master.Config{})
 	b := startAgent(t, hostB)
-	m.register(t, b)
+	m.join(t, b)
 	ctx := ctxT(t)
 	r := rule("t1:g1:t1:p1:r1:inRx", 5)
 	if err := m.AddRule(ctx, r); err != nil {
