@@ -26,19 +26,7 @@ func TestKubernetesAPIServerLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb := testbed.New(t, testbed.Config{Hosts: 2, SkipNetplugin: true, NetpluginArgs: []string{"--mode", "kubernetes"}})
-	m := tb.Masters[0]
-	k := testbed.StartKubeAPIServer(t, testbed.KubeOptions{NS: m.NS, IP: m.IP, Port: 6443, EtcdPort: 23790})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- kube-apiserver ---\n%s", k.Logs(30))
-		}
-	})
-	tb.Config.NetpluginArgs = append(tb.Config.NetpluginArgs, "--k8s-config", k.Kubeconfig)
-	for _, h := range tb.Hosts {
-		h.StartNetplugin(t)
-	}
-	tb.WaitNetplugins(t, 2, 90*time.Second)
+	tb, k := kubeTestbed(t, 2)
 
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.21.0/24", "--gateway", "198.19.21.254", "default-net")
 	netctl(t, tb, "group", "create", "default-net", "web")
