@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // maxDeleteLookups bounds the per-round requests that place deletes in
@@ -237,6 +238,7 @@ func (p *poller) list(ctx context.Context, what string) (api.KVPairs, error) {
 // for as long as ctx lasts; only ctx's end is returned.
 func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 	failures := 0
+	bo := p.c.cfg.newBackoff()
 	verify := false
 	for {
 		rctx, cancel := context.WithTimeout(ctx, p.c.blockingTimeout())
@@ -258,7 +260,7 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 			return nil, 0, ctx.Err()
 		}
 		if err != nil {
-			d := backoff(p.c.cfg.RetryBackoff, p.c.cfg.MaxBackoff, failures)
+			d := bo.NextBackOff()
 			entry := p.c.log.WithError(err).WithField("prefix", p.prefix)
 			if failures == 0 {
 				entry.Warnf("consul watch query failed, retrying in %v", d)
@@ -266,7 +268,7 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 				entry.Debugf("consul watch query failed again (%d), retrying in %v", failures+1, d)
 			}
 			failures++
-			if sleep(ctx, d) != nil {
+			if !ctxutil.Sleep(ctx, d) {
 				return nil, 0, ctx.Err()
 			}
 			continue
@@ -274,6 +276,7 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 		if failures > 0 {
 			p.c.log.WithField("prefix", p.prefix).Infof("consul watch query works again after %d failures", failures)
 			failures = 0
+			bo.Reset()
 		}
 		prev, idx := p.idx, meta.LastIndex
 		if idx == prev {
