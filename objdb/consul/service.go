@@ -284,23 +284,14 @@ func (c *Client) WatchService(ctx context.Context, name string) (<-chan objdb.Se
 	}
 	initial := diff(pairs)
 
-	ch := make(chan objdb.ServiceEvent)
-	wctx, cancel := context.WithCancel(ctx)
-	err = c.goOwned(func() {
-		defer close(ch)
-		defer cancel()
-		stop := context.AfterFunc(c.base, cancel)
-		defer stop()
-		pump(wctx, ch, initial, func(ctx context.Context) ([]objdb.ServiceEvent, error) {
-			pairs, _, err := p.next(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return diff(pairs), nil
-		})
+	ch, err := startPump(c, ctx, initial, func(ctx context.Context) ([]objdb.ServiceEvent, error) {
+		pairs, _, err := p.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return diff(pairs), nil
 	})
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("watch service %q: %w", name, err)
 	}
 	return ch, nil

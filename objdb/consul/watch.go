@@ -60,24 +60,34 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOp
 	}
 	sortEvents(replay)
 
-	ch := make(chan objdb.Event)
+	ch, err := startPump(c, ctx, replay, func(ctx context.Context) ([]objdb.Event, error) {
+		pairs, prev, err := p.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.diff(ctx, cache, pairs, prev, p.idx), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", prefix, err)
+	}
+	return ch, nil
+}
+
+// startPump runs pump in a goroutine the client owns, until ctx ends or
+// the client is closed; the returned channel is closed when it stops.
+func startPump[E any](c *Client, ctx context.Context, initial []E, round func(context.Context) ([]E, error)) (<-chan E, error) {
+	ch := make(chan E)
 	wctx, cancel := context.WithCancel(ctx)
-	err = c.goOwned(func() {
+	err := c.goOwned(func() {
 		defer close(ch)
 		defer cancel()
 		stop := context.AfterFunc(c.base, cancel)
 		defer stop()
-		pump(wctx, ch, replay, func(ctx context.Context) ([]objdb.Event, error) {
-			pairs, prev, err := p.next(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return c.diff(ctx, cache, pairs, prev, p.idx), nil
-		})
+		pump(wctx, ch, initial, round)
 	})
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("watch %q: %w", prefix, err)
+		return nil, err
 	}
 	return ch, nil
 }
