@@ -1,7 +1,8 @@
-// Package jsonreq holds what the local front-end APIs (the attach API and
-// the CNI API) share to read a request body: one strict JSON decoder and
-// one error type naming the field at fault (docs/architecture.md decision
-// 7: bad input gets a clear error that names the field).
+// Package jsonreq holds what the local front-end APIs (the attach API, the
+// CNI API and the Docker plugin API) share to read a request body: one
+// JSON decoder that takes exactly one value, and the error type naming the
+// field at fault (docs/architecture.md decision 7: bad input gets a clear
+// error that names the field).
 package jsonreq
 
 import (
@@ -31,16 +32,28 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalidRequest 
 // DecodeStrict decodes exactly one JSON value from r into v: unknown keys
 // and trailing data are refused. Every error wraps ErrInvalidRequest.
 func DecodeStrict(r io.Reader, v any) error {
+	if err := DecodeOne(r, v, true); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return nil
+}
+
+// DecodeOne decodes exactly one JSON value from r into v and refuses
+// trailing data; strict also refuses keys v does not have. The caller
+// wraps the error with its own API's sentinel.
+func DecodeOne(r io.Reader, v any, strict bool) error {
 	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: decode JSON: %w", ErrInvalidRequest, err)
+		return fmt.Errorf("decode JSON: %w", err)
 	}
 	switch _, err := dec.Token(); {
 	case err == nil:
-		return fmt.Errorf("%w: trailing data after the JSON value", ErrInvalidRequest)
+		return errors.New("trailing data after the JSON value")
 	case !errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: after the JSON value: %w", ErrInvalidRequest, err)
+		return fmt.Errorf("after the JSON value: %w", err)
 	}
 	return nil
 }
