@@ -114,17 +114,10 @@ func (h *host) flows(t testing.TB) []string {
 // groups returns the bridge's groups, sorted.
 func (h *host) groups(t testing.TB) []string {
 	t.Helper()
-	out, err := h.ovs.Ofctl("-O", "OpenFlow13", "dump-groups", h.bridge)
+	gs, err := h.ovs.Groups(h.bridge)
 	if err != nil {
-		t.Fatalf("dump-groups: %v: %s", err, out)
+		t.Fatal(err)
 	}
-	var gs []string
-	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "group_id=") {
-			gs = append(gs, l)
-		}
-	}
-	sort.Strings(gs)
 	return gs
 }
 

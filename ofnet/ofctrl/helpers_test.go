@@ -153,20 +153,11 @@ func (e *testEnv) ofctlFlows(t testing.TB) []string {
 // ofctlGroups returns `ovs-ofctl dump-groups` lines, sorted.
 func (e *testEnv) ofctlGroups(t testing.TB) []string {
 	t.Helper()
-	out, err := e.ovs.Ofctl("-O", "OpenFlow13", "dump-groups", e.bridge)
+	gs, err := e.ovs.Groups(e.bridge)
 	if err != nil {
-		t.Fatalf("dump-groups: %v: %s", err, out)
+		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		l = strings.TrimSpace(l)
-		if !strings.HasPrefix(l, "group_id=") {
-			continue
-		}
-		lines = append(lines, l)
-	}
-	sort.Strings(lines)
-	return lines
+	return gs
 }
 
 func renderFlows(fs []Flow) []string {

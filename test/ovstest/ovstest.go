@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -288,6 +289,23 @@ func (o *OVS) Vsctl(args ...string) (string, error) {
 // bridges' management sockets in Dir).
 func (o *OVS) Ofctl(args ...string) (string, error) {
 	return o.Exec("ovs-ofctl", args...)
+}
+
+// Groups returns the OpenFlow 1.3 groups of bridge as `ovs-ofctl
+// dump-groups` prints them, one "group_id=…" line each, sorted.
+func (o *OVS) Groups(bridge string) ([]string, error) {
+	out, err := o.Ofctl("-O", "OpenFlow13", "dump-groups", bridge)
+	if err != nil {
+		return nil, fmt.Errorf("dump-groups %s: %w: %s", bridge, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "group_id=") {
+			lines = append(lines, l)
+		}
+	}
+	sort.Strings(lines)
+	return lines, nil
 }
 
 // Appctl runs ovs-appctl against a daemon of the instance ("ovsdb-server"
