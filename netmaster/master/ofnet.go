@@ -12,7 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 

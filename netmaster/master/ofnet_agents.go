@@ -9,7 +9,7 @@ import (
 
 	"github.com/contiv/netplugin/netmaster/daemon"
 	"github.com/contiv/netplugin/objdb"
-	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
