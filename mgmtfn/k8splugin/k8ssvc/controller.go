@@ -48,8 +48,14 @@ type Controller struct {
 	slices   discoverylisters.EndpointSliceLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
-	applied  map[string]LB // what the sink holds, touched by the worker only
+	applied  map[string]LB     // what the sink holds, touched by the worker only
+	lastErr  map[string]string // the error last logged per Service (worker only)
 }
+
+// maxRetries bounds the backoff retries of one failing Service (about a
+// minute with the default backoff); after them the informers' resync
+// brings it back every Resync.
+const maxRetries = 12
 
 // New makes the controller's informers and queue; Run starts them.
 func New(client kubernetes.Interface, sink Sink, opt Options) (*Controller, error) {
@@ -66,7 +72,7 @@ func New(client kubernetes.Interface, sink Sink, opt Options) (*Controller, erro
 		opt.Log = logrus.StandardLogger()
 	}
 	f := informers.NewSharedInformerFactory(client, opt.Resync)
-	c := &Controller{sink: sink, log: opt.Log, factory: f, applied: map[string]LB{},
+	c := &Controller{sink: sink, log: opt.Log, factory: f, applied: map[string]LB{}, lastErr: map[string]string{},
 		services: f.Core().V1().Services().Lister(),
 		slices:   f.Discovery().V1().EndpointSlices().Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -134,10 +140,22 @@ func (c *Controller) next(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		c.log.WithError(err).Warnf("k8s service %s: retrying", key)
-		c.queue.AddRateLimited(key)
+		// A lasting condition (providers that are no endpoints here, as
+		// the API server's own addresses) is logged once, not per retry.
+		if c.lastErr[key] != err.Error() {
+			c.lastErr[key] = err.Error()
+			c.log.WithError(err).Warnf("k8s service %s: retrying", key)
+		} else {
+			c.log.WithError(err).Debugf("k8s service %s: retrying", key)
+		}
+		if c.queue.NumRequeues(key) < maxRetries {
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
 		return true
 	}
+	delete(c.lastErr, key)
 	c.queue.Forget(key)
 	return true
 }

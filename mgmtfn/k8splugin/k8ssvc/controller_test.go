@@ -133,3 +133,34 @@ func TestControllerStopsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// TestControllerResyncAfterRetries: a Service that kept failing past the
+// retries is handed to the sink again by the resync once the sink takes it.
+func TestControllerResyncAfterRetries(t *testing.T) {
+	svc := service("ns", "web", "198.19.200.20", svcPortOf("http", corev1.ProtocolTCP, 80, intstr.FromInt32(8080)))
+	cs := fake.NewSimpleClientset(svc)
+	sink := &fakeSink{lbs: map[string]LB{}, fail: 1 << 30}
+	c, err := New(cs, sink, Options{Resync: 300 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	eventually(t, "the retries are used up", func() (bool, string) {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.fail <= 1<<30-maxRetries, fmt.Sprint(1<<30-sink.fail, " failures")
+	})
+	sink.mu.Lock()
+	sink.fail = 0
+	sink.mu.Unlock()
+	eventually(t, "the resync puts it", func() (bool, string) {
+		_, ok := sink.get("ns/web")
+		return ok, "not there"
+	})
+}
