@@ -67,7 +67,10 @@ func (d *Daemon) startKubeWatch(ctx context.Context, wg *sync.WaitGroup) (*kubew
 	}
 	w := kubewatch.New(cs, kubewatch.Options{})
 	goRun(ctx, wg, w.Run)
-	d.log.WithField("apiserver", rc.Host).Info("kubernetes: watching pods and namespaces")
+	if err := d.startKubeServices(ctx, wg, cs); err != nil {
+		return nil, err
+	}
+	d.log.WithField("apiserver", rc.Host).Info("kubernetes: watching pods, namespaces, services and endpoint slices")
 	return w, nil
 }
 

@@ -516,3 +516,29 @@ func (a *Agent) ServiceStats(ctx context.Context) ([]ServiceStats, error) {
 	}
 	return res, nil
 }
+
+// EndpointVrfs answers, for each of the IPv4 addresses given that is an endpoint known
+// to this agent (local or remote), the VRF (tenant) it is in; an address known in
+// two VRFs is answered with both. Front ends that know a service's providers only by
+// address (Kubernetes EndpointSlices, docs/k8s.md) find the service's tenant with it.
+func (a *Agent) EndpointVrfs(ips []string) map[string][]string {
+	want := map[string]bool{}
+	for _, s := range ips {
+		if ip := net.ParseIP(s).To4(); ip != nil {
+			want[ip.String()] = true
+		}
+	}
+	out := map[string][]string{}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ep := range append(a.localEndpointsLocked(), a.remoteEndpointsLocked()...) {
+		k := ep.IP.String()
+		if ep.IP != nil && want[k] && !slices.Contains(out[k], ep.Vrf) {
+			out[k] = append(out[k], ep.Vrf)
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
