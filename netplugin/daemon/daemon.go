@@ -35,9 +35,9 @@ type Daemon struct {
 	log   logrus.FieldLogger
 	store objdb.Store
 	st    *state.Store
-	drv   *ovsdriver.Driver
-	vx    *agent.Agent // contivVxlanBridge
-	vl    *agent.Agent // contivVlanBridge
+	drv   switchDriver
+	vx    datapath // contivVxlanBridge
+	vl    datapath // contivVlanBridge
 	mc    *masterclient.Client
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
@@ -107,11 +107,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.waitGlobalConfig(ctx); err != nil {
 		return err
 	}
-	d.drv, err = ovsdriver.New(ctx, ovsdriver.Config{OVSDB: d.cfg.OVSDBSocket, DatapathType: d.cfg.OVSDatapath,
+	drv, err := ovsdriver.New(ctx, ovsdriver.Config{OVSDB: d.cfg.OVSDBSocket, DatapathType: d.cfg.OVSDatapath,
 		HostLabel: d.cfg.HostLabel, Store: d.st, Logger: d.log})
 	if err != nil {
 		return fmt.Errorf("open OVS: %w", err)
 	}
+	d.drv = drv
 	defer d.drv.Close()
 
 	if d.cfg.RPCClientTLS != nil {
@@ -260,11 +261,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			d.log.Warn(bgpNotConfigured + " until BGP is configured")
 		}
 	}
-	var err error
-	d.vx, err = d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
+	vx, err := d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
 	if err != nil {
 		return err
 	}
+	d.vx = vx
 	if len(d.cfg.VlanUplinks) > 0 {
 		if err := d.drv.EnsureBridge(ctx, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort); err != nil {
 			return err
@@ -277,10 +278,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	if len(d.uplinks) > 0 {
 		uplinkMAC = d.uplinks[0].MAC.String()
 	}
-	d.vl, err = d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC)
+	vl, err := d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC)
 	if err != nil {
 		return err
 	}
+	d.vl = vl
 	for _, u := range d.uplinks {
 		if err := d.vl.AddUplink(ctx, u.OFPort, u.Name); err != nil {
 			return fmt.Errorf("uplink %s: %w", u.Name, err)
@@ -296,7 +298,7 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	if d.glob.ArpMode == "flood" {
 		mode = "flood"
 	}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.SetArpMode(ctx, mode); err != nil {
 			return err
 		}
@@ -392,7 +394,7 @@ func (d *Daemon) finishRestart(ctx context.Context) {
 	if !ctxutil.Sleep(ctx, d.cfg.RestartSettle) {
 		return
 	}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.FinishRestart(ctx); err != nil && ctx.Err() == nil {
 			d.log.WithError(err).Warn("remove stale flows")
 		}
@@ -401,7 +403,7 @@ func (d *Daemon) finishRestart(ctx context.Context) {
 
 func (d *Daemon) masterAdd(ctx context.Context, s objdb.ServiceInfo) {
 	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.AddMaster(ctx, n); err != nil {
 			d.log.WithError(err).Warnf("add ofnet master %s", s.HostAddr)
 		}
@@ -411,7 +413,7 @@ func (d *Daemon) masterAdd(ctx context.Context, s objdb.ServiceInfo) {
 
 func (d *Daemon) masterDel(ctx context.Context, s objdb.ServiceInfo) {
 	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.RemoveMaster(ctx, n); err != nil {
 			d.log.WithError(err).Warnf("remove ofnet master %s", s.HostAddr)
 		}

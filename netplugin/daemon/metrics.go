@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/contiv/netplugin/ofnet/agent"
 )
 
 // metrics are netplugin's own instruments (docs/operations.md,
@@ -108,9 +107,9 @@ func (c *dataplaneCollector) Collect(ch chan<- prometheus.Metric) {
 
 // agents are the running ofnet agents. They are set before the inspect
 // server (the only reader) starts.
-func (d *Daemon) agents() []*agent.Agent {
-	var out []*agent.Agent
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+func (d *Daemon) agents() []datapath {
+	var out []datapath
+	for _, a := range []datapath{d.vx, d.vl} {
 		if a != nil {
 			out = append(out, a)
 		}

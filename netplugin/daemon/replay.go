@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
-	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -108,7 +107,7 @@ func bridgeFor(nw state.Network) string {
 	return ovsdriver.VlanBridge
 }
 
-func (d *Daemon) agentFor(nw state.Network) *agent.Agent {
+func (d *Daemon) agentFor(nw state.Network) datapath {
 	if nw.PktTagType == "vxlan" {
 		return d.vx
 	}
@@ -214,7 +213,7 @@ func (d *Daemon) globalPut(ctx context.Context, g state.GlobConfig, prev *state.
 		if g.ArpMode == "flood" {
 			mode = "flood"
 		}
-		for _, a := range []*agent.Agent{d.vx, d.vl} {
+		for _, a := range []datapath{d.vx, d.vl} {
 			if err := a.SetArpMode(ctx, mode); err != nil {
 				d.log.WithError(err).Error("set ARP mode")
 			}

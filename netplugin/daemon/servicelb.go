@@ -35,7 +35,7 @@ func serviceSpec(s state.ServiceLB) (agent.ServiceSpec, error) {
 
 // serviceAgents are the datapaths a service lives in: both bridges, as the
 // original (the VIP's network decides which one carries its clients).
-func (d *Daemon) serviceAgents() []*agent.Agent { return []*agent.Agent{d.vx, d.vl} }
+func (d *Daemon) serviceAgents() []datapath { return []datapath{d.vx, d.vl} }
 
 func (d *Daemon) serviceLBPut(ctx context.Context, s state.ServiceLB, _ *state.ServiceLB) {
 	if s.IPAddress == "" {
