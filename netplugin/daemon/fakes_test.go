@@ -187,10 +187,12 @@ func (a *fakeDatapath) SvcProviderUpdate(_ context.Context, name string, provide
 	return nil
 }
 
-func (a *fakeDatapath) AddUplink(context.Context, uint32, string) error    { return a.call("AddUplink") }
-func (a *fakeDatapath) AddMaster(context.Context, ofrpc.OfnetNode) error    { return a.call("AddMaster") }
-func (a *fakeDatapath) RemoveMaster(context.Context, ofrpc.OfnetNode) error { return a.call("RemoveMaster") }
-func (a *fakeDatapath) FinishRestart(context.Context) error                 { return a.call("FinishRestart") }
+func (a *fakeDatapath) AddUplink(context.Context, uint32, string) error  { return a.call("AddUplink") }
+func (a *fakeDatapath) AddMaster(context.Context, ofrpc.OfnetNode) error { return a.call("AddMaster") }
+func (a *fakeDatapath) RemoveMaster(context.Context, ofrpc.OfnetNode) error {
+	return a.call("RemoveMaster")
+}
+func (a *fakeDatapath) FinishRestart(context.Context) error { return a.call("FinishRestart") }
 func (a *fakeDatapath) SetHostAccess(context.Context, agent.HostAccess) error {
 	return a.call("SetHostAccess")
 }
@@ -199,14 +201,16 @@ func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error        
 func (a *fakeDatapath) SetBgpPeerMAC(context.Context, net.HardwareAddr) error {
 	return a.call("SetBgpPeerMAC")
 }
-func (a *fakeDatapath) AddBgpRoute(context.Context, *net.IPNet) error    { return a.call("AddBgpRoute") }
-func (a *fakeDatapath) RemoveBgpRoute(context.Context, *net.IPNet) error { return a.call("RemoveBgpRoute") }
-func (a *fakeDatapath) FlushBgpRoutes(context.Context) error             { return a.call("FlushBgpRoutes") }
-func (a *fakeDatapath) BgpRoutes() []string                              { return nil }
-func (a *fakeDatapath) DescribeCookie(uint64) (string, string)           { return "", "" }
-func (a *fakeDatapath) MACOf(net.IP) (net.HardwareAddr, bool)            { return nil, false }
-func (a *fakeDatapath) State() agent.State                               { return agent.State{} }
-func (a *fakeDatapath) Stats() agent.Stats                               { return agent.Stats{} }
+func (a *fakeDatapath) AddBgpRoute(context.Context, *net.IPNet) error { return a.call("AddBgpRoute") }
+func (a *fakeDatapath) RemoveBgpRoute(context.Context, *net.IPNet) error {
+	return a.call("RemoveBgpRoute")
+}
+func (a *fakeDatapath) FlushBgpRoutes(context.Context) error   { return a.call("FlushBgpRoutes") }
+func (a *fakeDatapath) BgpRoutes() []string                    { return nil }
+func (a *fakeDatapath) DescribeCookie(uint64) (string, string) { return "", "" }
+func (a *fakeDatapath) MACOf(net.IP) (net.HardwareAddr, bool)  { return nil, false }
+func (a *fakeDatapath) State() agent.State                     { return agent.State{} }
+func (a *fakeDatapath) Stats() agent.Stats                     { return agent.Stats{} }
 
 // fakeDriver is an OVSDB that remembers ports, policing and tunnels.
 type fakeDriver struct {
