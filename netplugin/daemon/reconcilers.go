@@ -207,6 +207,11 @@ func (d *Daemon) reconcileNetwork(ctx context.Context, id string) error {
 	if up {
 		return nil
 	}
+	if len(nw.NetworkName) > 15 {
+		// Cannot work, however often it is tried.
+		d.log.Errorf("infra network %s: host port not created: network name %q is longer than an interface name (15)", id, nw.NetworkName)
+		return nil
+	}
 	if err := d.infraUpErr(ctx, nw); err != nil {
 		return fmt.Errorf("infra network %s: host port: %w", id, err)
 	}
