@@ -12,7 +12,6 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/bgp"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
-	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
@@ -38,47 +37,6 @@ func (d *Daemon) vlanRouting() bool {
 // bgpNotConfigured is what routing mode does on VLAN networks until BGP is set up.
 const bgpNotConfigured = "VLAN networks are routed (datapath vlrouter); no BGP is configured for this host " +
 	"(netctl bgp create), so only endpoints on this host are reachable on VLAN networks"
-
-func (d *Daemon) bgpPut(ctx context.Context, b state.Bgp, _ *state.Bgp) {
-	if b.StateID() != d.cfg.HostLabel {
-		return
-	}
-	if !d.vlanRouting() {
-		d.log.WithField("host", b.Hostname).Warn("BGP configured for this host, but the VLAN bridge does not route (needs forwarding mode routing and VLAN uplinks): ignored")
-		return
-	}
-	cfg, err := bgp.ParseConfig(b)
-	if err != nil {
-		d.log.WithError(err).Error("BGP configuration refused")
-		d.bgp.mu.Lock()
-		d.bgp.problem = err.Error()
-		d.bgp.mu.Unlock()
-		return
-	}
-	d.bgp.mu.Lock()
-	defer d.bgp.mu.Unlock()
-	if d.bgp.sp != nil && d.bgp.cfg == cfg {
-		return
-	}
-	d.stopBgpLocked(ctx)
-	if err := d.startBgpLocked(ctx, cfg); err != nil {
-		d.bgp.problem = err.Error()
-		d.log.WithError(err).Error("BGP not started")
-		return
-	}
-	d.bgp.problem = ""
-}
-
-func (d *Daemon) bgpDel(ctx context.Context, b state.Bgp) {
-	if b.StateID() != d.cfg.HostLabel {
-		return
-	}
-	d.bgp.mu.Lock()
-	defer d.bgp.mu.Unlock()
-	d.stopBgpLocked(ctx)
-	d.bgp.problem = ""
-	d.log.Warn("BGP configuration removed: " + bgpNotConfigured)
-}
 
 // startBgpLocked creates inb01 with the router address, points the datapath at
 // it and starts the speaker, then announces every local VLAN endpoint.

@@ -75,6 +75,12 @@ type Config struct {
 	RestartSettle   time.Duration // after masters are known, before stale flows are removed (5 s)
 	StoreRetryDelay time.Duration // pause before a failed watch is restarted (1 s)
 	SweepInterval   time.Duration // between sweeps of orphaned endpoints (1 min, sweep.go)
+	// The reconcilers (reconcile.go): a failed key comes back after
+	// ReconcileBaseDelay, doubling up to ReconcileMaxDelay; every key is
+	// reconciled again every ResyncInterval.
+	ReconcileBaseDelay time.Duration // 100 ms
+	ReconcileMaxDelay  time.Duration // 30 s
+	ResyncInterval     time.Duration // 5 min
 }
 
 func (c *Config) setDefaults() {
@@ -89,6 +95,9 @@ func (c *Config) setDefaults() {
 	def(&c.RestartSettle, 5*time.Second)
 	def(&c.StoreRetryDelay, time.Second)
 	def(&c.SweepInterval, time.Minute)
+	def(&c.ReconcileBaseDelay, 100*time.Millisecond)
+	def(&c.ReconcileMaxDelay, 30*time.Second)
+	def(&c.ResyncInterval, 5*time.Minute)
 	if c.VxlanPort == 0 {
 		c.VxlanPort = 4789
 	}

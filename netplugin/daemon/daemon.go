@@ -35,9 +35,9 @@ type Daemon struct {
 	log   logrus.FieldLogger
 	store objdb.Store
 	st    *state.Store
-	drv   *ovsdriver.Driver
-	vx    *agent.Agent // contivVxlanBridge
-	vl    *agent.Agent // contivVlanBridge
+	drv   switchDriver
+	vx    datapath // contivVxlanBridge
+	vl    datapath // contivVlanBridge
 	mc    *masterclient.Client
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
@@ -56,6 +56,12 @@ type Daemon struct {
 	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
 	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
 	seenOnce    sync.Once
+
+	// rec is the work queue of the reconcilers (reconcile.go); want is
+	// the desired state they read, applied what they applied (under mu).
+	rec     *reconciler
+	want    desired
+	applied applied
 
 	met *metrics // nil when metrics are off
 	// rpcPool is the agents' TLS client pool towards the masters (nil:
@@ -78,8 +84,12 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
 		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
-		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New()}
+		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
+	d.rec = newReconciler(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
+	d.rec.resync, d.rec.failed = cfg.ResyncInterval, d.met.reconcileFailed
+	d.registerReconcilers()
+	defer d.rec.shutdown()
 	return d.run(ctx)
 }
 
@@ -107,11 +117,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.waitGlobalConfig(ctx); err != nil {
 		return err
 	}
-	d.drv, err = ovsdriver.New(ctx, ovsdriver.Config{OVSDB: d.cfg.OVSDBSocket, DatapathType: d.cfg.OVSDatapath,
+	drv, err := ovsdriver.New(ctx, ovsdriver.Config{OVSDB: d.cfg.OVSDBSocket, DatapathType: d.cfg.OVSDatapath,
 		HostLabel: d.cfg.HostLabel, Store: d.st, Logger: d.log})
 	if err != nil {
 		return fmt.Errorf("open OVS: %w", err)
 	}
+	d.drv = drv
 	defer d.drv.Close()
 
 	if d.cfg.RPCClientTLS != nil {
@@ -127,30 +138,30 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer d.cleanupHostAccess()
 
 	// Replay (docs/daemons.md §6.2): networks, then endpoints (reconciled with OVS),
-	// then groups; then follow the store.
-	nets := newFollower("networks", d.st.Networks, handlers[state.Network]{put: d.networkPut, del: d.networkDel}, d.log, d.cfg.StoreRetryDelay)
-	groups := newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{put: d.groupPut, del: d.groupDel}, d.log, d.cfg.StoreRetryDelay)
-	eps := newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{put: d.endpointNamesPut, del: d.endpointNamesDel}, d.log, d.cfg.StoreRetryDelay)
-	glob := newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{put: d.globalPut, del: func(context.Context, state.GlobConfig) {}}, d.log, d.cfg.StoreRetryDelay)
+	// then groups; then follow the store. The followers only enqueue
+	// reconcile keys; the replay drains the queue after each step.
+	d.want = d.newDesired()
+	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
 	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
 	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
-	bgps := newFollower("bgp", d.st.Bgp, handlers[state.Bgp]{put: d.bgpPut, del: d.bgpDel}, d.log, d.cfg.StoreRetryDelay)
+	bgps := d.want.bgp
 	if err := bgps.sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
 	}
+	d.rec.drain(ctx)
 	defer d.stopBgp()
 	// Then services and their providers (docs/services.md).
-	svcs := newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{put: d.serviceLBPut, del: d.serviceLBDel}, d.log, d.cfg.StoreRetryDelay)
-	provs := newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{put: d.providersPut, del: d.providersDel}, d.log, d.cfg.StoreRetryDelay)
+	svcs, provs := d.want.svcs, d.want.provs
 	if err := svcs.sync(ctx); err != nil {
 		return fmt.Errorf("replay services: %w", err)
 	}
 	if err := provs.sync(ctx); err != nil {
 		return fmt.Errorf("replay service providers: %w", err)
 	}
+	d.rec.drain(ctx)
 	errc := make(chan error, 4)
 	if d.cfg.dockerMode() {
 		docknets, err := d.startDocker(ctx, &wg, errc)
@@ -176,8 +187,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	})
 	masters := &serviceFollower{name: "netmaster.rpc", reg: d.store, add: d.masterAdd, del: d.masterDel,
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
-	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepAdd, del: d.vtepDel,
+	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	d.want.peers = peers
+	goRun(ctx, &wg, func(ctx context.Context) { d.rec.run(ctx, reconcileWorkers) })
 	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
@@ -260,11 +273,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			d.log.Warn(bgpNotConfigured + " until BGP is configured")
 		}
 	}
-	var err error
-	d.vx, err = d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
+	vx, err := d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
 	if err != nil {
 		return err
 	}
+	d.vx = vx
 	if len(d.cfg.VlanUplinks) > 0 {
 		if err := d.drv.EnsureBridge(ctx, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort); err != nil {
 			return err
@@ -277,10 +290,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	if len(d.uplinks) > 0 {
 		uplinkMAC = d.uplinks[0].MAC.String()
 	}
-	d.vl, err = d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC)
+	vl, err := d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC)
 	if err != nil {
 		return err
 	}
+	d.vl = vl
 	for _, u := range d.uplinks {
 		if err := d.vl.AddUplink(ctx, u.OFPort, u.Name); err != nil {
 			return fmt.Errorf("uplink %s: %w", u.Name, err)
@@ -296,11 +310,12 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	if d.glob.ArpMode == "flood" {
 		mode = "flood"
 	}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.SetArpMode(ctx, mode); err != nil {
 			return err
 		}
 	}
+	d.applied.arpMode = mode
 	return nil
 }
 
@@ -392,7 +407,7 @@ func (d *Daemon) finishRestart(ctx context.Context) {
 	if !ctxutil.Sleep(ctx, d.cfg.RestartSettle) {
 		return
 	}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.FinishRestart(ctx); err != nil && ctx.Err() == nil {
 			d.log.WithError(err).Warn("remove stale flows")
 		}
@@ -401,7 +416,7 @@ func (d *Daemon) finishRestart(ctx context.Context) {
 
 func (d *Daemon) masterAdd(ctx context.Context, s objdb.ServiceInfo) {
 	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.AddMaster(ctx, n); err != nil {
 			d.log.WithError(err).Warnf("add ofnet master %s", s.HostAddr)
 		}
@@ -411,7 +426,7 @@ func (d *Daemon) masterAdd(ctx context.Context, s objdb.ServiceInfo) {
 
 func (d *Daemon) masterDel(ctx context.Context, s objdb.ServiceInfo) {
 	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+	for _, a := range []datapath{d.vx, d.vl} {
 		if err := a.RemoveMaster(ctx, n); err != nil {
 			d.log.WithError(err).Warnf("remove ofnet master %s", s.HostAddr)
 		}
@@ -431,46 +446,10 @@ func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
 	return known
 }
 
-func (d *Daemon) vtepAdd(ctx context.Context, s objdb.ServiceInfo) {
-	if s.HostAddr == d.cfg.VtepIP {
-		return
-	}
-	ofport, err := d.drv.EnsureVTEP(ctx, ovsdriver.VxlanBridge, s.HostAddr, d.cfg.VxlanPort)
-	if err != nil {
-		d.log.WithError(err).Errorf("create VTEP to %s", s.HostAddr)
-		return
-	}
-	d.mu.Lock()
-	d.vteps[s.HostAddr] = ofport
-	checked := d.pmtuChecked[s.HostAddr]
-	d.pmtuChecked[s.HostAddr] = true
-	d.mu.Unlock()
-	if !checked {
-		select {
-		case d.pmtuPeers <- s.HostAddr:
-		default:
-			d.log.WithField("vtep", s.HostAddr).Debug("path MTU check skipped: queue full")
-		}
-	}
-	if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(s.HostAddr)); err != nil {
-		d.log.WithError(err).Errorf("add VTEP %s to the datapath", s.HostAddr)
-	}
-}
-
-func (d *Daemon) vtepDel(ctx context.Context, s objdb.ServiceInfo) {
-	if s.HostAddr == d.cfg.VtepIP {
-		return
-	}
-	d.mu.Lock()
-	ofport, ok := d.vteps[s.HostAddr]
-	delete(d.vteps, s.HostAddr)
-	d.mu.Unlock()
-	if ok {
-		if err := d.vx.RemoveVtepPort(ctx, ofport, net.ParseIP(s.HostAddr)); err != nil {
-			d.log.WithError(err).Errorf("remove VTEP %s from the datapath", s.HostAddr)
-		}
-	}
-	if err := d.drv.DeleteVTEP(ctx, ovsdriver.VxlanBridge, s.HostAddr); err != nil {
-		d.log.WithError(err).Errorf("delete VTEP to %s", s.HostAddr)
+// vtepEvent: a peer VTEP arrived or left; its reconciler converges the
+// tunnel to it.
+func (d *Daemon) vtepEvent(_ context.Context, s objdb.ServiceInfo) {
+	if s.HostAddr != d.cfg.VtepIP {
+		d.rec.enqueue(kindVtep, s.HostAddr)
 	}
 }

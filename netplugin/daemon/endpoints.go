@@ -24,6 +24,16 @@ type localEndpoint struct {
 	ep     state.Endpoint
 	port   ovsdriver.EndpointPort
 	bridge string
+	qos    endpointQoS // what the port and its flows have (d.mu)
+}
+
+// endpointQoS is the bandwidth, burst and DSCP applied to a local endpoint;
+// known is false when they are not known (a port found at restart).
+type endpointQoS struct {
+	bandwidth string
+	burst     int
+	dscp      int
+	known     bool
 }
 
 // endpointInfo describes a local endpoint to its datapath.
@@ -77,11 +87,13 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 	d.mu.Unlock()
 	tag := nw.PktTag
 	spec := ovsdriver.EndpointSpec{EndpointID: ep.ID, Bridge: bridgeFor(nw)}
+	qos := endpointQoS{known: true}
 	if hasGroup {
 		if g.PktTag != 0 {
 			tag = g.PktTag
 		}
 		spec.Bandwidth, spec.Burst = g.Bandwidth, g.Burst
+		qos = qosOf(g)
 	}
 	spec.Tag = tag
 	if nw.NwType == "infra" && ep.EndpointID == d.cfg.HostLabel { // the host's own port on the network (infra.go)
@@ -98,7 +110,7 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 		return nil, fmt.Errorf("create the OVS port of endpoint %s: %w", ep.ID, err)
 	}
 	tPort := time.Since(t0)
-	le := &localEndpoint{ep: ep, port: port, bridge: spec.Bridge}
+	le := &localEndpoint{ep: ep, port: port, bridge: spec.Bridge, qos: qos}
 	if err := d.agentFor(nw).AddLocalEndpoint(ctx, d.endpointInfo(le, nw)); err != nil {
 		if derr := d.drv.DeleteEndpoint(context.WithoutCancel(ctx), spec.Bridge, port.PortName); derr != nil {
 			d.log.WithError(derr).Warnf("roll back port %s", port.PortName)
@@ -121,8 +133,10 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 }
 
 // removeLocal takes an endpoint out of the datapath and deletes its OVS
-// port; an endpoint that is not local is a no-op.
-func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
+// port; an endpoint that is not local is a no-op. On failure the endpoint
+// stays local, so its reconciler (endpoint/<id>) retries the removal once
+// the store no longer holds it.
+func (d *Daemon) removeLocal(ctx context.Context, epID string) (err error) {
 	d.mu.Lock()
 	le, ok := d.locals[epID]
 	delete(d.locals, epID)
@@ -130,6 +144,16 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
 	if !ok {
 		return nil
 	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		d.mu.Lock()
+		if _, again := d.locals[epID]; !again {
+			d.locals[epID] = le
+		}
+		d.mu.Unlock()
+	}()
 	d.bgpEndpoint(ctx, le, false)
 	var errs []error
 	a := d.vl
@@ -142,10 +166,13 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) error {
 	if err := d.drv.DeleteEndpoint(ctx, le.bridge, le.port.PortName); err != nil {
 		errs = append(errs, fmt.Errorf("delete port %s: %w", le.port.PortName, err))
 	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	if err := d.st.EndpointOper.Clear(ctx, epID); err != nil {
 		d.log.WithError(err).Debugf("clear oper state of %s", epID)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Attach connects a container to a network (the attach API of the CNI

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -31,6 +32,7 @@ type follower[T state.Object] struct {
 	log   logrus.FieldLogger
 	retry time.Duration
 
+	mu      sync.RWMutex // guards cache: the reconcilers read it
 	cache   map[string]T
 	version int64
 	// resyncs counts re-lists after a watch failure (nil: not counted).
@@ -53,7 +55,7 @@ func (f *follower[T]) sync(ctx context.Context) error {
 		seen[id] = true
 		f.apply(ctx, id, &it)
 	}
-	for id := range f.cache {
+	for _, id := range f.ids() {
 		if !seen[id] {
 			f.apply(ctx, id, nil)
 		}
@@ -67,21 +69,47 @@ func (f *follower[T]) sync(ctx context.Context) error {
 // apply moves the cache entry id to curr (nil = deleted), calling handlers
 // only when the value really changed.
 func (f *follower[T]) apply(ctx context.Context, id string, curr *T) {
+	f.mu.Lock()
 	prev, had := f.cache[id]
 	switch {
 	case curr == nil && had:
 		delete(f.cache, id)
+		f.mu.Unlock()
 		f.h.del(ctx, prev)
 	case curr != nil && had:
 		if sameJSON(prev, *curr) {
+			f.mu.Unlock()
 			return
 		}
 		f.cache[id] = *curr
+		f.mu.Unlock()
 		f.h.put(ctx, *curr, &prev)
 	case curr != nil:
 		f.cache[id] = *curr
+		f.mu.Unlock()
 		f.h.put(ctx, *curr, nil)
+	default:
+		f.mu.Unlock()
 	}
+}
+
+// get is the cached (desired) value of id.
+func (f *follower[T]) get(id string) (T, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	v, ok := f.cache[id]
+	return v, ok
+}
+
+// ids lists the cached ids.
+func (f *follower[T]) ids() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]string, 0, len(f.cache))
+	for id := range f.cache {
+		out = append(out, id)
+	}
+	return out
 }
 
 // run watches from the last synced version until ctx ends, re-listing after

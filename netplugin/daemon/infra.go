@@ -11,16 +11,10 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// infraUp gives the host its own port on an infra network (docs/daemons.md
+// infraUpErr gives the host its own port on an infra network (docs/daemons.md
 // §6.3): an endpoint in netmaster with the host label as id and container, an
 // OVS internal port named after the network, its address on that port. The
 // host then reaches the network's containers directly and they reach it.
-func (d *Daemon) infraUp(ctx context.Context, nw state.Network) {
-	if err := d.infraUpErr(ctx, nw); err != nil {
-		d.log.WithError(err).Errorf("infra network %s: host port not created", nw.ID)
-	}
-}
-
 func (d *Daemon) infraUpErr(ctx context.Context, nw state.Network) error {
 	if len(nw.NetworkName) > 15 {
 		return fmt.Errorf("network name %q is longer than an interface name (15)", nw.NetworkName)
@@ -57,8 +51,9 @@ func (d *Daemon) infraUpErr(ctx context.Context, nw state.Network) error {
 	return nil
 }
 
-// infraDown removes the host's port and its endpoint in netmaster.
-func (d *Daemon) infraDown(ctx context.Context, nw state.Network) {
+// infraDown removes the host's port and its endpoint in netmaster; an error
+// is the port's (the endpoint in netmaster is left to its cleanup).
+func (d *Daemon) infraDown(ctx context.Context, nw state.Network) error {
 	id := nw.NetworkName + "." + nw.Tenant + "-" + d.cfg.HostLabel
 	d.mu.Lock()
 	le, ok := d.locals[id]
@@ -67,10 +62,11 @@ func (d *Daemon) infraDown(ctx context.Context, nw state.Network) {
 		id = le.ep.ID
 	}
 	if err := d.removeLocal(ctx, id); err != nil {
-		d.log.WithError(err).Warnf("infra network %s: remove the host port", nw.ID)
+		return fmt.Errorf("infra network %s: remove the host port: %w", nw.ID, err)
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: nw.Tenant,
 		NetworkName: nw.NetworkName, EndpointID: d.cfg.HostLabel}); err != nil {
 		d.log.WithError(err).Debugf("infra network %s: delete the endpoint in netmaster", nw.ID)
 	}
+	return nil
 }

@@ -4,15 +4,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/contiv/netplugin/ofnet/agent"
 )
 
 // metrics are netplugin's own instruments (docs/operations.md,
 // "Metrics"); a nil *metrics records nothing.
 type metrics struct {
-	attach  *prometheus.HistogramVec
-	resyncs *prometheus.CounterVec
+	attach    *prometheus.HistogramVec
+	resyncs   *prometheus.CounterVec
+	reconcile *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
@@ -29,8 +28,12 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 			Namespace: "contiv", Subsystem: "netplugin", Name: "state_resyncs_total",
 			Help: "Full re-lists of a state collection after its store watch failed, by collection.",
 		}, []string{"state"}),
+		reconcile: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "contiv", Subsystem: "netplugin", Name: "reconcile_failures_total",
+			Help: "Failed attempts to converge the datapath to the desired state, by kind of object; each is retried with backoff.",
+		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.attach, m.resyncs, newDataplaneCollector(d))
+	reg.MustRegister(m.attach, m.resyncs, m.reconcile, newDataplaneCollector(d))
 	return m
 }
 
@@ -43,6 +46,14 @@ func (m *metrics) observeAttach(op string, start time.Time, err error) {
 		result = "error"
 	}
 	m.attach.WithLabelValues(op, result).Observe(time.Since(start).Seconds())
+}
+
+// reconcileFailed counts one failed reconcile of kind.
+func (m *metrics) reconcileFailed(kind string) {
+	if m == nil {
+		return
+	}
+	m.reconcile.WithLabelValues(kind).Inc()
 }
 
 // resyncCounter is the counter of one collection's re-lists (nil when off).
@@ -108,9 +119,9 @@ func (c *dataplaneCollector) Collect(ch chan<- prometheus.Metric) {
 
 // agents are the running ofnet agents. They are set before the inspect
 // server (the only reader) starts.
-func (d *Daemon) agents() []*agent.Agent {
-	var out []*agent.Agent
-	for _, a := range []*agent.Agent{d.vx, d.vl} {
+func (d *Daemon) agents() []datapath {
+	var out []datapath
+	for _, a := range []datapath{d.vx, d.vl} {
 		if a != nil {
 			out = append(out, a)
 		}

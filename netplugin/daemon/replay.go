@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
-	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -25,22 +24,32 @@ func (d *Daemon) replay(ctx context.Context, nets *follower[state.Network], grou
 		if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(ip)); err != nil {
 			return fmt.Errorf("replay VTEP %s: %w", ip, err)
 		}
+		d.applied.vteps[ip] = true
 	}
 	if err := nets.sync(ctx); err != nil {
 		return fmt.Errorf("replay networks: %w", err)
 	}
+	d.rec.drain(ctx)
 	if err := groups.sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoint groups: %w", err)
 	}
+	d.rec.drain(ctx)
 	if err := d.reconcileLocalEndpoints(ctx); err != nil {
 		return err
+	}
+	// The ports found keep the policing they had: their groups bring
+	// them to today's values.
+	for _, id := range groups.ids() {
+		d.rec.enqueue(kindGroup, id)
 	}
 	if err := eps.sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoints: %w", err)
 	}
+	d.rec.drain(ctx)
 	if err := glob.sync(ctx); err != nil {
 		return fmt.Errorf("replay global settings: %w", err)
 	}
+	d.rec.drain(ctx)
 	return nil
 }
 
@@ -80,7 +89,7 @@ func (d *Daemon) reconcileLocalEndpoints(ctx context.Context) error {
 				}
 				continue
 			}
-			le := &localEndpoint{ep: ep, port: p, bridge: bridge}
+			le := &localEndpoint{ep: ep, port: p, bridge: bridge, qos: d.groupQoS(ep)}
 			if err := d.agentFor(nw).AddLocalEndpoint(ctx, d.endpointInfo(le, nw)); err != nil {
 				return fmt.Errorf("replay local endpoint %s: %w", ep.ID, err)
 			}
@@ -108,117 +117,23 @@ func bridgeFor(nw state.Network) string {
 	return ovsdriver.VlanBridge
 }
 
-func (d *Daemon) agentFor(nw state.Network) *agent.Agent {
+func (d *Daemon) agentFor(nw state.Network) datapath {
 	if nw.PktTagType == "vxlan" {
 		return d.vx
 	}
 	return d.vl
 }
 
-func (d *Daemon) networkPut(ctx context.Context, nw state.Network, prev *state.Network) {
-	if prev != nil {
-		return // modifications are ignored (docs/daemons.md §6.3)
-	}
+// groupQoS is what a port found at restart has: the DSCP and meter its
+// group gives (AddLocalEndpoint installs them), the policing unknown.
+func (d *Daemon) groupQoS(ep state.Endpoint) endpointQoS {
 	d.mu.Lock()
-	d.networks[nw.ID] = nw
+	g, ok := d.groups[ep.EndpointGroupKey]
 	d.mu.Unlock()
-	vni := uint32(0)
-	if nw.PktTagType == "vxlan" {
-		vni = uint32(nw.ExtPktTag)
+	if !ok {
+		return endpointQoS{}
 	}
-	if err := d.agentFor(nw).AddNetwork(ctx, uint16(nw.PktTag), vni, nw.Gateway, nw.Tenant); err != nil {
-		d.log.WithError(err).Errorf("add network %s to the datapath", nw.ID)
-	}
-	if nw.NwType == "infra" {
-		d.infraUp(ctx, nw)
-	}
-}
-
-func (d *Daemon) networkDel(ctx context.Context, nw state.Network) {
-	if nw.NwType == "infra" {
-		d.infraDown(ctx, nw)
-	}
-	d.mu.Lock()
-	delete(d.networks, nw.ID)
-	d.mu.Unlock()
-	vni := uint32(0)
-	if nw.PktTagType == "vxlan" {
-		vni = uint32(nw.ExtPktTag)
-	}
-	if err := d.agentFor(nw).RemoveNetwork(ctx, uint16(nw.PktTag), vni, nw.Gateway, nw.Tenant); err != nil {
-		d.log.WithError(err).Errorf("remove network %s from the datapath", nw.ID)
-	}
-}
-
-// groupPut re-applies bandwidth, burst and DSCP to the group's local ports.
-func (d *Daemon) groupPut(ctx context.Context, g state.EndpointGroup, prev *state.EndpointGroup) {
-	d.mu.Lock()
-	d.groups[g.ID] = g
-	var mine []*localEndpoint
-	for _, le := range d.locals {
-		if le.ep.EndpointGroupKey == g.ID {
-			mine = append(mine, le)
-		}
-	}
-	d.mu.Unlock()
-	if prev == nil || (prev.Bandwidth == g.Bandwidth && prev.Burst == g.Burst && prev.DSCP == g.DSCP) {
-		return
-	}
-	for _, le := range mine {
-		if err := d.drv.UpdatePolicing(ctx, le.port.PortName, g.Bandwidth, g.Burst); err != nil {
-			d.log.WithError(err).Errorf("update policing of %s", le.port.PortName)
-		}
-		d.mu.Lock()
-		nw, ok := d.networks[le.ep.NetID]
-		d.mu.Unlock()
-		if ok {
-			if err := d.agentFor(nw).UpdateLocalEndpoint(ctx, d.endpointInfo(le, nw)); err != nil {
-				d.log.WithError(err).Errorf("update DSCP of %s", le.ep.ID)
-			}
-		}
-	}
-}
-
-func (d *Daemon) groupDel(_ context.Context, g state.EndpointGroup) {
-	d.mu.Lock()
-	delete(d.groups, g.ID)
-	d.mu.Unlock()
-}
-
-// endpointPut: remote endpoints reach the datapath through the ofnet master,
-// and local ones through the attach path, so a store event needs no work.
-func (d *Daemon) endpointPut(context.Context, state.Endpoint, *state.Endpoint) {}
-
-// endpointDel removes a local endpoint deleted behind netplugin's back (e.g.
-// by netmaster's cleanup): its flows and its OVS port go.
-func (d *Daemon) endpointDel(ctx context.Context, ep state.Endpoint) {
-	if ep.HomingHost != d.cfg.HostLabel {
-		return
-	}
-	if err := d.removeLocal(ctx, ep.ID); err != nil {
-		d.log.WithError(err).Errorf("remove deleted endpoint %s", ep.ID)
-	}
-}
-
-// globalPut follows ARP-mode changes (docs/daemons.md §6.3 master/config/).
-func (d *Daemon) globalPut(ctx context.Context, g state.GlobConfig, prev *state.GlobConfig) {
-	if prev == nil {
-		prev = &d.glob
-	}
-	if g.FwdMode != prev.FwdMode || g.PvtSubnet != prev.PvtSubnet {
-		d.log.Errorf("cluster forwarding mode or private subnet changed (%s %s → %s %s): restart netplugin to apply",
-			prev.FwdMode, prev.PvtSubnet, g.FwdMode, g.PvtSubnet)
-	}
-	if g.ArpMode != prev.ArpMode {
-		mode := "proxy"
-		if g.ArpMode == "flood" {
-			mode = "flood"
-		}
-		for _, a := range []*agent.Agent{d.vx, d.vl} {
-			if err := a.SetArpMode(ctx, mode); err != nil {
-				d.log.WithError(err).Error("set ARP mode")
-			}
-		}
-	}
-	d.glob = g
+	q := qosOf(g)
+	q.known = false
+	return q
 }

@@ -35,51 +35,7 @@ func serviceSpec(s state.ServiceLB) (agent.ServiceSpec, error) {
 
 // serviceAgents are the datapaths a service lives in: both bridges, as the
 // original (the VIP's network decides which one carries its clients).
-func (d *Daemon) serviceAgents() []*agent.Agent { return []*agent.Agent{d.vx, d.vl} }
-
-func (d *Daemon) serviceLBPut(ctx context.Context, s state.ServiceLB, _ *state.ServiceLB) {
-	if s.IPAddress == "" {
-		return // no VIP yet
-	}
-	spec, err := serviceSpec(s)
-	if err != nil {
-		d.log.WithError(err).Warn("service ignored")
-		return
-	}
-	for _, a := range d.serviceAgents() {
-		if err := a.AddSvcSpec(ctx, s.ID, spec); err != nil {
-			d.log.WithError(err).Warnf("add service %s to the datapath", s.ID)
-		}
-	}
-	d.names.SetService(s.Tenant, s.ServiceName, s.IPAddress)
-}
-
-func (d *Daemon) serviceLBDel(ctx context.Context, s state.ServiceLB) {
-	for _, a := range d.serviceAgents() {
-		if err := a.DelSvcSpec(ctx, s.ID); err != nil {
-			d.log.WithError(err).Warnf("remove service %s from the datapath", s.ID)
-		}
-	}
-	d.names.SetService(s.Tenant, s.ServiceName, "")
-}
-
-func (d *Daemon) providersPut(ctx context.Context, p state.SvcProvider, _ *state.SvcProvider) {
-	name := p.ServiceName
-	if name == "" {
-		name = p.ID
-	}
-	for _, a := range d.serviceAgents() {
-		if err := a.SvcProviderUpdate(ctx, name, p.Providers); err != nil {
-			d.log.WithError(err).Warnf("update the providers of service %s", name)
-		}
-	}
-}
-
-// providersDel empties the provider list: the service keeps no provider a
-// deleted list named.
-func (d *Daemon) providersDel(ctx context.Context, p state.SvcProvider) {
-	d.providersPut(ctx, state.SvcProvider{Common: p.Common, ServiceName: p.ServiceName}, nil)
-}
+func (d *Daemon) serviceAgents() []datapath { return []datapath{d.vx, d.vl} }
 
 // svcStatsEntry is one endpoint's entry of /svcstats (docs/services.md): the
 // provider endpoint "<ip>:<tenant>" with what each service sent it.
@@ -169,14 +125,17 @@ func (d *Daemon) nameEndpoint(ep state.Endpoint) (nameserver.Endpoint, bool) {
 
 // endpointNamesPut and endpointNamesDel keep the name server's endpoint
 // records in step with state/eps (docs/dns.md).
-func (d *Daemon) endpointNamesPut(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
-	d.endpointPut(ctx, ep, prev)
+// A deleted endpoint of this host also leaves the datapath (its
+// reconciler, endpoint/<id>).
+func (d *Daemon) endpointNamesPut(_ context.Context, ep state.Endpoint, _ *state.Endpoint) {
 	if ne, ok := d.nameEndpoint(ep); ok {
 		d.names.SetEndpoint(ne)
 	}
 }
 
-func (d *Daemon) endpointNamesDel(ctx context.Context, ep state.Endpoint) {
-	d.endpointDel(ctx, ep)
+func (d *Daemon) endpointNamesDel(_ context.Context, ep state.Endpoint) {
+	if ep.HomingHost == d.cfg.HostLabel {
+		d.rec.enqueue(kindEndpoint, ep.ID)
+	}
 	d.names.RemoveEndpoint(ep.ID)
 }

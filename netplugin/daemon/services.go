@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -28,13 +29,39 @@ type serviceFollower struct {
 	retry time.Duration
 	pause time.Duration
 
+	mu    sync.RWMutex // guards known: the reconcilers read it
 	known map[string]objdb.ServiceInfo
 }
 
+// has reports whether a live instance of the service runs at host.
+func (f *serviceFollower) has(host string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, s := range f.known {
+		if s.HostAddr == host {
+			return true
+		}
+	}
+	return false
+}
+
+// hosts lists the addresses of the live instances.
+func (f *serviceFollower) hosts() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]string, 0, len(f.known))
+	for _, s := range f.known {
+		out = append(out, s.HostAddr)
+	}
+	return out
+}
+
 func (f *serviceFollower) run(ctx context.Context) {
+	f.mu.Lock()
 	if f.known == nil {
 		f.known = map[string]objdb.ServiceInfo{}
 	}
+	f.mu.Unlock()
 	for ctx.Err() == nil {
 		if err := f.once(ctx); err != nil && ctx.Err() == nil {
 			f.log.WithError(err).Warnf("watch of service %s interrupted; re-listing", f.name)
@@ -55,10 +82,16 @@ func (f *serviceFollower) once(ctx context.Context) error {
 		seen[serviceKey(s)] = true
 		f.arrive(ctx, s)
 	}
+	f.mu.RLock()
+	gone := map[string]objdb.ServiceInfo{}
 	for k, s := range f.known {
 		if !seen[k] {
-			f.leave(ctx, k, s)
+			gone[k] = s
 		}
+	}
+	f.mu.RUnlock()
+	for k, s := range gone {
+		f.leave(ctx, k, s)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -81,19 +114,25 @@ func (f *serviceFollower) once(ctx context.Context) error {
 
 func (f *serviceFollower) arrive(ctx context.Context, s objdb.ServiceInfo) {
 	k := serviceKey(s)
+	f.mu.Lock()
 	if old, ok := f.known[k]; ok && old == s {
+		f.mu.Unlock()
 		return
 	}
 	f.known[k] = s
+	f.mu.Unlock()
 	f.add(ctx, s)
 	ctxutil.Sleep(ctx, f.pause)
 }
 
 func (f *serviceFollower) leave(ctx context.Context, k string, s objdb.ServiceInfo) {
+	f.mu.Lock()
 	if _, ok := f.known[k]; !ok {
+		f.mu.Unlock()
 		return
 	}
 	delete(f.known, k)
+	f.mu.Unlock()
 	f.del(ctx, s)
 	ctxutil.Sleep(ctx, f.pause)
 }

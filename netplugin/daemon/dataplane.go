@@ -1,0 +1,68 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/ofnet/agent"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+)
+
+// datapath is what the daemon asks of one bridge's ofnet agent
+// (*agent.Agent); the unit tests give it fakes.
+type datapath interface {
+	AddNetwork(ctx context.Context, vlan uint16, vni uint32, gateway string, vrf string) error
+	RemoveNetwork(ctx context.Context, vlan uint16, vni uint32, gateway string, vrf string) error
+	AddLocalEndpoint(ctx context.Context, ep agent.EndpointInfo) error
+	UpdateLocalEndpoint(ctx context.Context, ep agent.EndpointInfo) error
+	RemoveLocalEndpoint(ctx context.Context, portNo uint32) error
+	AddVtepPort(ctx context.Context, portNo uint32, remoteIP net.IP) error
+	RemoveVtepPort(ctx context.Context, portNo uint32, remoteIP net.IP) error
+	AddUplink(ctx context.Context, portNo uint32, linkName string) error
+	AddMaster(ctx context.Context, n ofrpc.OfnetNode) error
+	RemoveMaster(ctx context.Context, n ofrpc.OfnetNode) error
+	SetArpMode(ctx context.Context, mode string) error
+	FinishRestart(ctx context.Context) error
+	SetHostAccess(ctx context.Context, h agent.HostAccess) error
+	AddSvcSpec(ctx context.Context, name string, spec agent.ServiceSpec) error
+	DelSvcSpec(ctx context.Context, name string) error
+	SvcProviderUpdate(ctx context.Context, name string, providers []string) error
+	ServiceStats(ctx context.Context) ([]agent.ServiceStats, error)
+	SetBgpPort(ctx context.Context, port uint32, routerIP net.IP) error
+	SetBgpPeerMAC(ctx context.Context, mac net.HardwareAddr) error
+	AddBgpRoute(ctx context.Context, pfx *net.IPNet) error
+	RemoveBgpRoute(ctx context.Context, pfx *net.IPNet) error
+	FlushBgpRoutes(ctx context.Context) error
+	BgpRoutes() []string
+	DescribeCookie(cookie uint64) (category, object string)
+	MACOf(ip net.IP) (net.HardwareAddr, bool)
+	State() agent.State
+	Stats() agent.Stats
+}
+
+// switchDriver is what the daemon asks of OVSDB (*ovsdriver.Driver); the
+// unit tests give it fakes.
+type switchDriver interface {
+	EnsureBridge(ctx context.Context, name string, controllerPort int) error
+	EnsureUplinks(ctx context.Context, bridge string, ifNames []string) ([]ovsdriver.UplinkMember, error)
+	EnsureHostPort(ctx context.Context, pvtSubnet string) (ovsdriver.EndpointPort, error)
+	BridgeExternalID(ctx context.Context, bridge, key string) (string, bool, error)
+	SetBridgeExternalID(ctx context.Context, bridge, key, value string) error
+	CreateEndpoint(ctx context.Context, spec ovsdriver.EndpointSpec) (ovsdriver.EndpointPort, error)
+	DeleteEndpoint(ctx context.Context, bridge, portName string) error
+	ExistingEndpoints(ctx context.Context, bridge string) ([]ovsdriver.EndpointPort, error)
+	UpdatePolicing(ctx context.Context, portName, bandwidth string, burst int) error
+	EnsureVTEP(ctx context.Context, bridge, remoteIP string, udpPort int) (uint32, error)
+	DeleteVTEP(ctx context.Context, bridge, remoteIP string) error
+	VTEPs(ctx context.Context, bridge string) (map[string]uint32, error)
+	PortByOFPort(bridge string, ofport uint32) (ovsdriver.PortInfo, bool)
+	ProbePathMTU(ctx context.Context, remoteIP string, timeout time.Duration) (ovsdriver.PathMTU, error)
+	Close() error
+}
+
+var (
+	_ datapath     = (*agent.Agent)(nil)
+	_ switchDriver = (*ovsdriver.Driver)(nil)
+)

@@ -1,0 +1,332 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/ofnet/agent"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
+)
+
+// errInjected is the failure the fakes and the fault wrappers inject.
+var errInjected = errors.New("injected failure")
+
+// faults fails the first N calls of named methods and counts every call.
+type faults struct {
+	mu    sync.Mutex
+	fail  map[string]int // method → failures left (<0: fail forever)
+	calls map[string]int
+}
+
+func newFaults() *faults { return &faults{fail: map[string]int{}, calls: map[string]int{}} }
+
+// failNext makes the next n calls of method fail (n < 0: all of them).
+func (f *faults) failNext(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[method] = n
+}
+
+// call records a call of method and says whether it fails.
+func (f *faults) call(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[method]++
+	switch n := f.fail[method]; {
+	case n < 0:
+		return fmt.Errorf("%s: %w", method, errInjected)
+	case n > 0:
+		f.fail[method] = n - 1
+		return fmt.Errorf("%s: %w", method, errInjected)
+	}
+	return nil
+}
+
+func (f *faults) count(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[method]
+}
+
+// fakeDatapath is an agent that remembers what it holds.
+type fakeDatapath struct {
+	*faults
+	mu        sync.Mutex
+	networks  map[uint16]uint32 // vlan → VNI
+	locals    map[uint32]agent.EndpointInfo
+	vteps     map[string]uint32
+	services  map[string]agent.ServiceSpec
+	providers map[string][]string
+	arpMode   string
+}
+
+func newFakeDatapath() *fakeDatapath {
+	return &fakeDatapath{faults: newFaults(), networks: map[uint16]uint32{}, locals: map[uint32]agent.EndpointInfo{},
+		vteps: map[string]uint32{}, services: map[string]agent.ServiceSpec{}, providers: map[string][]string{}}
+}
+
+func (a *fakeDatapath) hasNetwork(vlan uint16) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.networks[vlan]
+	return ok
+}
+
+func (a *fakeDatapath) AddNetwork(_ context.Context, vlan uint16, vni uint32, _ string, _ string) error {
+	if err := a.call("AddNetwork"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.networks[vlan] = vni
+	return nil
+}
+
+func (a *fakeDatapath) RemoveNetwork(_ context.Context, vlan uint16, _ uint32, _ string, _ string) error {
+	if err := a.call("RemoveNetwork"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.networks, vlan)
+	return nil
+}
+
+func (a *fakeDatapath) AddLocalEndpoint(_ context.Context, ep agent.EndpointInfo) error {
+	if err := a.call("AddLocalEndpoint"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.locals[ep.PortNo] = ep
+	return nil
+}
+
+func (a *fakeDatapath) UpdateLocalEndpoint(_ context.Context, ep agent.EndpointInfo) error {
+	if err := a.call("UpdateLocalEndpoint"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.locals[ep.PortNo] = ep
+	return nil
+}
+
+func (a *fakeDatapath) RemoveLocalEndpoint(_ context.Context, portNo uint32) error {
+	if err := a.call("RemoveLocalEndpoint"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.locals, portNo)
+	return nil
+}
+
+func (a *fakeDatapath) AddVtepPort(_ context.Context, portNo uint32, ip net.IP) error {
+	if err := a.call("AddVtepPort"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.vteps[ip.String()] = portNo
+	return nil
+}
+
+func (a *fakeDatapath) RemoveVtepPort(_ context.Context, _ uint32, ip net.IP) error {
+	if err := a.call("RemoveVtepPort"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.vteps, ip.String())
+	return nil
+}
+
+func (a *fakeDatapath) SetArpMode(_ context.Context, mode string) error {
+	if err := a.call("SetArpMode"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.arpMode = mode
+	return nil
+}
+
+func (a *fakeDatapath) AddSvcSpec(_ context.Context, name string, spec agent.ServiceSpec) error {
+	if err := a.call("AddSvcSpec"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.services[name] = spec
+	return nil
+}
+
+func (a *fakeDatapath) DelSvcSpec(_ context.Context, name string) error {
+	if err := a.call("DelSvcSpec"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.services, name)
+	return nil
+}
+
+func (a *fakeDatapath) SvcProviderUpdate(_ context.Context, name string, providers []string) error {
+	if err := a.call("SvcProviderUpdate"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.providers[name] = providers
+	return nil
+}
+
+func (a *fakeDatapath) AddUplink(context.Context, uint32, string) error  { return a.call("AddUplink") }
+func (a *fakeDatapath) AddMaster(context.Context, ofrpc.OfnetNode) error { return a.call("AddMaster") }
+func (a *fakeDatapath) RemoveMaster(context.Context, ofrpc.OfnetNode) error {
+	return a.call("RemoveMaster")
+}
+func (a *fakeDatapath) FinishRestart(context.Context) error { return a.call("FinishRestart") }
+func (a *fakeDatapath) SetHostAccess(context.Context, agent.HostAccess) error {
+	return a.call("SetHostAccess")
+}
+func (a *fakeDatapath) ServiceStats(context.Context) ([]agent.ServiceStats, error) { return nil, nil }
+func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error           { return a.call("SetBgpPort") }
+func (a *fakeDatapath) SetBgpPeerMAC(context.Context, net.HardwareAddr) error {
+	return a.call("SetBgpPeerMAC")
+}
+func (a *fakeDatapath) AddBgpRoute(context.Context, *net.IPNet) error { return a.call("AddBgpRoute") }
+func (a *fakeDatapath) RemoveBgpRoute(context.Context, *net.IPNet) error {
+	return a.call("RemoveBgpRoute")
+}
+func (a *fakeDatapath) FlushBgpRoutes(context.Context) error   { return a.call("FlushBgpRoutes") }
+func (a *fakeDatapath) BgpRoutes() []string                    { return nil }
+func (a *fakeDatapath) DescribeCookie(uint64) (string, string) { return "", "" }
+func (a *fakeDatapath) MACOf(net.IP) (net.HardwareAddr, bool)  { return nil, false }
+func (a *fakeDatapath) State() agent.State                     { return agent.State{} }
+func (a *fakeDatapath) Stats() agent.Stats                     { return agent.Stats{} }
+
+// fakeDriver is an OVSDB that remembers ports, policing and tunnels.
+type fakeDriver struct {
+	*faults
+	mu       sync.Mutex
+	ports    map[string]bool // port name
+	policing map[string]string
+	vteps    map[string]uint32
+	next     uint32
+}
+
+func newFakeDriver() *fakeDriver {
+	return &fakeDriver{faults: newFaults(), ports: map[string]bool{}, policing: map[string]string{},
+		vteps: map[string]uint32{}, next: 10}
+}
+
+func (f *fakeDriver) hasPort(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ports[name]
+}
+
+func (f *fakeDriver) vtep(ip string) (uint32, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.vteps[ip]
+	return p, ok
+}
+
+func (f *fakeDriver) EnsureBridge(context.Context, string, int) error { return f.call("EnsureBridge") }
+func (f *fakeDriver) EnsureUplinks(context.Context, string, []string) ([]ovsdriver.UplinkMember, error) {
+	return nil, f.call("EnsureUplinks")
+}
+func (f *fakeDriver) EnsureHostPort(context.Context, string) (ovsdriver.EndpointPort, error) {
+	return ovsdriver.EndpointPort{}, f.call("EnsureHostPort")
+}
+func (f *fakeDriver) BridgeExternalID(context.Context, string, string) (string, bool, error) {
+	return "", false, f.call("BridgeExternalID")
+}
+func (f *fakeDriver) SetBridgeExternalID(context.Context, string, string, string) error {
+	return f.call("SetBridgeExternalID")
+}
+
+func (f *fakeDriver) CreateEndpoint(_ context.Context, spec ovsdriver.EndpointSpec) (ovsdriver.EndpointPort, error) {
+	if err := f.call("CreateEndpoint"); err != nil {
+		return ovsdriver.EndpointPort{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	p := ovsdriver.EndpointPort{EndpointID: spec.EndpointID, PortName: fmt.Sprintf("vvport%d", f.next),
+		IntfName: fmt.Sprintf("vport%d", f.next), OFPort: f.next}
+	f.ports[p.PortName] = true
+	return p, nil
+}
+
+func (f *fakeDriver) DeleteEndpoint(_ context.Context, _, portName string) error {
+	if err := f.call("DeleteEndpoint"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.ports, portName)
+	return nil
+}
+
+func (f *fakeDriver) ExistingEndpoints(context.Context, string) ([]ovsdriver.EndpointPort, error) {
+	return nil, f.call("ExistingEndpoints")
+}
+
+func (f *fakeDriver) UpdatePolicing(_ context.Context, portName, bandwidth string, burst int) error {
+	if err := f.call("UpdatePolicing"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.policing[portName] = fmt.Sprintf("%s/%d", bandwidth, burst)
+	return nil
+}
+
+func (f *fakeDriver) EnsureVTEP(_ context.Context, _, remoteIP string, _ int) (uint32, error) {
+	if err := f.call("EnsureVTEP"); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.vteps[remoteIP]; ok {
+		return p, nil
+	}
+	f.next++
+	f.vteps[remoteIP] = f.next
+	return f.next, nil
+}
+
+func (f *fakeDriver) DeleteVTEP(_ context.Context, _, remoteIP string) error {
+	if err := f.call("DeleteVTEP"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.vteps, remoteIP)
+	return nil
+}
+
+func (f *fakeDriver) VTEPs(context.Context, string) (map[string]uint32, error) {
+	return map[string]uint32{}, f.call("VTEPs")
+}
+func (f *fakeDriver) PortByOFPort(string, uint32) (ovsdriver.PortInfo, bool) {
+	return ovsdriver.PortInfo{}, false
+}
+func (f *fakeDriver) ProbePathMTU(context.Context, string, time.Duration) (ovsdriver.PathMTU, error) {
+	return ovsdriver.PathMTU{}, f.call("ProbePathMTU")
+}
+func (f *fakeDriver) Close() error { return nil }
+
+var (
+	_ datapath     = (*fakeDatapath)(nil)
+	_ switchDriver = (*fakeDriver)(nil)
+)

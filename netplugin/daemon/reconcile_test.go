@@ -1,0 +1,476 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/contivmodel/modeltest"
+	"github.com/contiv/netplugin/netplugin/nameserver"
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
+)
+
+// testDaemon is a Daemon on fakes (or on what the test gives it), its
+// reconcilers served until the test ends.
+type testDaemon struct {
+	*Daemon
+	vx, vl datapath
+	drv    switchDriver
+
+	mu       sync.Mutex
+	failures map[string]int // failed reconciles by kind
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func testLog(t testing.TB) logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	if testing.Verbose() {
+		l.SetOutput(logWriter{t})
+		l.SetLevel(logrus.DebugLevel)
+	}
+	return l
+}
+
+type logWriter struct{ t testing.TB }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// newTestDaemon builds a daemon on the given datapaths and driver with a
+// fast backoff (1 ms to 20 ms) and no resync unless resync > 0.
+func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.Duration) *testDaemon {
+	t.Helper()
+	log := testLog(t)
+	d := &Daemon{cfg: Config{HostLabel: "host1", VtepIP: "198.18.0.1", VxlanPort: 4789, OVSDatapath: "system"},
+		log: log, st: state.New(modeltest.NewMemKV()), drv: drv, vx: vx, vl: vl,
+		networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
+		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{},
+		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(),
+		applied: newApplied()}
+	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
+	d.rec = newReconciler(log, time.Millisecond, 20*time.Millisecond)
+	d.rec.resync = resync
+	d.rec.failed = func(kind string) {
+		td.mu.Lock()
+		td.failures[kind]++
+		td.mu.Unlock()
+	}
+	d.registerReconcilers()
+	d.want = d.newDesired()
+	d.want.peers = &serviceFollower{name: "netplugin.vtep", known: map[string]objdb.ServiceInfo{}}
+	return td
+}
+
+// start serves the queue with its workers until stop or the test's end.
+func (td *testDaemon) start(t testing.TB) {
+	ctx, cancel := context.WithCancel(context.Background())
+	td.cancel, td.done = cancel, make(chan struct{})
+	go func() {
+		defer close(td.done)
+		td.rec.run(ctx, reconcileWorkers)
+	}()
+	t.Cleanup(td.stop)
+}
+
+// stop cancels the workers and waits for them.
+func (td *testDaemon) stop() {
+	if td.cancel == nil {
+		return
+	}
+	td.cancel()
+	<-td.done
+}
+
+func (td *testDaemon) failed(kind string) int {
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	return td.failures[kind]
+}
+
+// eventually waits up to 10 s for cond.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func vxlanNet(id string, vlan, vni int) state.Network {
+	return state.Network{Common: state.Common{ID: id}, Tenant: "t1", NetworkName: strings.Split(id, ".")[0],
+		PktTagType: "vxlan", PktTag: vlan, ExtPktTag: vni, Gateway: "198.18.10.1", SubnetLen: 24}
+}
+
+func (td *testDaemon) putNetwork(nw state.Network) {
+	td.want.nets.apply(context.Background(), nw.ID, &nw)
+}
+
+func (td *testDaemon) delNetwork(id string) {
+	td.want.nets.apply(context.Background(), id, nil)
+}
+
+func TestReconcileNetworkPut(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failures int
+	}{
+		{"first try", 0},
+		{"flow install fails 3 times", 3},
+		{"flow install fails 8 times", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vx, vl := newFakeDatapath(), newFakeDatapath()
+			td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
+			vx.failNext("AddNetwork", tc.failures)
+			td.start(t)
+			td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+			eventually(t, "network n1 in the datapath", func() bool { return vx.hasNetwork(100) })
+			td.stop()
+			if got := vx.count("AddNetwork"); got != tc.failures+1 {
+				t.Errorf("AddNetwork called %d times, want %d", got, tc.failures+1)
+			}
+			if got := td.failed(kindNetwork); got != tc.failures {
+				t.Errorf("%d failures counted, want %d", got, tc.failures)
+			}
+			if vl.hasNetwork(100) {
+				t.Error("a VXLAN network reached the VLAN bridge")
+			}
+			if _, ok := td.networks["n1.t1"]; !ok {
+				t.Error("network not known to the attach path")
+			}
+		})
+	}
+}
+
+func TestReconcileDeleteAfterFailedPut(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	vx.failNext("AddNetwork", -1)
+	td.start(t)
+	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+	eventually(t, "two failed attempts", func() bool { return vx.count("AddNetwork") >= 2 })
+	td.delNetwork("n1.t1")
+	eventually(t, "network forgotten", func() bool {
+		td.Daemon.mu.Lock()
+		defer td.Daemon.mu.Unlock()
+		_, known := td.networks["n1.t1"]
+		return !known && td.rec.q.Len() == 0
+	})
+	// Once deleted, the key converges: no more attempts.
+	n := vx.count("AddNetwork")
+	time.Sleep(100 * time.Millisecond)
+	if got := vx.count("AddNetwork"); got != n {
+		t.Errorf("AddNetwork still retried after the delete: %d → %d calls", n, got)
+	}
+	if vx.hasNetwork(100) || vx.count("RemoveNetwork") != 0 {
+		t.Errorf("network in datapath %v, RemoveNetwork calls %d", vx.hasNetwork(100), vx.count("RemoveNetwork"))
+	}
+}
+
+func TestReconcileNetworkDeleteRetried(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	td.start(t)
+	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
+	vx.failNext("RemoveNetwork", 4)
+	td.delNetwork("n1.t1")
+	eventually(t, "network removed", func() bool { return !vx.hasNetwork(100) })
+	if got := vx.count("RemoveNetwork"); got != 5 {
+		t.Errorf("RemoveNetwork called %d times, want 5", got)
+	}
+}
+
+func TestReconcileNetworkRecreatedWithOtherSegment(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	td.start(t)
+	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
+	td.putNetwork(vxlanNet("n1.t1", 101, 5001))
+	eventually(t, "segment moved", func() bool { return vx.hasNetwork(101) && !vx.hasNetwork(100) })
+}
+
+// localEndpointFor adds a local endpoint of network nw on a fake port.
+func (td *testDaemon) localEndpointFor(t *testing.T, id, group string, nw state.Network) *localEndpoint {
+	t.Helper()
+	ep := state.Endpoint{Common: state.Common{ID: id}, NetID: nw.ID, EndpointGroupKey: group, HomingHost: "host1",
+		IPAddress: "198.18.10.5", MacAddress: "02:02:c6:12:0a:05", EndpointID: "c1"}
+	le, err := td.addLocal(context.Background(), ep, nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td.want.eps.apply(context.Background(), id, &ep)
+	return le
+}
+
+func TestReconcileEndpointRemovalRetried(t *testing.T) {
+	vx, drv := newFakeDatapath(), newFakeDriver()
+	td := newTestDaemon(t, vx, newFakeDatapath(), drv, 0)
+	td.start(t)
+	nw := vxlanNet("n1.t1", 100, 5000)
+	td.putNetwork(nw)
+	le := td.localEndpointFor(t, "n1.t1-c1", "", nw)
+	if !drv.hasPort(le.port.PortName) {
+		t.Fatal("no port")
+	}
+	drv.failNext("DeleteEndpoint", 3)
+	// netmaster deletes the endpoint behind netplugin's back.
+	td.want.eps.apply(context.Background(), "n1.t1-c1", nil)
+	eventually(t, "port and flows gone", func() bool {
+		td.Daemon.mu.Lock()
+		_, local := td.locals["n1.t1-c1"]
+		td.Daemon.mu.Unlock()
+		return !local && !drv.hasPort(le.port.PortName)
+	})
+	if got := drv.count("DeleteEndpoint"); got != 4 {
+		t.Errorf("DeleteEndpoint called %d times, want 4", got)
+	}
+	if got := td.failed(kindEndpoint); got != 3 {
+		t.Errorf("%d endpoint failures counted, want 3", got)
+	}
+	vx.mu.Lock()
+	_, flows := vx.locals[le.port.OFPort]
+	vx.mu.Unlock()
+	if flows {
+		t.Error("the endpoint's flows are still in the datapath")
+	}
+}
+
+func TestReconcileGroupQoS(t *testing.T) {
+	vx, drv := newFakeDatapath(), newFakeDriver()
+	td := newTestDaemon(t, vx, newFakeDatapath(), drv, 0)
+	td.start(t)
+	nw := vxlanNet("n1.t1", 100, 5000)
+	td.putNetwork(nw)
+	g := state.EndpointGroup{Common: state.Common{ID: "web:t1"}, GroupName: "web", TenantName: "t1", NetworkName: "n1"}
+	td.want.groups.apply(context.Background(), g.ID, &g)
+	eventually(t, "group known", func() bool {
+		td.Daemon.mu.Lock()
+		defer td.Daemon.mu.Unlock()
+		_, ok := td.groups[g.ID]
+		return ok
+	})
+	le := td.localEndpointFor(t, "n1.t1-c1", g.ID, nw)
+	drv.failNext("UpdatePolicing", 2)
+	vx.failNext("UpdateLocalEndpoint", 2)
+	g.Bandwidth, g.Burst, g.DSCP = "10Mbps", 100, 10
+	td.want.groups.apply(context.Background(), g.ID, &g)
+	eventually(t, "QoS applied", func() bool {
+		drv.mu.Lock()
+		pol := drv.policing[le.port.PortName]
+		drv.mu.Unlock()
+		vx.mu.Lock()
+		dscp := vx.locals[le.port.OFPort].Dscp
+		vx.mu.Unlock()
+		return pol == "10Mbps/100" && dscp == 10
+	})
+	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	if got := td.failed(kindGroup); got != 4 {
+		t.Errorf("%d group failures counted, want 4", got)
+	}
+}
+
+func TestReconcileServiceAndProviders(t *testing.T) {
+	vx, vl := newFakeDatapath(), newFakeDatapath()
+	td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
+	td.start(t)
+	vl.failNext("AddSvcSpec", 2)
+	vx.failNext("SvcProviderUpdate", 2)
+	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, ServiceName: "web", Tenant: "t1", IPAddress: "198.19.3.100",
+		Ports: []string{"80:8080:tcp"}}
+	td.want.svcs.apply(context.Background(), s.ID, &s)
+	p := state.SvcProvider{Common: state.Common{ID: "web:t1"}, ServiceName: "web:t1", Providers: []string{"198.18.10.5"}}
+	td.want.provs.apply(context.Background(), p.ID, &p)
+	has := func(a *fakeDatapath) bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		_, svc := a.services["web:t1"]
+		return svc && len(a.providers["web:t1"]) == 1
+	}
+	eventually(t, "service and providers in both datapaths", func() bool { return has(vx) && has(vl) })
+	td.want.svcs.apply(context.Background(), s.ID, nil)
+	td.want.provs.apply(context.Background(), p.ID, nil)
+	gone := func(a *fakeDatapath) bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		_, svc := a.services["web:t1"]
+		return !svc && len(a.providers["web:t1"]) == 0
+	}
+	eventually(t, "service gone", func() bool { return gone(vx) && gone(vl) })
+}
+
+func TestReconcileMalformedServiceNotRetried(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	td.start(t)
+	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, Tenant: "t1", IPAddress: "198.19.3.100", Ports: []string{"80"}}
+	td.want.svcs.apply(context.Background(), s.ID, &s)
+	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	time.Sleep(50 * time.Millisecond)
+	if vx.count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
+		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.count("AddSvcSpec"), td.failed(kindService))
+	}
+}
+
+func TestReconcileVtep(t *testing.T) {
+	vx, drv := newFakeDatapath(), newFakeDriver()
+	td := newTestDaemon(t, vx, newFakeDatapath(), drv, 0)
+	td.start(t)
+	drv.failNext("EnsureVTEP", 3) // the OVSDB transaction fails
+	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
+	peers := td.want.peers
+	peers.mu.Lock()
+	peers.known[serviceKey(peer)] = peer
+	peers.mu.Unlock()
+	td.vtepEvent(context.Background(), peer)
+	eventually(t, "tunnel in OVS and the datapath", func() bool {
+		_, inOVS := drv.vtep("198.18.0.2")
+		vx.mu.Lock()
+		_, inDP := vx.vteps["198.18.0.2"]
+		vx.mu.Unlock()
+		return inOVS && inDP
+	})
+	peers.mu.Lock()
+	delete(peers.known, serviceKey(peer))
+	peers.mu.Unlock()
+	drv.failNext("DeleteVTEP", 2)
+	td.vtepEvent(context.Background(), peer)
+	eventually(t, "tunnel removed", func() bool {
+		_, inOVS := drv.vtep("198.18.0.2")
+		vx.mu.Lock()
+		_, inDP := vx.vteps["198.18.0.2"]
+		vx.mu.Unlock()
+		return !inOVS && !inDP
+	})
+	// The own VTEP never gets a tunnel.
+	td.vtepEvent(context.Background(), objdb.ServiceInfo{HostAddr: "198.18.0.1"})
+	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	if _, ok := drv.vtep("198.18.0.1"); ok {
+		t.Error("tunnel to this host's own VTEP")
+	}
+}
+
+func TestReconcileGlobalArpMode(t *testing.T) {
+	vx, vl := newFakeDatapath(), newFakeDatapath()
+	td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
+	td.applied.arpMode = "proxy"
+	td.start(t)
+	vl.failNext("SetArpMode", 2)
+	g := state.GlobConfig{ID: "global", ArpMode: "flood"}
+	td.want.glob.apply(context.Background(), "global", &g)
+	eventually(t, "flood on both bridges", func() bool {
+		vx.mu.Lock()
+		a := vx.arpMode
+		vx.mu.Unlock()
+		vl.mu.Lock()
+		b := vl.arpMode
+		vl.mu.Unlock()
+		return a == "flood" && b == "flood"
+	})
+}
+
+// A network applied but no longer in the store (a delete missed while the
+// watch was away) goes at the next resync.
+func TestReconcileResyncRemovesLeftovers(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 20*time.Millisecond)
+	nw := vxlanNet("n1.t1", 100, 5000)
+	if err := vx.AddNetwork(context.Background(), 100, 5000, "", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	td.applied.nets[nw.ID] = nw
+	td.start(t)
+	eventually(t, "leftover network removed", func() bool { return !vx.hasNetwork(100) })
+}
+
+// Cancelling the context stops the workers, even with a key that keeps
+// failing: no attempt after run returned.
+func TestReconcileStopsOnCancel(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	vx.failNext("AddNetwork", -1)
+	td.start(t)
+	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+	eventually(t, "failing attempts", func() bool { return vx.count("AddNetwork") >= 3 })
+	stopped := make(chan struct{})
+	go func() { td.stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("workers did not stop")
+	}
+	n := vx.count("AddNetwork")
+	time.Sleep(100 * time.Millisecond)
+	if got := vx.count("AddNetwork"); got != n {
+		t.Errorf("attempts after stop: %d → %d", n, got)
+	}
+	if !td.rec.q.ShuttingDown() {
+		t.Error("queue not shut down")
+	}
+}
+
+// A key that keeps failing is retried with a growing delay, not in a busy
+// loop: with delays 1, 2, 4... capped at 20 ms, 300 ms hold about 20
+// attempts; a busy loop would make thousands.
+func TestReconcileNoBusyLoop(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	vx.failNext("AddNetwork", -1)
+	td.start(t)
+	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+	time.Sleep(300 * time.Millisecond)
+	td.stop()
+	n := vx.count("AddNetwork")
+	if n < 3 || n > 100 {
+		t.Errorf("%d attempts in 300 ms, want a few dozen at most and several at least", n)
+	}
+	if got := td.rec.q.NumRequeues("network/n1.t1"); got < n-1 {
+		t.Errorf("the rate limiter saw %d requeues for %d failures", got, n)
+	}
+}
+
+// drain reconciles what waits now in the caller's goroutine (the replay),
+// leaving failed keys for the workers.
+func TestReconcileDrain(t *testing.T) {
+	vx := newFakeDatapath()
+	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
+	vx.failNext("AddNetwork", 1)
+	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
+	td.putNetwork(vxlanNet("n2.t1", 200, 5001))
+	td.rec.drain(context.Background())
+	if vx.count("AddNetwork") != 2 {
+		t.Fatalf("drain made %d attempts, want 2", vx.count("AddNetwork"))
+	}
+	if vx.hasNetwork(100) == vx.hasNetwork(200) {
+		t.Fatal("want exactly one network added by the drain")
+	}
+	td.start(t)
+	eventually(t, "failed one retried by the workers", func() bool { return vx.hasNetwork(100) && vx.hasNetwork(200) })
+}
+
+func TestSplitKey(t *testing.T) {
+	for key, want := range map[string][2]string{
+		"network/n1.t1":   {"network", "n1.t1"},
+		"vtep/198.18.0.2": {"vtep", "198.18.0.2"},
+		"global/global":   {"global", "global"},
+		"odd":             {"odd", ""},
+	} {
+		if k, n := splitKey(key); k != want[0] || n != want[1] {
+			t.Errorf("splitKey(%q) = %q, %q", key, k, n)
+		}
+	}
+}
