@@ -30,6 +30,7 @@ type datapath interface {
 	DelSvcSpec(ctx context.Context, name string) error
 	SvcProviderUpdate(ctx context.Context, name string, providers []string) error
 	ServiceStats(ctx context.Context) ([]agent.ServiceStats, error)
+	EndpointVrfs(ips []string) map[string][]string
 	SetBgpPort(ctx context.Context, port uint32, routerIP net.IP) error
 	SetBgpPeerMAC(ctx context.Context, mac net.HardwareAddr) error
 	AddBgpRoute(ctx context.Context, pfx *net.IPNet) error

@@ -197,6 +197,7 @@ func (a *fakeDatapath) SetHostAccess(context.Context, agent.HostAccess) error {
 	return a.call("SetHostAccess")
 }
 func (a *fakeDatapath) ServiceStats(context.Context) ([]agent.ServiceStats, error) { return nil, nil }
+func (a *fakeDatapath) EndpointVrfs([]string) map[string][]string                  { return nil }
 func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error           { return a.call("SetBgpPort") }
 func (a *fakeDatapath) SetBgpPeerMAC(context.Context, net.HardwareAddr) error {
 	return a.call("SetBgpPeerMAC")
