@@ -231,6 +231,7 @@ const (
 	roleProvOut            // provider → anyone, before conntrack
 	roleReply              // provider → client, translated back to the VIP
 	roleDropInv            // invalid conntrack state
+	roleDirect             // client → provider directly (tracked, not counted)
 )
 
 // svcFlow is one flow of the service feature with what it counts.
@@ -358,6 +359,21 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 					ab = ab.SetEthDst(ep.MAC)
 				}
 				sf(i, prov.String(), roleProvIn)(ab.GotoTable(pipeline.DstGroupTable).Done())
+				// 3b. Untracked packets straight to the provider's port (not through
+				// the VIP) are committed in the same zone, without NAT. The tracker
+				// then knows the direct connection: when the client reuses its port
+				// for a connection through the VIP to the same provider, that one's
+				// translated reply tuple collides with the direct one's, and the
+				// tracker gives it another source port, so the provider never gets a
+				// SYN for a 4-tuple it still holds in TIME-WAIT (docs/services.md).
+				// No identity nat(): OVS 3.1's userspace tracker can assert on the
+				// mirror entry an identity translation leaves. They go on in table 4,
+				// so the provider counters (3.) keep counting only traffic through
+				// the VIP; a packet the tracker cannot place (+inv, e.g. a connection
+				// opened before the service) is not committed and passes as before.
+				sf(i, prov.String(), roleDirect)(l4dst(t3.BuildFlow(100).Cookie(cookie).MatchIPv4Dst(prov, nil).MatchIPProto(proto), p.ProvPort).
+					MatchMetadata(pipeline.VRFField, vrfMeta).MatchCtState(0, of.CtStateTrk).Action().
+					Conntrack(of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone, RecircTable: uint8(pipeline.DstGroupTable)}).Done())
 				// 4. Packets from the provider's port: replies of a translated
 				// connection get the VIP back as their source.
 				fb := l4src(t6.BuildFlow(100).Cookie(cookie).MatchIPv4Src(prov, nil).MatchIPProto(proto), p.ProvPort).

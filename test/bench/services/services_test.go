@@ -140,7 +140,8 @@ func BenchmarkServices(b *testing.B) {
 					for j := 0; j < connRuns; j++ {
 						start := time.Now()
 						if err := oneConn(d, addr); err != nil {
-							// Counted and skipped: a rare lost setup (see docs/services.md).
+							// Counted and skipped: a lost setup (docs/services.md, direct
+							// connections to providers share the zone, limits).
 							if strings.HasPrefix(addr, vip) {
 								failures.Add(1)
 							} else {
