@@ -67,6 +67,7 @@ func (d *Daemon) startKubeWatch(ctx context.Context, wg *sync.WaitGroup) (*kubew
 	}
 	w := kubewatch.New(cs, kubewatch.Options{})
 	goRun(ctx, wg, w.Run)
+	d.startNetpol(ctx, wg, cs)
 	d.log.WithField("apiserver", rc.Host).Info("kubernetes: watching pods and namespaces")
 	return w, nil
 }

@@ -90,13 +90,13 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissNormal()
 		return pipeline.NewRegistry(common), []feature{featureBase{},
-			featureVlanBridge{}, featurePolicy{}, featureARP{}, featureService{}, featureDNS{}}
+			featureVlanBridge{}, featurePolicy{}, featureARP{}, featureService{}, featureDNS{}, featureNetpol{}}
 	default: // DatapathVxlan
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
+			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}, featureNetpol{}}
 	}
 }
 
