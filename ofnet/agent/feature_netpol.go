@@ -35,7 +35,7 @@ type NetpolPod struct {
 }
 
 // ErrNetpolUnsupported is SetNetworkPolicy's error on a routing datapath.
-var ErrNetpolUnsupported = errors.New("NetworkPolicy is enforced on the vxlan and vlan datapaths only")
+var ErrNetpolUnsupported = errors.New("NetworkPolicy is enforced on the vxlan datapath only")
 
 // netpolState is the agent's NetworkPolicy input: nil until SetNetworkPolicy.
 type netpolState struct {
@@ -45,10 +45,13 @@ type netpolState struct {
 // SetNetworkPolicy replaces the NetworkPolicy rules, keyed by pod IPv4
 // address; the rules of pods attached to this bridge are enforced. The first
 // call turns enforcement on: from then on the connections of every local
-// endpoint pass the connection tracker. Only the bridging datapaths (vxlan,
-// vlan) enforce NetworkPolicy; bad input is an error and changes nothing.
+// endpoint pass the connection tracker. Only the vxlan datapath enforces
+// NetworkPolicy; bad input is an error and changes nothing.
 func (a *Agent) SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]NetpolPod) error {
-	if a.cfg.Datapath != DatapathVxlan && a.cfg.Datapath != DatapathVlan {
+	// The vlan bridge builds the same flows, but its ingress denies did not hold in
+	// TestNetworkPolicyVlanBridge (a denied connection got through NORMAL); until
+	// that is understood it refuses.
+	if a.cfg.Datapath != DatapathVxlan {
 		return fmt.Errorf("agent %s (%s): %w", a.cfg.Bridge, a.cfg.Datapath, ErrNetpolUnsupported)
 	}
 	for ip, p := range pods {

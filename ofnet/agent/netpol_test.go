@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -44,7 +45,20 @@ func TestPortMasks(t *testing.T) {
 }
 
 func TestNetworkPolicyVxlanBridge(t *testing.T) { testNetworkPolicyLocal(t, DatapathVxlan) }
-func TestNetworkPolicyVlanBridge(t *testing.T)  { testNetworkPolicyLocal(t, DatapathVlan) }
+
+// TestNetworkPolicyRefusedOnOtherDatapaths: the datapaths that do not
+// enforce NetworkPolicy say so and install nothing.
+func TestNetworkPolicyRefusedOnOtherDatapaths(t *testing.T) {
+	for _, dp := range []string{DatapathVlan, DatapathVrouter} {
+		a := &Agent{cfg: Config{Bridge: "b", Datapath: dp}}
+		if err := a.SetNetworkPolicy(testCtx(t), nil); !errors.Is(err, ErrNetpolUnsupported) {
+			t.Errorf("%s: SetNetworkPolicy = %v, want ErrNetpolUnsupported", dp, err)
+		}
+		if a.netpol != nil {
+			t.Errorf("%s: netpol state recorded", dp)
+		}
+	}
+}
 
 // testNetworkPolicyLocal: three endpoints on one bridge. B accepts TCP
 // 8080-8081 from A only; A accepts nothing new (its replies still pass); C may
