@@ -70,7 +70,8 @@ func (d *Daemon) startKubeWatch(ctx context.Context, wg *sync.WaitGroup) (*kubew
 	if err := d.startKubeServices(ctx, wg, cs); err != nil {
 		return nil, err
 	}
-	d.log.WithField("apiserver", rc.Host).Info("kubernetes: watching pods, namespaces, services and endpoint slices")
+	d.startNetpol(ctx, wg, cs)
+	d.log.WithField("apiserver", rc.Host).Info("kubernetes: watching pods, namespaces, services, endpoint slices and network policies")
 	return w, nil
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
@@ -31,6 +32,7 @@ type datapath interface {
 	SvcProviderUpdate(ctx context.Context, name string, providers []string) error
 	ServiceStats(ctx context.Context) ([]agent.ServiceStats, error)
 	EndpointVrfs(ips []string) map[string][]string
+	SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]agent.NetpolPod) error
 	SetBgpPort(ctx context.Context, port uint32, routerIP net.IP) error
 	SetBgpPeerMAC(ctx context.Context, mac net.HardwareAddr) error
 	AddBgpRoute(ctx context.Context, pfx *net.IPNet) error

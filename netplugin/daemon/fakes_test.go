@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -198,7 +199,10 @@ func (a *fakeDatapath) SetHostAccess(context.Context, agent.HostAccess) error {
 }
 func (a *fakeDatapath) ServiceStats(context.Context) ([]agent.ServiceStats, error) { return nil, nil }
 func (a *fakeDatapath) EndpointVrfs([]string) map[string][]string                  { return nil }
-func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error           { return a.call("SetBgpPort") }
+func (a *fakeDatapath) SetNetworkPolicy(context.Context, map[netip.Addr]agent.NetpolPod) error {
+	return nil
+}
+func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error { return a.call("SetBgpPort") }
 func (a *fakeDatapath) SetBgpPeerMAC(context.Context, net.HardwareAddr) error {
 	return a.call("SetBgpPeerMAC")
 }

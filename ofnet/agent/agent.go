@@ -45,6 +45,7 @@ type Agent struct {
 	uplinks   map[uint32]string // port → link name
 	rules     map[string]ofrpc.OfnetPolicyRule
 	services  map[string]*service // by name (<svc>:<tenant>)
+	netpol    *netpolState        // Kubernetes NetworkPolicy; nil: not enforced
 	arpFlood  bool
 	host      *HostAccess // contivh0 host access (VXLAN routing), nil when off
 	bgp       bgpState    // VLAN routing: BGP port, peer and learned routes

@@ -96,7 +96,7 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
+			featureVxlanBridge{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}, featureNetpol{}}
 	}
 }
 

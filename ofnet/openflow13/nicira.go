@@ -16,8 +16,9 @@ const NXVendorID uint32 = 0x00002320
 
 // Nicira action subtypes.
 const (
-	NXASTConntrack uint16 = 35
-	NXASTNAT       uint16 = 36
+	NXASTResubmitTable uint16 = 14
+	NXASTConntrack     uint16 = 35
+	NXASTNAT           uint16 = 36
 )
 
 // ct flags (NX_CT_F_*).
@@ -76,6 +77,35 @@ type ActionNAT struct {
 	IPv4Max  net.IP
 	ProtoMin uint16
 	ProtoMax uint16
+}
+
+// ActionResubmit is OVS's resubmit(port,table) (NXAST_RESUBMIT_TABLE): run the
+// flows of Table as if the packet had arrived on InPort (OFPPInPortNX: its real
+// in_port), then go on with the actions after it. Unlike goto_table it may go back
+// to an earlier table; the NetworkPolicy tables use it to return to the bridging
+// lookup (docs/k8s.md, "NetworkPolicy").
+type ActionResubmit struct {
+	InPort uint16
+	Table  uint8
+}
+
+// OFPPInPortNX is the 16-bit in_port of a resubmit that keeps the packet's in_port.
+const OFPPInPortNX uint16 = 0xfff8
+
+func (ActionResubmit) ActionType() uint16 { return OFPATExperimenter }
+
+func (a ActionResubmit) appendBody(b []byte) ([]byte, error) {
+	b = be.AppendUint32(b, NXVendorID)
+	b = be.AppendUint16(b, NXASTResubmitTable)
+	b = be.AppendUint16(b, a.InPort)
+	return appendZeros(append(b, a.Table), 3), nil
+}
+
+func (a ActionResubmit) String() string {
+	if a.InPort == OFPPInPortNX {
+		return fmt.Sprintf("resubmit(,%d)", a.Table)
+	}
+	return fmt.Sprintf("resubmit(%d,%d)", a.InPort, a.Table)
 }
 
 func (ActionConntrack) ActionType() uint16 { return OFPATExperimenter }
@@ -145,6 +175,11 @@ func decodeNicira(body []byte, depth int) Action {
 	}
 	var a Action
 	switch be.Uint16(body[4:]) {
+	case NXASTResubmitTable:
+		if len(body) != 12 {
+			return nil
+		}
+		a = ActionResubmit{InPort: be.Uint16(body[6:]), Table: body[8]}
 	case NXASTConntrack:
 		if len(body) < 20 || depth >= maxNestedActions {
 			return nil

@@ -36,7 +36,14 @@ func ctSamples() ([]*FlowMod, []*GroupMod) {
 				ActionNAT{Flags: NXNATFlagDst, IPv4Min: net.ParseIP("198.19.1.6"), IPv4Max: net.ParseIP("198.19.1.7"),
 					ProtoMin: 8080, ProtoMax: 8081}}}}},
 	}}
-	return []*FlowMod{lookup, pick, est, noRecirc}, []*GroupMod{g}
+	// A NetworkPolicy flow: a port range as a masked tp_dst, then back to the
+	// bridging table.
+	netpol := NewFlowMod(12, 100, 0x44)
+	netpol.Match = NewMatch(OXMEthType(0x0800), OXMIPProto(6), OXMIPv4Src(net.ParseIP("198.19.1.0"), net.CIDRMask(24, 32)),
+		OXMTCPDstMasked(8080, 0xfff8), OXMCtZone(0x4001))
+	netpol.Instructions = []Instruction{apply(ActionConntrack{Flags: NXCTFlagCommit, Zone: 0x4001, RecircTable: NXCTRecircNone},
+		ActionResubmit{InPort: OFPPInPortNX, Table: 9})}
+	return []*FlowMod{lookup, pick, est, noRecirc, netpol}, []*GroupMod{g}
 }
 
 func TestConntrackRender(t *testing.T) {
@@ -46,6 +53,7 @@ func TestConntrackRender(t *testing.T) {
 		"cookie=0x42, table=3, priority=100,ct_state=+new+trk,ct_zone=3,tcp,nw_dst=198.19.9.9,tp_dst=80 actions=group:7",
 		"cookie=0x42, table=3, priority=90,ct_state=-new-inv+trk,ct_zone=3,ip actions=goto_table:4",
 		"cookie=0x43, table=6, priority=100,ip,nw_src=198.19.1.5 actions=ct(commit,zone=9),output:2",
+		"cookie=0x44, table=12, priority=100,ct_zone=16385,tcp,nw_src=198.19.1.0/24,tp_dst=0x1f90/0xfff8 actions=ct(commit,zone=16385),resubmit(,9)",
 	}
 	for i, fm := range fms {
 		if got := fm.String(); got != want[i] {

@@ -164,9 +164,9 @@ var fieldDefs = func() []FieldDef {
 		{"mpls_tc", "mpls_tc", b, OXMFieldMPLSTC, 1, false, mpls, fmtDec, 0, 0},
 		{"mpls_bos", "mpls_bos", b, OXMFieldMPLSBOS, 1, false, mpls, fmtDec, 0, 0},
 		{"tcp_src", "tp_src", b, OXMFieldTCPSrc, 2, false, tcpOnly, fmtDec, 0, 0},
-		{"tcp_dst", "tp_dst", b, OXMFieldTCPDst, 2, false, tcpOnly, fmtDec, 0, 0},
+		{"tcp_dst", "tp_dst", b, OXMFieldTCPDst, 2, true, tcpOnly, fmtDec, 0, 0},
 		{"udp_src", "tp_src", b, OXMFieldUDPSrc, 2, false, udpOnly, fmtDec, 0, 0},
-		{"udp_dst", "tp_dst", b, OXMFieldUDPDst, 2, false, udpOnly, fmtDec, 0, 0},
+		{"udp_dst", "tp_dst", b, OXMFieldUDPDst, 2, true, udpOnly, fmtDec, 0, 0},
 		{"sctp_src", "tp_src", b, OXMFieldSCTPSrc, 2, false, sctpOnly, fmtDec, 0, 0},
 		{"sctp_dst", "tp_dst", b, OXMFieldSCTPDst, 2, false, sctpOnly, fmtDec, 0, 0},
 		{"icmp_type", "icmp_type", b, OXMFieldICMPv4Type, 1, false, []prereq{{OXMFieldIPProto, []uint64{1}}}, fmtDec, 0, 0},
@@ -459,6 +459,13 @@ func OXMTCPSrc(p uint16) OXM { return basic(OXMFieldTCPSrc, u16b(p)) }
 
 // OXMTCPDst matches/sets the TCP destination port.
 func OXMTCPDst(p uint16) OXM { return basic(OXMFieldTCPDst, u16b(p)) }
+
+// OXMTCPDstMasked matches the TCP destination port under a mask (an OVS
+// extension of OpenFlow 1.3; port ranges become a few masked matches).
+func OXMTCPDstMasked(p, mask uint16) OXM { return basicMasked(OXMFieldTCPDst, u16b(p), u16b(mask)) }
+
+// OXMUDPDstMasked matches the UDP destination port under a mask.
+func OXMUDPDstMasked(p, mask uint16) OXM { return basicMasked(OXMFieldUDPDst, u16b(p), u16b(mask)) }
 
 // OXMUDPSrc matches/sets the UDP source port.
 func OXMUDPSrc(p uint16) OXM { return basic(OXMFieldUDPSrc, u16b(p)) }

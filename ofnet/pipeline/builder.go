@@ -188,6 +188,21 @@ func (b *FlowBuilder) MatchTCPDst(p uint16) *FlowBuilder {
 	return b
 }
 
+// MatchL4DstMasked matches the TCP or UDP (proto) destination port under a mask
+// (adds ip_proto); port ranges become a few such matches.
+func (b *FlowBuilder) MatchL4DstMasked(proto uint8, p, mask uint16) *FlowBuilder {
+	b.MatchIPProto(proto)
+	switch proto {
+	case ProtoTCP:
+		b.fields = append(b.fields, of.OXMTCPDstMasked(p, mask))
+	case ProtoUDP:
+		b.fields = append(b.fields, of.OXMUDPDstMasked(p, mask))
+	default:
+		b.fail("match destination port of ip_proto %d: %w", proto, ErrInconsistent)
+	}
+	return b
+}
+
 func (b *FlowBuilder) MatchUDPSrc(p uint16) *FlowBuilder {
 	b.MatchIPProto(ProtoUDP)
 	b.fields = append(b.fields, of.OXMUDPSrc(p))
@@ -354,6 +369,13 @@ func (a *ActionBuilder) Conntrack(ct of.ActionConntrack) *ActionBuilder {
 		a.b.fail("ct without an ip/ipv6 match: %w", ErrInconsistent)
 	}
 	a.b.actions = append(a.b.actions, ct)
+	return a
+}
+
+// Resubmit runs table t's flows for the packet (OVS resubmit(,t)), then goes on
+// with the next action; unlike GotoTable, t may come before the flow's table.
+func (a *ActionBuilder) Resubmit(t TableID) *ActionBuilder {
+	a.b.actions = append(a.b.actions, of.ActionResubmit{InPort: of.OFPPInPortNX, Table: uint8(t)})
 	return a
 }
 

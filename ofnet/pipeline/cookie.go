@@ -21,11 +21,13 @@ const (
 	CatArpMode        Category = 8 // ARP redirect present only in proxy mode
 	CatService        Category = 9 // service load balancer (docs/services.md)
 	CatDNS            Category = 10
+	CatNetpol         Category = 11 // Kubernetes NetworkPolicy (docs/k8s.md)
 )
 
 var catNames = map[Category]string{CatInit: "init", CatNetwork: "network",
 	CatLocalEndpoint: "local-endpoint", CatRemoteEndpoint: "remote-endpoint", CatVtep: "vtep",
-	CatRule: "rule", CatUplink: "uplink", CatArpMode: "arp-mode", CatService: "service", CatDNS: "dns"}
+	CatRule: "rule", CatUplink: "uplink", CatArpMode: "arp-mode", CatService: "service", CatDNS: "dns",
+	CatNetpol: "netpol"}
 
 func (c Category) String() string {
 	if n, ok := catNames[c]; ok {

@@ -24,13 +24,21 @@ const (
 	IPTable           TableID = 7 // routing lookup
 	HostSNATTable     TableID = 8 // egress through the host NAT port
 	MacDestTable      TableID = 9 // bridging lookup
+
+	// Kubernetes NetworkPolicy (docs/k8s.md, "NetworkPolicy"): entered from the
+	// bridging table through the connection tracker, left by resubmit to it.
+	NetpolStateTable   TableID = 10 // connection state: established passes, new goes on
+	NetpolEgressTable  TableID = 11 // new connections from isolated local pods
+	NetpolIngressTable TableID = 12 // new connections to isolated local pods
+	NetpolCommitTable  TableID = 13 // commit allowed connections, back to bridging
 )
 
 var tableNames = map[TableID]string{
 	ClassifierTable: "Classifier", VlanTable: "Vlan", HostDNATTable: "HostDNAT",
 	SrvProxyDNATTable: "SrvProxyDNAT", DstGroupTable: "DstGroup", PolicyTable: "Policy",
 	SrvProxySNATTable: "SrvProxySNAT", IPTable: "IP", HostSNATTable: "HostSNAT",
-	MacDestTable: "MacDest",
+	MacDestTable: "MacDest", NetpolStateTable: "NetpolState", NetpolEgressTable: "NetpolEgress",
+	NetpolIngressTable: "NetpolIngress", NetpolCommitTable: "NetpolCommit",
 }
 
 // String returns the table's name, e.g. "Policy".

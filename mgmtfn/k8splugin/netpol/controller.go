@@ -1,0 +1,132 @@
+package netpol
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	netlisters "k8s.io/client-go/listers/networking/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Sink receives every new Result; an error retries it with backoff.
+type Sink func(ctx context.Context, r Result) error
+
+// Logger receives the controller's warnings.
+type Logger func(format string, args ...any)
+
+// Controller follows NetworkPolicies, pods and namespaces with informers and
+// recomputes the allow sets after each change, through a rate-limited
+// workqueue of one key: bursts of events collapse into one computation.
+type Controller struct {
+	factory  informers.SharedInformerFactory
+	synced   []cache.InformerSynced
+	pols     netlisters.NetworkPolicyLister
+	pods     corelisters.PodLister
+	nss      corelisters.NamespaceLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+	sink     Sink
+	log      Logger
+	last     Result
+	computes int
+}
+
+const queueKey = "all"
+
+// NewController makes the informers of client; Run starts them.
+func NewController(client kubernetes.Interface, sink Sink, log Logger) *Controller {
+	if log == nil {
+		log = func(string, ...any) {}
+	}
+	f := informers.NewSharedInformerFactory(client, 0)
+	c := &Controller{factory: f, sink: sink, log: log,
+		pols: f.Networking().V1().NetworkPolicies().Lister(),
+		pods: f.Core().V1().Pods().Lister(),
+		nss:  f.Core().V1().Namespaces().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](20*time.Millisecond, 10*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "netpol"}),
+	}
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(queueKey) },
+		UpdateFunc: func(any, any) { c.queue.Add(queueKey) },
+		DeleteFunc: func(any) { c.queue.Add(queueKey) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		f.Networking().V1().NetworkPolicies().Informer(),
+		f.Core().V1().Pods().Informer(),
+		f.Core().V1().Namespaces().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			log("netpol: event handler: %v", err)
+		}
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	return c
+}
+
+// Run runs the informers and the worker until ctx ends, then stops both.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.factory.Shutdown()
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	c.queue.Add(queueKey)
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx); err != nil {
+		c.log("netpol: %v (retrying)", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// sync computes the result from the caches and hands it to the sink when it
+// changed.
+func (c *Controller) sync(ctx context.Context) error {
+	pols, err := c.pols.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list networkpolicies: %w", err)
+	}
+	pods, err := c.pods.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	nss, err := c.nss.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	res, warns := Compute(pols, pods, nss)
+	for _, w := range warns {
+		c.log("netpol: %v", w)
+	}
+	c.computes++
+	if c.last != nil && c.last.Equal(res) {
+		return nil
+	}
+	if err := c.sink(ctx, res); err != nil {
+		return fmt.Errorf("apply networkpolicy result: %w", err)
+	}
+	c.last = res
+	return nil
+}

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPortMasks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi uint16
+		want   [][2]uint16
+	}{
+		{80, 80, [][2]uint16{{80, 0xffff}}},
+		{8080, 8087, [][2]uint16{{8080, 0xfff8}}},
+		{8079, 8081, [][2]uint16{{8079, 0xffff}, {8080, 0xfffe}}},
+		{1, 65535, nil}, // checked by coverage below
+	} {
+		got := portMasks(tc.lo, tc.hi)
+		if tc.want != nil && !slices.Equal(got, tc.want) {
+			t.Errorf("portMasks(%d,%d) = %v, want %v", tc.lo, tc.hi, got, tc.want)
+		}
+		covered := 0
+		for p := 0; p < 65536; p++ {
+			in := false
+			for _, m := range got {
+				if uint16(p)&m[1] == m[0] {
+					if in {
+						t.Fatalf("port %d covered twice in %v", p, got)
+					}
+					in = true
+				}
+			}
+			if in != (p >= int(tc.lo) && p <= int(tc.hi)) {
+				t.Fatalf("portMasks(%d,%d): port %d covered=%v", tc.lo, tc.hi, p, in)
+			}
+			if in {
+				covered++
+			}
+		}
+	}
+}
+
+func TestNetworkPolicyVxlanBridge(t *testing.T) { testNetworkPolicyLocal(t, DatapathVxlan) }
+
+// TestNetworkPolicyRefusedOnOtherDatapaths: the datapaths that do not
+// enforce NetworkPolicy say so and install nothing.
+func TestNetworkPolicyRefusedOnOtherDatapaths(t *testing.T) {
+	for _, dp := range []string{DatapathVlan, DatapathVrouter} {
+		a := &Agent{cfg: Config{Bridge: "b", Datapath: dp}}
+		if err := a.SetNetworkPolicy(testCtx(t), nil); !errors.Is(err, ErrNetpolUnsupported) {
+			t.Errorf("%s: SetNetworkPolicy = %v, want ErrNetpolUnsupported", dp, err)
+		}
+		if a.netpol != nil {
+			t.Errorf("%s: netpol state recorded", dp)
+		}
+	}
+}
+
+// testNetworkPolicyLocal: three endpoints on one bridge. B accepts TCP
+// 8080-8081 from A only; A accepts nothing new (its replies still pass); C may
+// open nothing. Removing the rules opens everything again; bad input is refused
+// and changes nothing.
+func testNetworkPolicyLocal(t *testing.T, datapath string) {
+	h := startHost(t, datapath, "198.18.0.1")
+	ctx := testCtx(t)
+	var vni uint32 = 7000
+	var tag uint16
+	if datapath == DatapathVlan {
+		vni, tag = 0, 10
+	}
+	if err := h.agent.AddNetwork(ctx, 10, vni, "198.18.10.254", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	var cs []*container
+	for _, ip := range []string{"198.18.10.1", "198.18.10.2", "198.18.10.3"} {
+		c := h.addContainer(t, ip, 24, tag, 0)
+		c.txOffloadOff(t)
+		if err := h.agent.AddLocalEndpoint(ctx, c.endpointInfo(10, 0)); err != nil {
+			t.Fatal(err)
+		}
+		c.serveIdentity(t, 8080)
+		cs = append(cs, c)
+	}
+	a, b, c := cs[0], cs[1], cs[2]
+	reach := func(from, to *container) bool {
+		_, err := from.dial(to.ip.String()+":8080", 2*time.Second)
+		return err == nil
+	}
+	for _, p := range [][2]*container{{a, b}, {b, a}, {c, b}} {
+		if !reach(p[0], p[1]) {
+			t.Fatalf("%s → %s fails before any policy", p[0].ip, p[1].ip)
+		}
+	}
+	ipA, ipB, ipC := netip.MustParseAddr("198.18.10.1"), netip.MustParseAddr("198.18.10.2"), netip.MustParseAddr("198.18.10.3")
+	rules := map[netip.Addr]NetpolPod{
+		ipA: {IngressIsolated: true},
+		ipB: {IngressIsolated: true, Ingress: []NetpolAllow{{Peer: netip.PrefixFrom(ipA, 32), Proto: 6, PortMin: 8080, PortMax: 8081}}},
+		ipC: {EgressIsolated: true},
+	}
+	if err := h.agent.SetNetworkPolicy(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		from, to *container
+		want     bool
+	}{
+		{a, b, true},  // allowed, and the replies pass A's default deny
+		{b, a, false}, // A accepts nothing new
+		{c, b, false}, // C may open nothing, and B does not accept C
+		{c, a, false},
+	} {
+		if got := reach(tc.from, tc.to); got != tc.want {
+			t.Errorf("%s → %s: reached %v, want %v\n%s", tc.from.ip, tc.to.ip, got, tc.want, strings.Join(h.flows(t), "\n"))
+		}
+	}
+	before := h.flows(t)
+	for _, bad := range []map[netip.Addr]NetpolPod{
+		{netip.MustParseAddr("2001:db8::1"): {}},
+		{ipA: {IngressIsolated: true, Ingress: []NetpolAllow{{Peer: netip.MustParsePrefix("2001:db8::/64")}}}},
+		{ipA: {IngressIsolated: true, Ingress: []NetpolAllow{{Peer: netip.PrefixFrom(ipB, 32), Proto: 6, PortMin: 90, PortMax: 80}}}},
+		{ipA: {IngressIsolated: true, Ingress: []NetpolAllow{{Peer: netip.PrefixFrom(ipB, 32), PortMin: 80, PortMax: 80}}}},
+	} {
+		if err := h.agent.SetNetworkPolicy(ctx, bad); err == nil {
+			t.Errorf("SetNetworkPolicy(%v) accepted", bad)
+		}
+	}
+	if after := h.flows(t); !slices.Equal(before, after) {
+		t.Errorf("refused input changed the flows")
+	}
+	if err := h.agent.SetNetworkPolicy(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]*container{{a, b}, {b, a}, {c, b}, {c, a}} {
+		if !reach(p[0], p[1]) {
+			stats, _ := h.ovs.Ofctl("-O", "OpenFlow13", "dump-flows", h.bridge)
+			t.Errorf("%s → %s fails after the rules were removed\n%s", p[0].ip, p[1].ip, stats)
+		}
+	}
+}
