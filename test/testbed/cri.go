@@ -74,6 +74,9 @@ type CRIOptions struct {
 	// Plugins are CNI plugin binaries linked into BinDir besides the
 	// reference loopback plugin; nil means the contivk8s build.
 	Plugins []string
+	// Name tells apart several runtimes on one host (default "cri"):
+	// their folder under the host's and their socket's.
+	Name string
 }
 
 // ContivConfList is the contivk8s configuration list for h's netplugin.
@@ -115,9 +118,12 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 		t.Fatalf("testbed: %v", err)
 	}
 
-	dir := filepath.Join(h.Dir, "cri")
+	if opt.Name == "" {
+		opt.Name = "cri"
+	}
+	dir := filepath.Join(h.Dir, opt.Name)
 	// The socket path must stay under the 108 bytes of a unix address.
-	sockDir := filepath.Join("/run", "contiv-testbed-cri", h.NS)
+	sockDir := filepath.Join("/run", "contiv-testbed-cri", h.NS+"-"+opt.Name)
 	c := &CRI{Host: h, Dir: dir, ConfDir: filepath.Join(dir, "net.d"), BinDir: filepath.Join(dir, "bin"),
 		Socket: filepath.Join(sockDir, "containerd.sock"), crictl: crictl, sockDir: sockDir, sandbox: map[string]bool{}}
 	for _, d := range []string{dir, c.ConfDir, c.BinDir, sockDir} {
