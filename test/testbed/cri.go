@@ -24,6 +24,10 @@ import (
 // (built locally: no image registry can be reached).
 const PauseImage = "docker.io/contiv/testbed-pause:1"
 
+// criSocketRoot holds a folder per runtime, named after its host's
+// namespace, with containerd's sockets.
+const criSocketRoot = "/run/contiv-testbed-cri"
+
 // criTimeout bounds one crictl or ctr call.
 const criTimeout = 2 * time.Minute
 
@@ -123,7 +127,7 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 	}
 	dir := filepath.Join(h.Dir, opt.Name)
 	// The socket path must stay under the 108 bytes of a unix address.
-	sockDir := filepath.Join("/run", "contiv-testbed-cri", h.NS+"-"+opt.Name)
+	sockDir := filepath.Join(criSocketRoot, h.NS+"-"+opt.Name)
 	c := &CRI{Host: h, Dir: dir, ConfDir: filepath.Join(dir, "net.d"), BinDir: filepath.Join(dir, "bin"),
 		Socket: filepath.Join(sockDir, "containerd.sock"), crictl: crictl, sockDir: sockDir, sandbox: map[string]bool{}}
 	for _, d := range []string{dir, c.ConfDir, c.BinDir, sockDir} {
@@ -399,6 +403,29 @@ func (c *CRI) stop(t testing.TB) {
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		t.Errorf("testbed: remove %s: %v", c.Dir, err)
+	}
+}
+
+// reapCRI kills the shims of the runtimes of testbed prefix that a
+// killed test left (containerd itself dies with the test) and unmounts
+// what is left in their folders under dir, before the testbed's folder
+// is removed.
+func reapCRI(prefix, dir string) {
+	socks, _ := filepath.Glob(filepath.Join(criSocketRoot, prefix+"*", "containerd.sock"))
+	for _, sock := range socks {
+		for _, pid := range shimPids(sock) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		os.RemoveAll(filepath.Dir(sock))
+	}
+	if dir == "" {
+		return
+	}
+	criDirs, _ := filepath.Glob(filepath.Join(dir, "*", "cri*"))
+	for _, d := range criDirs {
+		for _, m := range mountsUnder(d) {
+			syscall.Unmount(m, syscall.MNT_DETACH)
+		}
 	}
 }
 
