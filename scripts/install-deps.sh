@@ -25,10 +25,14 @@ esac
 # the metrics tests, iperf3 for the netprofile bandwidth test and the
 # throughput benchmark, the reference CNI plugins (/usr/lib/cni) for the
 # CNI ADD benchmark, dig (bind9-dnsutils bird2) for the DNS interception tests,
-# bird2 as the testbed's BGP top-of-rack router.
+# bird2 as the testbed's BGP top-of-rack router; containerd and runc as the
+# CRI runtime of the simulated hosts (test/testbed/cri.go).
 pkgs=(openvswitch-switch iproute2 iputils-ping ethtool iptables ca-certificates curl unzip git make busybox-static fuse-overlayfs)
 if [ "$mode" = test ]; then
 	pkgs+=(etcd-server etcd-client iperf3 prometheus containernetworking-plugins bind9-dnsutils bird2)
+	# A machine whose Docker Engine brought its own containerd keeps it.
+	command -v containerd >/dev/null 2>&1 || pkgs+=(containerd)
+	command -v runc >/dev/null 2>&1 || pkgs+=(runc)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -118,5 +122,14 @@ if [ "$mode" = test ] && { [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" !
 	log "installing cnitool $CNI_VERSION"
 	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
 	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
+fi
+# crictl drives the simulated hosts' containerd as a kubelet would
+# (TestCRI, TestKubernetesCRI, the CNI ADD benchmark): from the Go module
+# proxy, into /usr/local/bin.
+CRICTL_VERSION=v1.34.0
+if [ "$mode" = test ] && { [ "$(cat /usr/local/bin/crictl.stamp 2>/dev/null)" != "$CRICTL_VERSION" ] || [ ! -x /usr/local/bin/crictl ]; }; then
+	log "installing crictl $CRICTL_VERSION"
+	GOBIN=/usr/local/bin go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+	echo "$CRICTL_VERSION" >/usr/local/bin/crictl.stamp
 fi
 log "ok ($mode): $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1 || true), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN, docker engine at /var/run/docker.sock"

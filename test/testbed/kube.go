@@ -136,7 +136,10 @@ func StartKubeAPIServer(t testing.TB, opt KubeOptions) *KubeAPIServer {
 		"--disable-admission-plugins", "ServiceAccount",
 		"--endpoint-reconciler-type", "none",
 		"--service-cluster-ip-range", KubeServiceRange,
-		"--enable-priority-and-fairness=false", "--profiling=false")
+		"--enable-priority-and-fairness=false", "--profiling=false",
+		// The deployment manifests' netplugin DaemonSet is privileged, as
+		// on a real cluster (TestManifestsDryRun).
+		"--allow-privileged=true")
 	if err := k.server.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}

@@ -47,6 +47,7 @@ func destroy(prefix, dir string) error {
 			}
 		}
 	}
+	reapCRI(prefix, dir)
 	for _, ns := range listNetNS(prefix) {
 		if err := killNetNS(ns); err != nil {
 			errs = append(errs, err)
