@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -58,9 +58,9 @@ func (f *agentFollower) awaitGone(ctx context.Context, host string) bool {
 func (f *agentFollower) hostRegistered(ctx context.Context, host string) (bool, error) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	list, err := f.m.svc.GetService(lctx, daemon.ServiceNetplugin)
+	list, err := f.m.svc.GetService(lctx, server.ServiceNetplugin)
 	if err != nil {
-		return false, fmt.Errorf("list %s services: %w", daemon.ServiceNetplugin, err)
+		return false, fmt.Errorf("list %s services: %w", server.ServiceNetplugin, err)
 	}
 	for _, s := range list {
 		if hostKey(s) == host {
@@ -127,7 +127,7 @@ func (f *agentFollower) scheduleOrphans(ctx context.Context) {
 		return
 	}
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	list, err := f.m.svc.GetService(lctx, daemon.ServiceNetplugin)
+	list, err := f.m.svc.GetService(lctx, server.ServiceNetplugin)
 	cancel()
 	if err != nil {
 		f.log.WithError(err).Warn("host GC: list netplugin services")

@@ -15,7 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/cli"
+	"github.com/contiv/netplugin/netmaster/cmdline"
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/embedetcd"
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 				break
 			}
 		}
-		if err := cli.App(master.NewLeader).Run(args); err != nil {
+		if err := cmdline.App(master.NewLeader).Run(args); err != nil {
 			fmt.Fprintln(os.Stderr, "netmaster:", err)
 			os.Exit(22)
 		}

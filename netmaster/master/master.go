@@ -27,10 +27,10 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/daemon"
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
@@ -75,7 +75,7 @@ type Config struct {
 	// "": DefaultPluginName), used in docker mode only.
 	PluginName string
 	// DockerSocket is the Docker Engine's API socket used in docker mode
-	// ("": docknet.DefaultSocket). No other mode talks to Docker.
+	// ("": dockernets.DefaultSocket). No other mode talks to Docker.
 	DockerSocket string
 	// MaxBodyBytes bounds a request body of the REST API and the /plugin
 	// routes (0: contivmodel.MaxBodyBytes).
@@ -83,26 +83,26 @@ type Config struct {
 	// Metrics receives each term's IPAM and endpoint metrics (nil: none).
 	Metrics prometheus.Registerer
 	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
-	RPCTLS *daemon.RPCTLS
+	RPCTLS *server.RPCTLS
 }
 
-// Leader implements daemon.Leader.
+// Leader implements server.Leader.
 type Leader struct {
 	cfg Config
 	log *logrus.Entry
 }
 
-var _ daemon.Leader = (*Leader)(nil)
+var _ server.Leader = (*Leader)(nil)
 
 // NewLeader builds the leader from the daemon configuration (the
 // cli.NewLeader signature).
-func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
+func NewLeader(cfg server.Config, log *logrus.Entry) (server.Leader, error) {
 	ofnetIP, _, err := net.SplitHostPort(cfg.InternalAddress)
 	if err != nil {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
+		OfnetIP: ofnetIP, OfnetPort: server.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
 		MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
 }
 
@@ -179,7 +179,7 @@ type master struct {
 
 	svcLB *svcLBCache // service load balancer (servicelb_cache.go)
 
-	docker *docknet.Client // docker mode only (docknet.go)
+	docker *dockernets.Client // docker mode only (docknet.go)
 }
 
 // netState reads a network state through netCache.
@@ -219,7 +219,7 @@ func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 		svcLB: newSvcLBCache(),
 	}
 	if cfg.ClusterMode == daemonflags.ModeDocker {
-		m.docker = docknet.NewClient(cfg.DockerSocket)
+		m.docker = dockernets.NewClient(cfg.DockerSocket)
 	}
 	return m
 }

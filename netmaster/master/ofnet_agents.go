@@ -7,7 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
@@ -67,7 +67,7 @@ func (f *agentFollower) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
 		if agents == nil {
-			if agents, err = f.m.svc.WatchService(ctx, daemon.ServiceNetplugin); err != nil {
+			if agents, err = f.m.svc.WatchService(ctx, server.ServiceNetplugin); err != nil {
 				f.log.WithError(err).Warn("watch netplugin services")
 			}
 		}

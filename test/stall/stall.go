@@ -33,7 +33,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/cli"
+	"github.com/contiv/netplugin/netmaster/cmdline"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/objdb"
@@ -58,7 +58,7 @@ func RunDaemonIfAsked() {
 			break
 		}
 	}
-	if err := cli.App(master.NewLeader).Run(args); err != nil {
+	if err := cmdline.App(master.NewLeader).Run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "netmaster:", err)
 		os.Exit(22)
 	}

@@ -1,7 +1,7 @@
-// Package cli is netmaster's command line (docs/daemons.md §1.1, §1.2):
+// Package cmdline is netmaster's command line (docs/daemons.md §1.1, §1.2):
 // every flag, alias and CONTIV_NETMASTER_* variable of the original, plus
 // the embedded-etcd and leader-TTL settings. cmd/netmaster only calls App.
-package cli
+package cmdline
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netmaster/auth"
-	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
@@ -29,7 +29,7 @@ import (
 )
 
 // NewLeader builds the leader's work from the parsed configuration.
-type NewLeader func(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error)
+type NewLeader func(cfg server.Config, log *logrus.Entry) (server.Leader, error)
 
 // App returns the netmaster CLI application.
 func App(newLeader NewLeader) *cli.App {
@@ -49,12 +49,12 @@ func App(newLeader NewLeader) *cli.App {
 		cli.StringFlag{Name: "internal-address, control-url", EnvVar: env("INTERNAL_ADDRESS"), Usage: "ip:port identifying this netmaster (default <host ip>:<external port>)"},
 		cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
 		cli.StringFlag{Name: "embedded-etcd-peer-url", EnvVar: env("EMBEDDED_ETCD_PEER_URL"), Value: "http://127.0.0.1:2380", Usage: "raft peer URL of the embedded etcd"},
-		cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: daemon.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
-		cli.DurationFlag{Name: "http-read-header-timeout", EnvVar: env("HTTP_READ_HEADER_TIMEOUT"), Value: daemon.DefaultHTTPLimits.ReadHeaderTimeout, Usage: "REST API: time allowed for a request's headers"},
-		cli.DurationFlag{Name: "http-read-timeout", EnvVar: env("HTTP_READ_TIMEOUT"), Value: daemon.DefaultHTTPLimits.ReadTimeout, Usage: "REST API: time allowed for a whole request, headers and body"},
-		cli.DurationFlag{Name: "http-write-timeout", EnvVar: env("HTTP_WRITE_TIMEOUT"), Value: daemon.DefaultHTTPLimits.WriteTimeout, Usage: "REST API: time allowed from the end of a request's headers to the end of its answer"},
-		cli.DurationFlag{Name: "http-idle-timeout", EnvVar: env("HTTP_IDLE_TIMEOUT"), Value: daemon.DefaultHTTPLimits.IdleTimeout, Usage: "REST API: an idle connection is closed after this long"},
-		cli.Int64Flag{Name: "http-max-body-bytes", EnvVar: env("HTTP_MAX_BODY_BYTES"), Value: daemon.DefaultHTTPLimits.MaxBodyBytes, Usage: "REST API: largest request body accepted"},
+		cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: server.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
+		cli.DurationFlag{Name: "http-read-header-timeout", EnvVar: env("HTTP_READ_HEADER_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadHeaderTimeout, Usage: "REST API: time allowed for a request's headers"},
+		cli.DurationFlag{Name: "http-read-timeout", EnvVar: env("HTTP_READ_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadTimeout, Usage: "REST API: time allowed for a whole request, headers and body"},
+		cli.DurationFlag{Name: "http-write-timeout", EnvVar: env("HTTP_WRITE_TIMEOUT"), Value: server.DefaultHTTPLimits.WriteTimeout, Usage: "REST API: time allowed from the end of a request's headers to the end of its answer"},
+		cli.DurationFlag{Name: "http-idle-timeout", EnvVar: env("HTTP_IDLE_TIMEOUT"), Value: server.DefaultHTTPLimits.IdleTimeout, Usage: "REST API: an idle connection is closed after this long"},
+		cli.Int64Flag{Name: "http-max-body-bytes", EnvVar: env("HTTP_MAX_BODY_BYTES"), Value: server.DefaultHTTPLimits.MaxBodyBytes, Usage: "REST API: largest request body accepted"},
 		cli.StringFlag{Name: "tls-cert-file", EnvVar: env("TLS_CERT_FILE"), Usage: "serve HTTPS with this PEM certificate (with --tls-key-file); default plain HTTP"},
 		cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
 		cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
@@ -83,7 +83,7 @@ func App(newLeader NewLeader) *cli.App {
 		if err != nil {
 			return cli.NewExitError("netmaster: "+err.Error(), 1)
 		}
-		d, err := daemon.New(cfg, leader, entry)
+		d, err := server.New(cfg, leader, entry)
 		if err != nil {
 			return cli.NewExitError("netmaster: "+err.Error(), 1)
 		}
@@ -108,7 +108,7 @@ func NewRegistry() *prometheus.Registry {
 
 // RPCTLSFromContext builds the ofnet RPC's mutual TLS from the
 // --rpc-tls-* flags (nil when none is given).
-func RPCTLSFromContext(c *cli.Context) (*daemon.RPCTLS, error) {
+func RPCTLSFromContext(c *cli.Context) (*server.RPCTLS, error) {
 	cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file")
 	if cert == "" && key == "" && ca == "" {
 		return nil, nil
@@ -124,16 +124,16 @@ func RPCTLSFromContext(c *cli.Context) (*daemon.RPCTLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
 	}
-	return &daemon.RPCTLS{Server: srv, Client: cl}, nil
+	return &server.RPCTLS{Server: srv, Client: cl}, nil
 }
 
 // ConfigFromContext reads and validates every netmaster flag.
-func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
+func ConfigFromContext(c *cli.Context) (server.Config, error) {
 	common, err := daemonflags.FromContext(c)
 	if err != nil {
-		return daemon.Config{}, err
+		return server.Config{}, err
 	}
-	cfg := daemon.Config{
+	cfg := server.Config{
 		Common:              common,
 		Infra:               strings.ToLower(strings.TrimSpace(c.String("infra"))),
 		PluginName:          c.String("name"),
@@ -143,13 +143,13 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		EmbeddedEtcdDir:     c.String("embedded-etcd-dir"),
 		EmbeddedEtcdPeerURL: c.String("embedded-etcd-peer-url"),
 		LeaderTTL:           c.Duration("leader-ttl"),
-		HTTP: daemon.HTTPLimits{
+		HTTP: server.HTTPLimits{
 			ReadHeaderTimeout: c.Duration("http-read-header-timeout"), ReadTimeout: c.Duration("http-read-timeout"),
 			WriteTimeout: c.Duration("http-write-timeout"), IdleTimeout: c.Duration("http-idle-timeout"),
 			MaxBodyBytes: c.Int64("http-max-body-bytes"),
 		},
 		Version: version.Get(),
-		TLS: daemon.TLSFiles{CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"),
+		TLS: server.TLSFiles{CertFile: c.String("tls-cert-file"), KeyFile: c.String("tls-key-file"),
 			ClientCAFile: c.String("tls-client-ca-file"), CAFile: c.String("tls-ca-file")},
 	}
 	if p := c.String("auth-token-file"); p != "" {
