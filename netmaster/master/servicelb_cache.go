@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -275,7 +276,7 @@ func (m *master) restoreServices(ctx context.Context) error {
 // startedProvider is the provider a start event makes of endpoint ep
 // (after its labels were merged): the request's address (the endpoint's
 // when the request has none) and the endpoint's labels.
-func startedProvider(req *UpdateEndpointRequest, ep state.Endpoint) *state.Provider {
+func startedProvider(req *pluginapi.UpdateEndpointRequest, ep state.Endpoint) *state.Provider {
 	p := &state.Provider{IPAddress: req.IPAddress, ContainerID: req.ContainerID, Labels: maps.Clone(ep.Labels),
 		Tenant: req.Tenant, Network: req.Network, EpIDKey: ep.ID}
 	if p.IPAddress == "" {
