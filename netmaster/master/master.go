@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -333,22 +332,6 @@ func (m *master) ensureDefaults(ctx context.Context) error {
 		return fmt.Errorf("read tenant %q: %w", DefaultTenant, err)
 	}
 	return nil
-}
-
-// storeErr is a client-facing store error. A missing record says which
-// one: what is "<verb> <record> <id>" ("read network state web.default")
-// and the message "<record> <id> not found" (the original's "key not
-// found" named nothing; docs/rest-errors.md).
-func storeErr(what string, err error) error {
-	if errors.Is(err, objdb.ErrNotFound) {
-		_, obj, ok := strings.Cut(what, " ")
-		if !ok {
-			obj = what
-		}
-		obj = strings.Replace(obj, " state ", " ", 1)
-		return &contivmodel.Error{Msg: obj + " not found", Err: fmt.Errorf("%s: %w: %w", what, contivmodel.ErrMissing, err)}
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 // undoCtx is the context of a rollback: it outlives the request.

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/objdb"
@@ -126,7 +127,7 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 	}
 	gs, err := m.epgState(ctx, ref.epgID)
 	if err != nil {
-		return "", storeErr("read group state "+ref.epgID, err)
+		return "", apierr.Store("read group state "+ref.epgID, err)
 	}
 	if gs.IPPool != "" {
 		return ref.epgID, nil
@@ -166,7 +167,7 @@ func (m *master) allocAddress(ctx context.Context, req *pluginapi.AddressAllocRe
 	}
 	ns, err := m.netState(ctx, ref.netID)
 	if err != nil {
-		return resp, storeErr("read network state "+ref.netID, err)
+		return resp, apierr.Store("read network state "+ref.netID, err)
 	}
 	if v6 {
 		a, err := m.allocV6(ctx, ref.netID, req.PreferredIPv4Address)
@@ -329,7 +330,7 @@ func (m *master) releaseAddress(ctx context.Context, req *pluginapi.AddressRelea
 	ref := parseNetworkID(req.NetworkID)
 	ns, err := m.netState(ctx, ref.netID)
 	if err != nil {
-		return pluginapi.AddressReleaseResponse{}, storeErr("read network state "+ref.netID, err)
+		return pluginapi.AddressReleaseResponse{}, apierr.Store("read network state "+ref.netID, err)
 	}
 	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
@@ -394,7 +395,7 @@ func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpoi
 	netID := netStateID(req.TenantName, req.NetworkName)
 	ns, err := m.netState(ctx, netID)
 	if err != nil {
-		return resp, storeErr("read network state "+netID, err)
+		return resp, apierr.Store("read network state "+netID, err)
 	}
 	epID := netID + "-" + req.ConfigEP.Container
 	if req.ConfigEP.Container == "" {
@@ -417,7 +418,7 @@ func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpoi
 			if r, ok := existing(); ok {
 				return r, nil
 			}
-			return resp, storeErr("read group state "+epgID, err)
+			return resp, apierr.Store("read group state "+epgID, err)
 		}
 		if err := checkGroupNetwork(req, gs); err != nil {
 			return resp, err
@@ -590,7 +591,7 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp p
 	// bookkeeping.
 	ep, err := m.st.Endpoints.Take(ctx, epID)
 	if err != nil {
-		return pluginapi.EndpointResponse{}, storeErr("delete endpoint "+epID, err)
+		return pluginapi.EndpointResponse{}, apierr.Store("delete endpoint "+epID, err)
 	}
 	resp = pluginapi.EndpointResponse{EndpointConfig: ep}
 	ns, err := m.netState(ctx, netID)
@@ -659,7 +660,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpoi
 			epgID := epgStateID(req.Tenant, req.Network)
 			gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 			if err != nil {
-				return nil, storeErr("read group state "+epgID, err)
+				return nil, apierr.Store("read group state "+epgID, err)
 			}
 			netID = netStateID(req.Tenant, gs.NetworkName)
 		} else if err != nil {
@@ -677,7 +678,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpoi
 			return nil
 		})
 		if err != nil {
-			return nil, storeErr("update endpoint "+epID, err)
+			return nil, apierr.Store("update endpoint "+epID, err)
 		}
 		if req.ContainerID == "" {
 			b, _ := json.Marshal(req)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -155,7 +156,7 @@ func (c serviceLBCtl) Delete(ctx context.Context, tx *contivmodel.Tx, s *contivm
 	m := c.m
 	id := svcStateID(s.TenantName, s.ServiceName)
 	if _, err := m.st.ServiceLBs.Read(ctx, id); err != nil {
-		return storeErr("read service state "+id, err)
+		return apierr.Store("read service state "+id, err)
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, s.TenantName); err != nil {
 		return err

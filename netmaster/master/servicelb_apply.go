@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -78,7 +79,7 @@ func (m *master) removeService(ctx context.Context, tx *contivmodel.Tx, id strin
 	if !had {
 		rec, err := m.st.ServiceLBs.Read(ctx, id)
 		if err != nil {
-			return storeErr("read service state "+id, err)
+			return apierr.Store("read service state "+id, err)
 		}
 		cur = &rec
 	}
@@ -127,7 +128,7 @@ func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, req
 	defer m.topo.RUnlock()
 	ns, err := m.netState(ctx, netID)
 	if err != nil {
-		return netip.Addr{}, storeErr("read network state "+netID, err)
+		return netip.Addr{}, apierr.Store("read network state "+netID, err)
 	}
 	a, err := m.allocV4(ctx, &ns, netID, requested)
 	if err != nil {
