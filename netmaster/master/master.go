@@ -30,6 +30,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/netmaster/server"
+	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
@@ -176,7 +177,7 @@ type master struct {
 	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
 	ofnetWG sync.WaitGroup
 
-	svcLB *svcLBCache // service load balancer (servicelb_cache.go)
+	svcLB *svclb.Cache // service load balancer (netmaster/svclb)
 
 	docker *dockernets.Client // docker mode only (docknet.go)
 }
@@ -207,16 +208,16 @@ func (m *master) epgState(ctx context.Context, epgID string) (state.EndpointGrou
 
 func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 	m := &master{
-		cfg:   cfg,
-		log:   log,
-		kv:    kv,
-		st:    state.New(kv),
-		v4:    ipam.NewV4(kv),
-		v6:    ipam.NewV6(kv),
-		res:   resources.New(kv),
-		ctrs:  map[string]*counters{},
-		svcLB: newSvcLBCache(),
+		cfg:  cfg,
+		log:  log,
+		kv:   kv,
+		st:   state.New(kv),
+		v4:   ipam.NewV4(kv),
+		v6:   ipam.NewV6(kv),
+		res:  resources.New(kv),
+		ctrs: map[string]*counters{},
 	}
+	m.svcLB = svclb.New(m.st, vipOwner{m})
 	if cfg.ClusterMode == daemonflags.ModeDocker {
 		m.docker = dockernets.NewClient(cfg.DockerSocket)
 	}

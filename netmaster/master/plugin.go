@@ -16,6 +16,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/pluginapi"
+	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
@@ -684,7 +685,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpoi
 			b, _ := json.Marshal(req)
 			return nil, contivmodel.Invalidf("invalid ProviderID from providerInfo:%s", b)
 		}
-		if err := m.providerStart(ctx, startedProvider(req, ep)); err != nil {
+		if err := m.svcLB.Start(ctx, svclb.StartedProvider(req, ep)); err != nil {
 			return nil, err
 		}
 		return resp, nil
@@ -692,7 +693,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpoi
 		if req.ContainerID == "" {
 			return nil, contivmodel.Invalidf("invalid containerID in UpdateEndpointRequest:(nil)")
 		}
-		if known, err := m.providerDie(ctx, req.ContainerID); err != nil || !known {
+		if known, err := m.svcLB.Die(ctx, req.ContainerID); err != nil || !known {
 			return nil, err
 		}
 		return resp, nil
