@@ -26,13 +26,13 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/agents"
 	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
-	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/httpmetrics"
@@ -65,7 +65,7 @@ type Config struct {
 	OfnetPort int
 	// OfnetClearDelay is how long a host's netplugin may stay away before
 	// the host is garbage-collected: its endpoints withdrawn from the other
-	// hosts and deleted from the store (0: DefaultOfnetClearDelay; absence
+	// hosts and deleted from the store (0: agents.DefaultClearDelay; absence
 	// re-checked every tenth of it; docs/daemons.md §4.10.3).
 	OfnetClearDelay time.Duration
 	// NetpluginPort is the port of the netplugins' REST servers, asked to
@@ -173,9 +173,8 @@ type master struct {
 	repairPending bool
 	termCtx       context.Context
 
-	svc     objdb.ServiceRegistry // agent discovery (ofnet.go)
-	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
-	ofnetWG sync.WaitGroup
+	svc    objdb.ServiceRegistry // agent discovery (netmaster/agents)
+	agents *agents.Agents        // the term's ofnet master (netmaster/agents)
 
 	svcLB *svclb.Cache // service load balancer (netmaster/svclb)
 
@@ -230,7 +229,7 @@ func (m *master) close() {
 		m.bgClosed = true
 		m.bgMu.Unlock()
 		m.sweepWG.Wait() // it ends with the term's context
-		m.ofnetWG.Wait() // so does the ofnet master
+		m.agents.Wait()  // so does the ofnet master
 		m.v4.Close()
 		if m.docker != nil {
 			m.docker.Close()
@@ -306,7 +305,9 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	m.addSweepRoute(router)
 	m.addServiceRoutes(router)
 	m.addTraceRoute(router)
-	m.startOfnet(ctx, router)
+	m.agents = agents.New(agents.Config{IP: m.cfg.OfnetIP, Port: m.cfg.OfnetPort, ClearDelay: m.cfg.OfnetClearDelay, TLS: m.cfg.RPCTLS},
+		m.log, m.svc, m.st, hostGC{m})
+	m.agents.Start(ctx, router)
 	return router, nil
 }
 
