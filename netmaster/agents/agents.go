@@ -22,6 +22,7 @@ import (
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // DefaultClearDelay is how long a host may stay away before its
@@ -118,7 +119,7 @@ func (a *Agents) runOfnet(ctx context.Context, om *ofmaster.Master) {
 			break
 		}
 		a.log.WithError(err).WithField("addr", addr).Error("ofnet master: listen failed; retrying")
-		if !sleepCtx(ctx, ofnetRetry) {
+		if !ctxutil.Sleep(ctx, ofnetRetry) {
 			return
 		}
 	}
@@ -153,16 +154,4 @@ func (a *Agents) serveOfnetDebug(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
-}
-
-// sleepCtx waits d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -5,12 +5,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // ServiceVtep is the service a netplugin registers with its VTEP IP.
@@ -77,7 +79,7 @@ func (f *agentFollower) run(ctx context.Context) {
 			}
 		}
 		if agents == nil || vteps == nil {
-			if !sleepCtx(ctx, ofnetRetry) {
+			if !ctxutil.Sleep(ctx, ofnetRetry) {
 				return
 			}
 			continue
@@ -103,7 +105,7 @@ func (f *agentFollower) run(ctx context.Context) {
 				continue
 			}
 			f.handle(ctx, ev)
-			if !sleepCtx(ctx, agentEventPause) {
+			if !ctxutil.Sleep(ctx, agentEventPause) {
 				return
 			}
 		}
@@ -192,7 +194,7 @@ func (f *agentFollower) startAdd(ctx context.Context, node ofrpc.OfnetNode) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		backoff := ofnetRetry
+		retry := &backoff.ExponentialBackOff{InitialInterval: ofnetRetry, Multiplier: 2, MaxInterval: addNodeRetryMax}
 		for {
 			err := f.om.AddNode(actx, node)
 			if err == nil {
@@ -202,11 +204,11 @@ func (f *agentFollower) startAdd(ctx context.Context, node ofrpc.OfnetNode) {
 			if actx.Err() != nil {
 				return
 			}
-			f.log.WithError(err).WithFields(logrus.Fields{"agent": key, "retry": backoff}).Warn("add ofnet master to agent")
-			if !sleepCtx(actx, backoff) {
+			wait := retry.NextBackOff()
+			f.log.WithError(err).WithFields(logrus.Fields{"agent": key, "retry": wait}).Warn("add ofnet master to agent")
+			if !ctxutil.Sleep(actx, wait) {
 				return
 			}
-			backoff = min(2*backoff, addNodeRetryMax)
 		}
 	}()
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/netmaster/server"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // Host garbage collection, the waiting part (docs/daemons.md §4.10.3): the
@@ -26,7 +27,7 @@ func (f *agentFollower) awaitGone(ctx context.Context, host string) bool {
 		if left := time.Until(deadline); left > 0 {
 			wait = min(step, left)
 		}
-		if !sleepCtx(ctx, wait) {
+		if !ctxutil.Sleep(ctx, wait) {
 			return false
 		}
 		back, err := f.hostRegistered(ctx, host)

@@ -9,6 +9,7 @@ import (
 	ofmaster "github.com/contiv/netplugin/ofnet/master"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // followRules keeps the ofnet master's rules equal to state/policyRule:
@@ -24,7 +25,7 @@ func (a *Agents) followRules(ctx context.Context, om *ofmaster.Master) {
 			if ctx.Err() == nil {
 				a.log.WithError(err).Warn("ofnet: list policy rules")
 			}
-			sleepCtx(ctx, ofnetRetry)
+			ctxutil.Sleep(ctx, ofnetRetry)
 			continue
 		}
 		ch, err := a.st.PolicyRules.Watch(ctx, objdb.WithStartVersion(ver))
@@ -32,7 +33,7 @@ func (a *Agents) followRules(ctx context.Context, om *ofmaster.Master) {
 			if ctx.Err() == nil {
 				a.log.WithError(err).Warn("ofnet: watch policy rules")
 			}
-			sleepCtx(ctx, ofnetRetry)
+			ctxutil.Sleep(ctx, ofnetRetry)
 			continue
 		}
 		for c := range ch {
