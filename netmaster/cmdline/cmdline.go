@@ -7,22 +7,16 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netmaster/auth"
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
-	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
@@ -33,77 +27,48 @@ type NewLeader func(cfg server.Config, log *logrus.Entry) (server.Leader, error)
 
 // App returns the netmaster CLI application.
 func App(newLeader NewLeader) *cli.App {
-	app := cli.NewApp()
-	app.Name = "netmaster"
-	app.Usage = "Contiv netmaster: the network control plane"
-	app.Version = version.Get().Version
-	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprint(c.App.Writer, version.Get().Lines())
-	}
 	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
-	app.Flags = append(daemonflags.Flags("NETMASTER"),
-		cli.StringFlag{Name: "infra, infra-type", EnvVar: env("INFRA"), Value: "default", Usage: "infrastructure type: default or aci"},
-		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name (docker and swarm-mode)"},
-		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket (docker mode)"},
-		cli.StringFlag{Name: "external-address, listen-url", EnvVar: env("EXTERNAL_ADDRESS"), Value: "0.0.0.0:9999", Usage: "ip:port the REST API listens on"},
-		cli.StringFlag{Name: "internal-address, control-url", EnvVar: env("INTERNAL_ADDRESS"), Usage: "ip:port identifying this netmaster (default <host ip>:<external port>)"},
-		cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
-		cli.StringFlag{Name: "embedded-etcd-peer-url", EnvVar: env("EMBEDDED_ETCD_PEER_URL"), Value: "http://127.0.0.1:2380", Usage: "raft peer URL of the embedded etcd"},
-		cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: server.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
-		cli.DurationFlag{Name: "http-read-header-timeout", EnvVar: env("HTTP_READ_HEADER_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadHeaderTimeout, Usage: "REST API: time allowed for a request's headers"},
-		cli.DurationFlag{Name: "http-read-timeout", EnvVar: env("HTTP_READ_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadTimeout, Usage: "REST API: time allowed for a whole request, headers and body"},
-		cli.DurationFlag{Name: "http-write-timeout", EnvVar: env("HTTP_WRITE_TIMEOUT"), Value: server.DefaultHTTPLimits.WriteTimeout, Usage: "REST API: time allowed from the end of a request's headers to the end of its answer"},
-		cli.DurationFlag{Name: "http-idle-timeout", EnvVar: env("HTTP_IDLE_TIMEOUT"), Value: server.DefaultHTTPLimits.IdleTimeout, Usage: "REST API: an idle connection is closed after this long"},
-		cli.Int64Flag{Name: "http-max-body-bytes", EnvVar: env("HTTP_MAX_BODY_BYTES"), Value: server.DefaultHTTPLimits.MaxBodyBytes, Usage: "REST API: largest request body accepted"},
-		cli.StringFlag{Name: "tls-cert-file", EnvVar: env("TLS_CERT_FILE"), Usage: "serve HTTPS with this PEM certificate (with --tls-key-file); default plain HTTP"},
-		cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
-		cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
-		cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
-		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with the agents: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
-		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
-		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the agents' ofnet RPC certificates are checked against"},
-		cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
-	)
-	app.Action = func(c *cli.Context) error {
-		if c.NArg() > 0 {
-			return cli.NewExitError(fmt.Sprintf("unexpected arguments: %s", strings.Join(c.Args(), " ")), daemonflags.ExitInvalid)
-		}
-		cfg, err := ConfigFromContext(c)
-		if err != nil {
-			return cli.NewExitError("netmaster: "+err.Error(), daemonflags.ExitInvalid)
-		}
-		log := logrus.StandardLogger()
-		if err := logsetup.Configure(log, logsetup.Options{Level: cfg.Common.LogLevel, JSON: cfg.Common.JSONLog,
-			Syslog: cfg.Common.Syslog, SyslogURL: cfg.Common.SyslogURL, Tag: "netmaster"}); err != nil {
-			return cli.NewExitError("netmaster: "+err.Error(), daemonflags.ExitInvalid)
-		}
-		entry := logrus.NewEntry(log)
-		cfg.Metrics = NewRegistry()
-		leader, err := newLeader(cfg, entry)
-		if err != nil {
-			return cli.NewExitError("netmaster: "+err.Error(), 1)
-		}
-		d, err := server.New(cfg, leader, entry)
-		if err != nil {
-			return cli.NewExitError("netmaster: "+err.Error(), 1)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := d.Run(ctx); err != nil {
-			return cli.NewExitError("netmaster: "+err.Error(), 1)
-		}
-		return nil
-	}
-	return app
-}
-
-// NewRegistry is the registry a netmaster process's /metrics serves: the
-// Go runtime and process collectors, then whatever the daemon and leader
-// register (docs/operations.md).
-func NewRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
+	return daemonflags.App(daemonflags.AppSpec[server.Config]{
+		Name:  "netmaster",
+		Usage: "Contiv netmaster: the network control plane",
+		Bin:   "NETMASTER",
+		Flags: []cli.Flag{
+			cli.StringFlag{Name: "infra, infra-type", EnvVar: env("INFRA"), Value: "default", Usage: "infrastructure type: default or aci"},
+			cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name (docker and swarm-mode)"},
+			cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket (docker mode)"},
+			cli.StringFlag{Name: "external-address, listen-url", EnvVar: env("EXTERNAL_ADDRESS"), Value: "0.0.0.0:9999", Usage: "ip:port the REST API listens on"},
+			cli.StringFlag{Name: "internal-address, control-url", EnvVar: env("INTERNAL_ADDRESS"), Usage: "ip:port identifying this netmaster (default <host ip>:<external port>)"},
+			cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
+			cli.StringFlag{Name: "embedded-etcd-peer-url", EnvVar: env("EMBEDDED_ETCD_PEER_URL"), Value: "http://127.0.0.1:2380", Usage: "raft peer URL of the embedded etcd"},
+			cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: server.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
+			cli.DurationFlag{Name: "http-read-header-timeout", EnvVar: env("HTTP_READ_HEADER_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadHeaderTimeout, Usage: "REST API: time allowed for a request's headers"},
+			cli.DurationFlag{Name: "http-read-timeout", EnvVar: env("HTTP_READ_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadTimeout, Usage: "REST API: time allowed for a whole request, headers and body"},
+			cli.DurationFlag{Name: "http-write-timeout", EnvVar: env("HTTP_WRITE_TIMEOUT"), Value: server.DefaultHTTPLimits.WriteTimeout, Usage: "REST API: time allowed from the end of a request's headers to the end of its answer"},
+			cli.DurationFlag{Name: "http-idle-timeout", EnvVar: env("HTTP_IDLE_TIMEOUT"), Value: server.DefaultHTTPLimits.IdleTimeout, Usage: "REST API: an idle connection is closed after this long"},
+			cli.Int64Flag{Name: "http-max-body-bytes", EnvVar: env("HTTP_MAX_BODY_BYTES"), Value: server.DefaultHTTPLimits.MaxBodyBytes, Usage: "REST API: largest request body accepted"},
+			cli.StringFlag{Name: "tls-cert-file", EnvVar: env("TLS_CERT_FILE"), Usage: "serve HTTPS with this PEM certificate (with --tls-key-file); default plain HTTP"},
+			cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
+			cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
+			cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
+			cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with the agents: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+			cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+			cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the agents' ofnet RPC certificates are checked against"},
+			cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
+		},
+		Parse: ConfigFromContext,
+		Run: func(ctx context.Context, cfg server.Config, log *logrus.Entry) error {
+			cfg.Metrics = daemonflags.NewRegistry()
+			leader, err := newLeader(cfg, log)
+			if err != nil {
+				return err
+			}
+			d, err := server.New(cfg, leader, log)
+			if err != nil {
+				return err
+			}
+			return d.Run(ctx)
+		},
+	})
 }
 
 // RPCTLSFromContext builds the ofnet RPC's mutual TLS from the
