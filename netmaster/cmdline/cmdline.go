@@ -18,7 +18,6 @@ import (
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
-	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
 
@@ -71,23 +70,12 @@ func App(newLeader NewLeader) *cli.App {
 	})
 }
 
-// RPCTLSFromContext builds the ofnet RPC's mutual TLS from the
-// --rpc-tls-* flags (nil when none is given).
-func RPCTLSFromContext(c *cli.Context) (*server.RPCTLS, error) {
-	cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file")
-	if cert == "" && key == "" && ca == "" {
-		return nil, nil
-	}
-	if cert == "" || key == "" || ca == "" {
-		return nil, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
-	}
-	srv, err := tlsutil.ServerConfig(cert, key, ca)
-	if err != nil {
-		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
-	}
-	cl, err := tlsutil.ClientConfig(ca, cert, key)
-	if err != nil {
-		return nil, fmt.Errorf("ofnet RPC TLS: %w", err)
+// rpcTLS builds the ofnet RPC's mutual TLS from the --rpc-tls-* flags
+// (nil when none is given).
+func rpcTLS(c *cli.Context) (*server.RPCTLS, error) {
+	srv, cl, err := daemonflags.RPCTLSFromContext(c)
+	if err != nil || srv == nil {
+		return nil, err
 	}
 	return &server.RPCTLS{Server: srv, Client: cl}, nil
 }
@@ -124,7 +112,7 @@ func ConfigFromContext(c *cli.Context) (server.Config, error) {
 		}
 		cfg.Tokens = toks
 	}
-	if cfg.RPCTLS, err = RPCTLSFromContext(c); err != nil {
+	if cfg.RPCTLS, err = rpcTLS(c); err != nil {
 		return cfg, err
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {

@@ -101,16 +101,8 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		}
 		cfg.MasterTLS = tc
 	}
-	if cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file"); cert != "" || key != "" || ca != "" {
-		if cert == "" || key == "" || ca == "" {
-			return cfg, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
-		}
-		if cfg.RPCServerTLS, err = tlsutil.ServerConfig(cert, key, ca); err != nil {
-			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
-		}
-		if cfg.RPCClientTLS, err = tlsutil.ClientConfig(ca, cert, key); err != nil {
-			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
-		}
+	if cfg.RPCServerTLS, cfg.RPCClientTLS, err = daemonflags.RPCTLSFromContext(c); err != nil {
+		return cfg, err
 	}
 	if p := c.String("netmaster-token-file"); p != "" {
 		b, err := os.ReadFile(p)
