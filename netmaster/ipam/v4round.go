@@ -62,12 +62,12 @@ func (p *pool4) round(a *V4, batch []*request, refill bool) []*request {
 	if len(live) == 0 && !refill {
 		return nil
 	}
-	r := &round4{ctx: ctx, a: a, p: p, live: live}
+	r := &round4{ctx: ctx, a: a, p: p, live: live,
+		work: map[int]*[chunkWords]uint64{}, fresh: map[int]bool{}, dirty: map[int]bool{},
+		perChunk: map[int][]pending{}, extras: map[int][]netip.Addr{}}
 	if err := r.sync(); err != nil {
 		return r.abort(err)
 	}
-	r.work, r.fresh, r.dirty = map[int]*[chunkWords]uint64{}, map[int]bool{}, map[int]bool{}
-	r.perChunk, r.extras = map[int][]pending{}, map[int][]netip.Addr{}
 	for _, req := range live {
 		if err := r.apply(req); err != nil {
 			return r.abort(err)
