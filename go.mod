@@ -4,6 +4,7 @@ go 1.26.7
 
 require (
 	github.com/bits-and-blooms/bitset v1.29.0
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/containernetworking/plugins v1.9.1
 	github.com/gorilla/mux v1.8.1
 	github.com/hashicorp/consul/api v1.34.5
@@ -58,7 +59,6 @@ require (
 require (
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containernetworking/cni v1.3.0
 	github.com/coreos/go-semver v0.3.1 // indirect

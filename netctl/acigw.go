@@ -2,6 +2,7 @@ package netctl
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli"
 
@@ -13,35 +14,11 @@ func (n *Netctl) aciGwCommand() cli.Command {
 		Name:  "aci-gw",
 		Usage: "ACI Gateway information",
 		Subcommands: []cli.Command{
-			{
-				Name: "info", Usage: "Show aci gateway information", ArgsUsage: noArgs,
-				Flags: []cli.Flag{tenantFlag(), allFlag(), jsonFlag()},
-				Action: n.checked(n.noMoreArgs, func(c *cli.Context, cl *client.ContivClient) error {
-					list, err := cl.AciGwList()
-					if err != nil {
-						return n.restError(err)
-					}
-					objs := deref(list)
-					if c.Bool("json") {
-						return emit(n.opts.Stdout, listing{json: true}, objs, nil, nil)
-					}
-					for _, o := range objs {
-						fmt.Fprintf(n.opts.Stdout, "Path bindings: %s\nNode bindings: %s\nPhysical domain: %s\nEnforce policies: %s\nInclude Common-Tenant: %s\n",
-							o.PathBindings, o.NodeBindings, o.PhysicalDomain, o.EnforcePolicies, o.IncludeCommonTenant)
-					}
-					return nil
-				}),
-			},
-			{
-				Name: "inspect", Usage: "Inspect aci gateway operational information", ArgsUsage: noArgs,
-				Action: n.checked(n.noMoreArgs, func(c *cli.Context, cl *client.ContivClient) error {
-					obj, err := cl.AciGwInspect("aciGw")
-					if err != nil {
-						return n.restError(err)
-					}
-					return writeJSON(n.opts.Stdout, obj)
-				}),
-			},
+			singletonInfo(n, "Show aci gateway information", (*client.ContivClient).AciGwList, func(w io.Writer, o *client.AciGw) {
+				fmt.Fprintf(w, "Path bindings: %s\nNode bindings: %s\nPhysical domain: %s\nEnforce policies: %s\nInclude Common-Tenant: %s\n",
+					o.PathBindings, o.NodeBindings, o.PhysicalDomain, o.EnforcePolicies, o.IncludeCommonTenant)
+			}),
+			singletonInspect(n, "Inspect aci gateway operational information", "aciGw", (*client.ContivClient).AciGwInspect),
 			{
 				Name: "set", Usage: "Set aci-gw parameters", ArgsUsage: noArgs,
 				Flags: []cli.Flag{

@@ -1,6 +1,8 @@
 package netctl
 
 import (
+	"io"
+
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/contivmodel/client"
@@ -97,4 +99,42 @@ func deref[T any](p *[]*T) []*T {
 		return nil
 	}
 	return *p
+}
+
+// singletonInfo is the "info" subcommand of a type with one object (global,
+// aci-gw): the list as JSON with --json, else each object printed by show.
+func singletonInfo[T any](n *Netctl, usage string, list func(*client.ContivClient) (*[]*T, error), show func(io.Writer, *T)) cli.Command {
+	return cli.Command{
+		Name: "info", Usage: usage, ArgsUsage: noArgs,
+		Flags: []cli.Flag{tenantFlag(), allFlag(), jsonFlag()},
+		Action: n.checked(n.noMoreArgs, func(c *cli.Context, cl *client.ContivClient) error {
+			l, err := list(cl)
+			if err != nil {
+				return n.restError(err)
+			}
+			objs := deref(l)
+			if c.Bool("json") {
+				return emit(n.opts.Stdout, listing{json: true}, objs, nil, nil)
+			}
+			for _, o := range objs {
+				show(n.opts.Stdout, o)
+			}
+			return nil
+		}),
+	}
+}
+
+// singletonInspect is the "inspect" subcommand of a type with one object,
+// whose key is key: the operational JSON.
+func singletonInspect[T any](n *Netctl, usage, key string, inspect func(*client.ContivClient, string) (T, error)) cli.Command {
+	return cli.Command{
+		Name: "inspect", Usage: usage, ArgsUsage: noArgs,
+		Action: n.checked(n.noMoreArgs, func(c *cli.Context, cl *client.ContivClient) error {
+			obj, err := inspect(cl, key)
+			if err != nil {
+				return n.restError(err)
+			}
+			return writeJSON(n.opts.Stdout, obj)
+		}),
+	}
 }

@@ -2,6 +2,7 @@ package netctl
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli"
 
@@ -13,35 +14,11 @@ func (n *Netctl) globalCommand() cli.Command {
 		Name:  "global",
 		Usage: "Global information",
 		Subcommands: []cli.Command{
-			{
-				Name: "info", Usage: "Show global information", ArgsUsage: noArgs,
-				Flags: []cli.Flag{tenantFlag(), allFlag(), jsonFlag()},
-				Action: n.checked(n.noMoreArgs, func(c *cli.Context, cl *client.ContivClient) error {
-					list, err := cl.GlobalList()
-					if err != nil {
-						return n.restError(err)
-					}
-					objs := deref(list)
-					if c.Bool("json") {
-						return emit(n.opts.Stdout, listing{json: true}, objs, nil, nil)
-					}
-					for _, o := range objs {
-						fmt.Fprintf(n.opts.Stdout, "Fabric mode: %s\nForward mode: %s\nARP mode: %s\nVlan Range: %s\nVxlan range: %s\nPrivate subnet: %s\n",
-							o.NetworkInfraType, o.FwdMode, o.ArpMode, o.Vlans, o.Vxlans, o.PvtSubnet)
-					}
-					return nil
-				}),
-			},
-			{
-				Name: "inspect", Usage: "Inspect Global Operational Information", ArgsUsage: noArgs,
-				Action: n.checked(n.noMoreArgs, func(c *cli.Context, cl *client.ContivClient) error {
-					obj, err := cl.GlobalInspect("global")
-					if err != nil {
-						return n.restError(err)
-					}
-					return writeJSON(n.opts.Stdout, obj)
-				}),
-			},
+			singletonInfo(n, "Show global information", (*client.ContivClient).GlobalList, func(w io.Writer, o *client.Global) {
+				fmt.Fprintf(w, "Fabric mode: %s\nForward mode: %s\nARP mode: %s\nVlan Range: %s\nVxlan range: %s\nPrivate subnet: %s\n",
+					o.NetworkInfraType, o.FwdMode, o.ArpMode, o.Vlans, o.Vxlans, o.PvtSubnet)
+			}),
+			singletonInspect(n, "Inspect Global Operational Information", "global", (*client.ContivClient).GlobalInspect),
 			{
 				Name: "set", Usage: "Set global parameters", ArgsUsage: noArgs,
 				Flags: []cli.Flag{

@@ -95,19 +95,28 @@ func (c Collection[T]) decode(kv objdb.KeyValue) (T, error) {
 // Write stores the object under its StateID. Options (objdb.WithPrevVersion,
 // objdb.WithCreateOnly) make it a compare-and-swap.
 func (c Collection[T]) Write(ctx context.Context, v T, opts ...objdb.OpOption) (int64, error) {
+	key, b, err := c.encode(v)
+	if err != nil {
+		return 0, err
+	}
+	ver, err := c.kv.Put(ctx, key, b, opts...)
+	if err != nil {
+		return 0, fmt.Errorf("write state %q: %w", key, err)
+	}
+	return ver, nil
+}
+
+// encode checks v's StateID and returns its key and JSON.
+func (c Collection[T]) encode(v T) (string, []byte, error) {
 	id := v.StateID()
 	if err := checkID(id); err != nil {
-		return 0, err
+		return "", nil, err
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return 0, fmt.Errorf("encode state %q: %w", c.Key(id), err)
+		return "", nil, fmt.Errorf("encode state %q: %w", c.Key(id), err)
 	}
-	ver, err := c.kv.Put(ctx, c.Key(id), b, opts...)
-	if err != nil {
-		return 0, fmt.Errorf("write state %q: %w", c.Key(id), err)
-	}
-	return ver, nil
+	return c.Key(id), b, nil
 }
 
 // WriteResolved is Write for an object whose stored bytes are this
@@ -119,17 +128,13 @@ func (c Collection[T]) Write(ctx context.Context, v T, opts ...objdb.OpOption) (
 // another writer may store identically, such as tag bitmaps, must use
 // Write and re-read on conflict instead.
 func (c Collection[T]) WriteResolved(ctx context.Context, v T, opts ...objdb.OpOption) (int64, error) {
-	id := v.StateID()
-	if err := checkID(id); err != nil {
+	key, b, err := c.encode(v)
+	if err != nil {
 		return 0, err
 	}
-	b, err := json.Marshal(v)
+	ver, err := objdb.PutResolved(ctx, c.kv, key, b, opts...)
 	if err != nil {
-		return 0, fmt.Errorf("encode state %q: %w", c.Key(id), err)
-	}
-	ver, err := objdb.PutResolved(ctx, c.kv, c.Key(id), b, opts...)
-	if err != nil {
-		return 0, fmt.Errorf("write state %q: %w", c.Key(id), err)
+		return 0, fmt.Errorf("write state %q: %w", key, err)
 	}
 	return ver, nil
 }

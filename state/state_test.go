@@ -14,6 +14,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -91,6 +92,34 @@ func TestFieldNames(t *testing.T) {
 				t.Errorf("%T JSON lacks %s: %s", c.v, k, b)
 			}
 		}
+	}
+}
+
+// TestPolicyRuleWireFormat pins the stored JSON of a policy rule (id left
+// empty as the original, the key names the rule): the rule
+// is the RPC's type, so the store and the wire share one encoding, and a
+// stored rule decodes into exactly what netmaster sends to the agents.
+func TestPolicyRuleWireFormat(t *testing.T) {
+	r := state.PolicyRule{OfnetPolicyRule: state.OfnetPolicyRule{RuleId: "t1:g1:t1:p1:r1:inRx", Priority: 10,
+		SrcEndpointGroup: 3, DstEndpointGroup: 4, SrcIpAddr: "198.18.0.0/16", IpProtocol: 6, DstPort: 80,
+		TcpFlags: "syn,!ack", Action: "allow"}}
+	const want = `{"id":"","RuleId":"t1:g1:t1:p1:r1:inRx","Priority":10,"SrcEndpointGroup":3,` +
+		`"DstEndpointGroup":4,"SrcIpAddr":"198.18.0.0/16","DstIpAddr":"","IpProtocol":6,"SrcPort":0,"DstPort":80,` +
+		`"TcpFlags":"syn,!ack","Action":"allow"}`
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want {
+		t.Fatalf("stored JSON\n got %s\nwant %s", b, want)
+	}
+	var back state.PolicyRule
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var wire ofrpc.OfnetPolicyRule = back.OfnetPolicyRule
+	if wire != r.OfnetPolicyRule {
+		t.Fatalf("decoded rule %+v, want %+v", wire, r.OfnetPolicyRule)
 	}
 }
 

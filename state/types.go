@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/bits-and-blooms/bitset"
+
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
 // Bitsets serialise as the original's JSON string: URL-safe base64 (with
@@ -139,21 +141,10 @@ type EndpointGroup struct {
 	GroupTag        string        `json:"groupTag"`
 }
 
-// OfnetPolicyRule is one directional policy rule as ofnet takes it (Go field
-// names on the wire).
-type OfnetPolicyRule struct {
-	RuleId           string
-	Priority         int
-	SrcEndpointGroup int
-	DstEndpointGroup int
-	SrcIpAddr        string
-	DstIpAddr        string
-	IpProtocol       uint8
-	SrcPort          uint16
-	DstPort          uint16
-	TcpFlags         string
-	Action           string
-}
+// OfnetPolicyRule is one directional policy rule as ofnet takes it: the
+// same type as the RPC's (docs/dataplane.md §4.3), so the stored JSON and
+// the wire JSON are one encoding (Go field names).
+type OfnetPolicyRule = ofrpc.OfnetPolicyRule
 
 // EpgPolicy, "state/policy/<tenant>:<group>:<tenant>:<policy>".
 type EpgPolicy struct {

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strings"
 	"unicode"
+
+	"github.com/contiv/netplugin/utils/jsonreq"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -30,15 +32,8 @@ type validator interface {
 // are ignored; trailing data is refused) and validates it.
 func decode(r io.Reader, v validator) error {
 	var raw json.RawMessage
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&raw); err != nil {
-		return fmt.Errorf("%w: decode JSON: %w", ErrBadRequest, err)
-	}
-	switch _, err := dec.Token(); {
-	case err == nil:
-		return fmt.Errorf("%w: trailing data after the JSON object", ErrBadRequest)
-	case !errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: after the JSON object: %w", ErrBadRequest, err)
+	if err := jsonreq.DecodeOne(r, &raw, false); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return fmt.Errorf("%w: the body is not a JSON object", ErrBadRequest)

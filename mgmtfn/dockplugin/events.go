@@ -83,20 +83,20 @@ func (p *Plugin) FollowEvents(ctx context.Context, socket string, sink EventSink
 	}}
 	defer hc.CloseIdleConnections()
 	f := &follower{p: p, hc: hc, sink: sink, ours: map[string]bool{}}
-	wait := eventRetryMin
+	bo := ctxutil.NewBackoff(eventRetryMin, eventRetryMax)
 	for ctx.Err() == nil {
 		err := f.stream(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if f.connected {
-			wait = eventRetryMin
+			bo.Reset()
 		}
+		wait := bo.NextBackOff()
 		p.log.WithError(err).Debugf("engine event stream ended; reconnecting in %v", wait)
 		if !ctxutil.Sleep(ctx, wait) {
 			return
 		}
-		wait = min(2*wait, eventRetryMax)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
-	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/ctxutil"

@@ -5,12 +5,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
-	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/utils/ctxutil"
 )
@@ -194,7 +193,7 @@ func (f *agentFollower) startAdd(ctx context.Context, node ofrpc.OfnetNode) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		retry := &backoff.ExponentialBackOff{InitialInterval: ofnetRetry, Multiplier: 2, MaxInterval: addNodeRetryMax}
+		retry := ctxutil.NewBackoff(ofnetRetry, addNodeRetryMax)
 		for {
 			err := f.om.AddNode(actx, node)
 			if err == nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
-	ofmaster "github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 )

@@ -11,13 +11,14 @@ package attach
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"strings"
 	"unicode"
+
+	"github.com/contiv/netplugin/utils/jsonreq"
 )
 
 // DefaultIfName is the container interface name when a request gives none.
@@ -31,21 +32,11 @@ const (
 )
 
 // ErrInvalidRequest: the request is malformed or a field is invalid. Every
-// validation and decoding error wraps it.
-var ErrInvalidRequest = errors.New("attach: invalid request")
+// validation and decoding error wraps it (the front ends' shared sentinel).
+var ErrInvalidRequest = jsonreq.ErrInvalidRequest
 
 // FieldError names the request field (by its JSON key) that is invalid.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s: field %q %s", ErrInvalidRequest, e.Field, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrInvalidRequest) hold.
-func (e *FieldError) Is(target error) bool { return target == ErrInvalidRequest }
+type FieldError = jsonreq.FieldError
 
 // Request asks for a container's endpoint on a network.
 type Request struct {
@@ -95,20 +86,20 @@ func (r Request) Validate() error {
 		return err
 	}
 	if len(r.Name) > maxIDLen || strings.ContainsFunc(r.Name, unicode.IsControl) {
-		return &FieldError{"name", fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
+		return &FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
 	}
 	if r.NetNS == "" {
-		return &FieldError{"netns", "is empty"}
+		return &FieldError{Field: "netns", Reason: "is empty"}
 	}
 	if err := checkNetNS(r.NetNS); err != nil {
 		return err
 	}
 	if len(r.Labels) > maxLabels {
-		return &FieldError{"labels", fmt.Sprintf("has %d entries, at most %d are allowed", len(r.Labels), maxLabels)}
+		return &FieldError{Field: "labels", Reason: fmt.Sprintf("has %d entries, at most %d are allowed", len(r.Labels), maxLabels)}
 	}
 	for k, v := range r.Labels {
 		if k == "" || len(k) > maxIDLen || len(v) > maxIDLen || strings.ContainsFunc(k+v, unicode.IsControl) {
-			return &FieldError{"labels", fmt.Sprintf("entry %q: keys must be 1..%d and values at most %d characters without control characters", k, maxIDLen, maxIDLen)}
+			return &FieldError{Field: "labels", Reason: fmt.Sprintf("entry %q: keys must be 1..%d and values at most %d characters without control characters", k, maxIDLen, maxIDLen)}
 		}
 	}
 	return checkIfName(r.IfName)
@@ -139,13 +130,13 @@ func checkIDs(fields ...idField) error {
 	for _, f := range fields {
 		switch {
 		case f.value == "" && f.required:
-			return &FieldError{f.name, "is empty"}
+			return &FieldError{Field: f.name, Reason: "is empty"}
 		case len(f.value) > maxIDLen:
-			return &FieldError{f.name, fmt.Sprintf("is longer than %d bytes", maxIDLen)}
+			return &FieldError{Field: f.name, Reason: fmt.Sprintf("is longer than %d bytes", maxIDLen)}
 		case strings.ContainsRune(f.value, '/'):
-			return &FieldError{f.name, "contains '/'"}
+			return &FieldError{Field: f.name, Reason: "contains '/'"}
 		case strings.ContainsFunc(f.value, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }):
-			return &FieldError{f.name, "contains white space or control characters"}
+			return &FieldError{Field: f.name, Reason: "contains white space or control characters"}
 		}
 	}
 	return nil
@@ -153,7 +144,7 @@ func checkIDs(fields ...idField) error {
 
 func checkNetNS(p string) error {
 	if !strings.HasPrefix(p, "/") || len(p) > maxPathLen || strings.ContainsRune(p, 0) {
-		return &FieldError{"netns", "must be an absolute path such as /var/run/netns/<name> or /proc/<pid>/ns/net"}
+		return &FieldError{Field: "netns", Reason: "must be an absolute path such as /var/run/netns/<name> or /proc/<pid>/ns/net"}
 	}
 	return nil
 }
@@ -164,11 +155,11 @@ func checkIfName(name string) error {
 	case name == "":
 		return nil
 	case len(name) > maxIfNameLen:
-		return &FieldError{"ifName", fmt.Sprintf("is longer than %d bytes", maxIfNameLen)}
+		return &FieldError{Field: "ifName", Reason: fmt.Sprintf("is longer than %d bytes", maxIfNameLen)}
 	case name == "." || name == "..":
-		return &FieldError{"ifName", "is reserved"}
+		return &FieldError{Field: "ifName", Reason: "is reserved"}
 	case strings.ContainsFunc(name, func(c rune) bool { return c == '/' || c == ':' || unicode.IsSpace(c) || unicode.IsControl(c) }):
-		return &FieldError{"ifName", "contains '/', ':', white space or control characters"}
+		return &FieldError{Field: "ifName", Reason: "contains '/', ':', white space or control characters"}
 	}
 	return nil
 }
@@ -178,7 +169,7 @@ func checkIfName(name string) error {
 // wraps ErrInvalidRequest.
 func DecodeRequest(r io.Reader) (Request, error) {
 	var req Request
-	if err := decodeStrict(r, &req); err != nil {
+	if err := jsonreq.DecodeStrict(r, &req); err != nil {
 		return Request{}, err
 	}
 	if req.IfName == "" {
@@ -193,7 +184,7 @@ func DecodeRequest(r io.Reader) (Request, error) {
 // DecodeDetachRequest is DecodeRequest for a DetachRequest.
 func DecodeDetachRequest(r io.Reader) (DetachRequest, error) {
 	var req DetachRequest
-	if err := decodeStrict(r, &req); err != nil {
+	if err := jsonreq.DecodeStrict(r, &req); err != nil {
 		return DetachRequest{}, err
 	}
 	if req.IfName == "" {
@@ -203,21 +194,6 @@ func DecodeDetachRequest(r io.Reader) (DetachRequest, error) {
 		return DetachRequest{}, err
 	}
 	return req, nil
-}
-
-func decodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: decode JSON: %w", ErrInvalidRequest, err)
-	}
-	switch _, err := dec.Token(); {
-	case err == nil:
-		return fmt.Errorf("%w: trailing data after the JSON value", ErrInvalidRequest)
-	case !errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: after the JSON value: %w", ErrInvalidRequest, err)
-	}
-	return nil
 }
 
 // ErrAlreadyAttached: the endpoint a request names is attached on this
@@ -247,7 +223,7 @@ func (r HostRequest) Validate() error {
 		return err
 	}
 	if len(r.Name) > maxIDLen || strings.ContainsFunc(r.Name, unicode.IsControl) {
-		return &FieldError{"name", fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
+		return &FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
 	}
 	for _, f := range []struct{ name, v string }{{"ipAddress", r.IPAddress}, {"ipv6Address", r.IPv6Address}} {
 		if f.v == "" {
@@ -255,7 +231,7 @@ func (r HostRequest) Validate() error {
 		}
 		a, err := netip.ParseAddr(f.v)
 		if err != nil || (f.name == "ipAddress") != a.Is4() {
-			return &FieldError{f.name, fmt.Sprintf("%q is not an IPv%s address without a prefix length", f.v, map[bool]string{true: "4", false: "6"}[f.name == "ipAddress"])}
+			return &FieldError{Field: f.name, Reason: fmt.Sprintf("%q is not an IPv%s address without a prefix length", f.v, map[bool]string{true: "4", false: "6"}[f.name == "ipAddress"])}
 		}
 	}
 	return nil

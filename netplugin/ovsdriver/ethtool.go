@@ -51,9 +51,10 @@ func ethtoolSet(name string, cmd, value uint32) error {
 // container's packets from the OVS end of the veth pair with a raw socket
 // and never completes a checksum left to offload: without this the
 // receiver drops every TCP and UDP packet while ICMP passes (see
-// docs/dataplane-traffic.md). The setting belongs to the device, so it
-// survives the move into the container's namespace. Switching it off also
-// switches off TSO/GSO, so no segment larger than the MTU leaves.
+// docs/traffic.md, "Checksum offload on the userspace datapath"). The
+// setting belongs to the device, so it survives the move into the
+// container's namespace. Switching it off also switches off TSO/GSO, so
+// no segment larger than the MTU leaves.
 func (d *Driver) disableTxChecksum(name string) error {
 	set := func() error { return ethtoolSet(name, unix.ETHTOOL_STXCSUM, 0) }
 	var err error

@@ -19,6 +19,7 @@ import (
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/test/ovstest"
+	"github.com/contiv/netplugin/utils/logtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, objdbtest.LeakOptions()...) }
@@ -68,7 +69,7 @@ func (e *env) driver(t *testing.T, st *state.Store) *ovsdriver.Driver {
 	t.Helper()
 	log := logrus.New()
 	log.SetLevel(logrus.DebugLevel)
-	log.SetOutput(testWriter{t})
+	log.SetOutput(logtest.Writer(t))
 	d, err := ovsdriver.New(e.ctx, ovsdriver.Config{
 		OVSDB: e.ovs.DBSock, DatapathType: "netdev", HostLabel: "host1", Store: st, Netlink: e.nl,
 		NetNSPath: "/var/run/netns/" + e.ovs.NetNS,
@@ -79,13 +80,6 @@ func (e *env) driver(t *testing.T, st *state.Store) *ovsdriver.Driver {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // vsctl runs ovs-vsctl and returns its trimmed output.

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -32,10 +31,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/consul/api"
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // Defaults of Config.
@@ -190,6 +191,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	// Probe the endpoints in turn, round after round, until one answers a
 	// read or the budget is spent.
 	var lastErr error
+	bo := cfg.newBackoff()
 	for attempt := 0; attempt <= cfg.Retries; attempt++ {
 		for _, ep := range eps {
 			c, err := newClient(cfg, ep, root, log)
@@ -216,10 +218,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		if attempt == cfg.Retries {
 			break
 		}
-		d := backoff(cfg.RetryBackoff, cfg.MaxBackoff, attempt)
+		d := bo.NextBackOff()
 		log.WithError(lastErr).Warnf("consul not reachable, retry %d/%d in %v", attempt+1, cfg.Retries, d)
-		if err := sleep(ctx, d); err != nil {
-			return nil, fmt.Errorf("connect to consul %s: %w (last error: %v)", strings.Join(eps, ","), err, lastErr)
+		if !ctxutil.Sleep(ctx, d) {
+			return nil, fmt.Errorf("connect to consul %s: %w (last error: %v)", strings.Join(eps, ","), ctx.Err(), lastErr)
 		}
 	}
 	return nil, fmt.Errorf("connect to consul %s: %w: %v", strings.Join(eps, ","), objdb.ErrUnavailable, lastErr)
@@ -334,33 +336,10 @@ func transient(err error) bool {
 	return true
 }
 
-// backoff is the delay before retry number attempt (0-based): exponential
-// from base, capped, with ±20% jitter.
-func backoff(base, maxd time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < maxd; i++ {
-		d *= 2
-	}
-	if d > maxd {
-		d = maxd
-	}
-	j := time.Duration(rand.Int64N(int64(d)/5 + 1))
-	if rand.IntN(2) == 0 {
-		return d - j
-	}
-	return d + j
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// newBackoff returns the retry delays between RetryBackoff and MaxBackoff
+// (the shared ctxutil backoff).
+func (cfg *Config) newBackoff() *backoff.ExponentialBackOff {
+	return ctxutil.NewBackoff(cfg.RetryBackoff, cfg.MaxBackoff)
 }
 
 // retry runs one request (given its own RequestTimeout on top of ctx) until
@@ -371,6 +350,7 @@ func (c *Client) retry(ctx context.Context, what string, fn func(ctx context.Con
 }
 
 func (c *Client) retryTimeout(ctx context.Context, what string, timeout time.Duration, fn func(ctx context.Context) error) error {
+	bo := c.cfg.newBackoff()
 	for attempt := 0; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(rctx)
@@ -387,10 +367,10 @@ func (c *Client) retryTimeout(ctx context.Context, what string, timeout time.Dur
 		if attempt >= c.cfg.Retries {
 			return fmt.Errorf("%s: %w after %d attempts: %v", what, objdb.ErrUnavailable, attempt+1, err)
 		}
-		d := backoff(c.cfg.RetryBackoff, c.cfg.MaxBackoff, attempt)
+		d := bo.NextBackOff()
 		c.log.WithError(err).Debugf("%s: retry %d/%d in %v", what, attempt+1, c.cfg.Retries, d)
-		if err := sleep(ctx, d); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+		if !ctxutil.Sleep(ctx, d) {
+			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
 	}
 }

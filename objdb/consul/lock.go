@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // acquireRetry is the pause after a refused KV acquire (the key's
@@ -148,7 +149,7 @@ func (l *lock) emit(ctx context.Context, t objdb.LockEventType, err error) {
 // run campaigns in terms, one session each, until runCtx ends.
 func (l *lock) run(actx, runCtx context.Context) {
 	log := l.c.log.WithField("lock", l.name).WithField("holder", l.holder)
-	failures := 0
+	bo := l.c.cfg.newBackoff()
 	var last session
 	for runCtx.Err() == nil {
 		s, err := l.c.createSession(runCtx, l.key, l.ttl)
@@ -156,15 +157,14 @@ func (l *lock) run(actx, runCtx context.Context) {
 			if runCtx.Err() != nil {
 				break
 			}
-			d := backoff(l.c.cfg.RetryBackoff, l.c.cfg.MaxBackoff, failures)
-			failures++
+			d := bo.NextBackOff()
 			log.WithError(err).Warnf("lock campaign: cannot create a consul session, retrying in %v", d)
-			if sleep(runCtx, d) != nil {
+			if !ctxutil.Sleep(runCtx, d) {
 				break
 			}
 			continue
 		}
-		failures = 0
+		bo.Reset()
 		last = s
 		lost := l.term(runCtx, s)
 		if runCtx.Err() != nil {
@@ -236,7 +236,7 @@ func (l *lock) term(runCtx context.Context, s session) error {
 // acquisition is reported even if the term ends right after it.
 func (l *lock) campaign(runCtx, tctx context.Context, s session) error {
 	var idx uint64
-	failures := 0
+	bo := l.c.cfg.newBackoff()
 	for {
 		rctx, cancel := context.WithTimeout(tctx, l.c.blockingTimeout())
 		q := &api.QueryOptions{WaitIndex: idx, WaitTime: l.c.cfg.WaitTime}
@@ -246,16 +246,15 @@ func (l *lock) campaign(runCtx, tctx context.Context, s session) error {
 			return nil
 		}
 		if err != nil {
-			d := backoff(l.c.cfg.RetryBackoff, l.c.cfg.MaxBackoff, failures)
-			failures++
+			d := bo.NextBackOff()
 			l.c.log.WithError(err).WithField("lock", l.name).Debugf("lock campaign: read failed, retrying in %v", d)
-			if sleep(tctx, d) != nil {
+			if !ctxutil.Sleep(tctx, d) {
 				return nil
 			}
 			idx = 0
 			continue
 		}
-		failures = 0
+		bo.Reset()
 		if meta.LastIndex < idx {
 			idx = 0 // index went backwards: read again at once
 		} else {
@@ -289,7 +288,7 @@ func (l *lock) campaign(runCtx, tctx context.Context, s session) error {
 		case err != nil:
 			l.c.log.WithError(err).WithField("lock", l.name).Debug("lock campaign: acquire failed")
 			idx = 0
-			if sleep(tctx, backoff(l.c.cfg.RetryBackoff, l.c.cfg.MaxBackoff, 0)) != nil {
+			if !ctxutil.Sleep(tctx, l.c.cfg.newBackoff().NextBackOff()) {
 				return nil
 			}
 		case ok:
@@ -299,7 +298,7 @@ func (l *lock) campaign(runCtx, tctx context.Context, s session) error {
 			// Refused: lock-delay after the last holder's session was
 			// invalidated, or another contender won the race.
 			idx = 0
-			if sleep(tctx, acquireRetry) != nil {
+			if !ctxutil.Sleep(tctx, acquireRetry) {
 				return nil
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // serviceReg is one registered instance kept alive by this client.
@@ -127,8 +128,8 @@ func (c *Client) bindService(ctx context.Context, key, rel string, value []byte,
 			return session{}, fmt.Errorf("service %q: %w", rel, err)
 		}
 		// Refused: the lock-delay of the key's previous session.
-		if err := sleep(ctx, acquireRetry); err != nil {
-			return session{}, fmt.Errorf("service %q: %w", rel, err)
+		if !ctxutil.Sleep(ctx, acquireRetry) {
+			return session{}, fmt.Errorf("service %q: %w", rel, ctx.Err())
 		}
 	}
 }
@@ -144,7 +145,8 @@ func (c *Client) keepService(ctx context.Context, reg *serviceReg, rel string) {
 			return // deregistered or client closed
 		}
 		log.WithError(err).Warn("service session lost; registering again")
-		for failures := 0; ; failures++ {
+		bo := c.cfg.newBackoff()
+		for {
 			value, _ := reg.current()
 			ns, err := c.bindService(ctx, reg.key, rel, value, reg.ttl)
 			if err == nil {
@@ -164,9 +166,9 @@ func (c *Client) keepService(ctx context.Context, reg *serviceReg, rel string) {
 			if ctx.Err() != nil {
 				return
 			}
-			d := backoff(c.cfg.RetryBackoff, c.cfg.MaxBackoff, failures)
+			d := bo.NextBackOff()
 			log.WithError(err).Warnf("service re-registration failed, retrying in %v", d)
-			if sleep(ctx, d) != nil {
+			if !ctxutil.Sleep(ctx, d) {
 				return
 			}
 		}
@@ -282,23 +284,14 @@ func (c *Client) WatchService(ctx context.Context, name string) (<-chan objdb.Se
 	}
 	initial := diff(pairs)
 
-	ch := make(chan objdb.ServiceEvent)
-	wctx, cancel := context.WithCancel(ctx)
-	err = c.goOwned(func() {
-		defer close(ch)
-		defer cancel()
-		stop := context.AfterFunc(c.base, cancel)
-		defer stop()
-		pump(wctx, ch, initial, func(ctx context.Context) ([]objdb.ServiceEvent, error) {
-			pairs, _, err := p.next(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return diff(pairs), nil
-		})
+	ch, err := startPump(c, ctx, initial, func(ctx context.Context) ([]objdb.ServiceEvent, error) {
+		pairs, _, err := p.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return diff(pairs), nil
 	})
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("watch service %q: %w", name, err)
 	}
 	return ch, nil

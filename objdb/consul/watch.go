@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // maxDeleteLookups bounds the per-round requests that place deletes in
@@ -59,24 +60,34 @@ func (c *Client) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOp
 	}
 	sortEvents(replay)
 
-	ch := make(chan objdb.Event)
+	ch, err := startPump(c, ctx, replay, func(ctx context.Context) ([]objdb.Event, error) {
+		pairs, prev, err := p.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.diff(ctx, cache, pairs, prev, p.idx), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch %q: %w", prefix, err)
+	}
+	return ch, nil
+}
+
+// startPump runs pump in a goroutine the client owns, until ctx ends or
+// the client is closed; the returned channel is closed when it stops.
+func startPump[E any](c *Client, ctx context.Context, initial []E, round func(context.Context) ([]E, error)) (<-chan E, error) {
+	ch := make(chan E)
 	wctx, cancel := context.WithCancel(ctx)
-	err = c.goOwned(func() {
+	err := c.goOwned(func() {
 		defer close(ch)
 		defer cancel()
 		stop := context.AfterFunc(c.base, cancel)
 		defer stop()
-		pump(wctx, ch, replay, func(ctx context.Context) ([]objdb.Event, error) {
-			pairs, prev, err := p.next(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return c.diff(ctx, cache, pairs, prev, p.idx), nil
-		})
+		pump(wctx, ch, initial, round)
 	})
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("watch %q: %w", prefix, err)
+		return nil, err
 	}
 	return ch, nil
 }
@@ -237,6 +248,7 @@ func (p *poller) list(ctx context.Context, what string) (api.KVPairs, error) {
 // for as long as ctx lasts; only ctx's end is returned.
 func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 	failures := 0
+	bo := p.c.cfg.newBackoff()
 	verify := false
 	for {
 		rctx, cancel := context.WithTimeout(ctx, p.c.blockingTimeout())
@@ -258,7 +270,7 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 			return nil, 0, ctx.Err()
 		}
 		if err != nil {
-			d := backoff(p.c.cfg.RetryBackoff, p.c.cfg.MaxBackoff, failures)
+			d := bo.NextBackOff()
 			entry := p.c.log.WithError(err).WithField("prefix", p.prefix)
 			if failures == 0 {
 				entry.Warnf("consul watch query failed, retrying in %v", d)
@@ -266,7 +278,7 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 				entry.Debugf("consul watch query failed again (%d), retrying in %v", failures+1, d)
 			}
 			failures++
-			if sleep(ctx, d) != nil {
+			if !ctxutil.Sleep(ctx, d) {
 				return nil, 0, ctx.Err()
 			}
 			continue
@@ -274,6 +286,7 @@ func (p *poller) next(ctx context.Context) (api.KVPairs, uint64, error) {
 		if failures > 0 {
 			p.c.log.WithField("prefix", p.prefix).Infof("consul watch query works again after %d failures", failures)
 			failures = 0
+			bo.Reset()
 		}
 		prev, idx := p.idx, meta.LastIndex
 		if idx == prev {

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -285,25 +284,11 @@ func isTransient(err error) bool {
 	return false
 }
 
-// backoff yields exponentially growing, jittered delays.
-type backoff struct{ next time.Duration }
-
+// Retry delays: the shared backoff (ctxutil.NewBackoff) between these.
 const (
 	backoffMin = 100 * time.Millisecond
 	backoffMax = 2 * time.Second
 )
-
-func (b *backoff) delay() time.Duration {
-	if b.next == 0 {
-		b.next = backoffMin
-	}
-	d := b.next
-	b.next = min(2*b.next, backoffMax)
-	// ±20% jitter so clients that failed together do not retry together.
-	return d - d/5 + time.Duration(rand.Int64N(int64(2*d/5)+1))
-}
-
-func (b *backoff) reset() { b.next = 0 }
 
 // retry runs f with a per-attempt timeout until it succeeds, fails with a
 // non-transient error, ctx ends, the client is closed or the retry budget
@@ -311,7 +296,7 @@ func (b *backoff) reset() { b.next = 0 }
 // objdb.ErrUnavailable.
 func (c *Client) retry(ctx context.Context, op, key string, attemptTO time.Duration, f func(context.Context) error) error {
 	start := time.Now()
-	var bo backoff
+	bo := ctxutil.NewBackoff(backoffMin, backoffMax)
 	for attempt := 1; ; attempt++ {
 		if c.ctx.Err() != nil {
 			return fmt.Errorf("%s %q: %w", op, key, objdb.ErrClosed)
@@ -336,7 +321,7 @@ func (c *Client) retry(ctx context.Context, op, key string, attemptTO time.Durat
 		if !isTransient(err) {
 			return fmt.Errorf("%s %q: %w", op, key, err)
 		}
-		d := bo.delay()
+		d := bo.NextBackOff()
 		// Give up when the budget is spent, but never after a single
 		// attempt: one slow attempt on a busy machine is not an outage.
 		if attempt >= 2 && time.Since(start)+d > c.budget {

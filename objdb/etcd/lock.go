@@ -198,7 +198,7 @@ func (l *lock) run(runCtx context.Context) {
 	var (
 		sess *concurrency.Session
 		elec *concurrency.Election
-		bo   backoff
+		bo   = ctxutil.NewBackoff(backoffMin, backoffMax)
 	)
 	// waitCtx ends with either stop signal. Sessions live in it, so a
 	// Release also interrupts a session grant blocked on an unreachable
@@ -217,7 +217,7 @@ func (l *lock) run(runCtx context.Context) {
 				}
 				log.WithError(err).WithField("attempt", attempt).Warn("cannot create lock session, retrying")
 				attempt++
-				ctxutil.Sleep(waitCtx, bo.delay())
+				ctxutil.Sleep(waitCtx, bo.NextBackOff())
 				continue
 			}
 			sess, elec = s, concurrency.NewElection(s, l.pfx)
@@ -238,12 +238,12 @@ func (l *lock) run(runCtx context.Context) {
 		if err != nil {
 			log.WithError(err).WithField("attempt", attempt).Warn("lock campaign failed, retrying")
 			attempt++
-			ctxutil.Sleep(waitCtx, bo.delay())
+			ctxutil.Sleep(waitCtx, bo.NextBackOff())
 			continue
 		}
 
 		attempt = 1
-		bo.reset()
+		bo.Reset()
 		l.acquired.Store(true)
 		log.Info("lock acquired")
 		l.emit(runCtx, objdb.LockEvent{Type: objdb.LockAcquired})

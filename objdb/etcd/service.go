@@ -148,7 +148,7 @@ func (c *Client) keepAlive(ctx context.Context, reg *registration) {
 	defer reg.cancel()
 	log := c.log.WithField("service", reg.key)
 	lease := reg.currentLease()
-	var bo backoff
+	bo := ctxutil.NewBackoff(backoffMin, backoffMax)
 	for {
 		started := time.Now()
 		kch, err := c.cli.KeepAlive(ctx, lease)
@@ -161,8 +161,8 @@ func (c *Client) keepAlive(ctx context.Context, reg *registration) {
 		}
 		log.WithError(err).Warn("service keep-alive ended, checking the lease")
 		if time.Since(started) > 10*time.Second {
-			bo.reset()
-		} else if !ctxutil.Sleep(ctx, bo.delay()) { // do not spin on a keep-alive that ends at once
+			bo.Reset()
+		} else if !ctxutil.Sleep(ctx, bo.NextBackOff()) { // do not spin on a keep-alive that ends at once
 			return
 		}
 		for attempt := 1; ; attempt++ {
@@ -190,7 +190,7 @@ func (c *Client) keepAlive(ctx context.Context, reg *registration) {
 				return
 			}
 			log.WithError(err).WithField("attempt", attempt).Warn("service re-registration failed, retrying")
-			if !ctxutil.Sleep(ctx, bo.delay()) {
+			if !ctxutil.Sleep(ctx, bo.NextBackOff()) {
 				return
 			}
 		}
@@ -357,7 +357,7 @@ func (w *serviceWatch) run(ctx context.Context, kvs []objdb.KeyValue, rev int64)
 	if !w.sync(ctx, kvs) {
 		return
 	}
-	var bo backoff
+	bo := ctxutil.NewBackoff(backoffMin, backoffMax)
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
 		wch := w.c.cli.Watch(wctx, w.c.full(w.prefix), clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(rev+1))
@@ -367,7 +367,7 @@ func (w *serviceWatch) run(ctx context.Context, kvs []objdb.KeyValue, rev int64)
 			return
 		}
 		if !compacted {
-			if !ctxutil.Sleep(ctx, bo.delay()) {
+			if !ctxutil.Sleep(ctx, bo.NextBackOff()) {
 				return
 			}
 			continue
@@ -376,12 +376,12 @@ func (w *serviceWatch) run(ctx context.Context, kvs []objdb.KeyValue, rev int64)
 		kvs, lrev, err := w.c.list(ctx, w.prefix)
 		if err != nil {
 			log.WithError(err).Warn("service re-list failed, retrying")
-			if !ctxutil.Sleep(ctx, bo.delay()) {
+			if !ctxutil.Sleep(ctx, bo.NextBackOff()) {
 				return
 			}
 			continue
 		}
-		bo.reset()
+		bo.Reset()
 		rev = lrev
 		if !w.sync(ctx, kvs) {
 			return

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"os/exec"
 	"sort"
@@ -18,25 +17,11 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/ofnet/pipeline"
 	"github.com/contiv/netplugin/test/ovstest"
+	"github.com/contiv/netplugin/utils/logtest"
 	"github.com/sirupsen/logrus"
 )
 
-func testLogger(t testing.TB) logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	if testing.Verbose() {
-		l.SetOutput(logWriter{t})
-		l.SetLevel(logrus.DebugLevel)
-	}
-	return l
-}
-
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t testing.TB) logrus.FieldLogger { return logtest.New(t, logrus.DebugLevel) }
 
 func randHex(n int) string {
 	b := make([]byte, n)
@@ -129,17 +114,10 @@ func (h *host) flows(t testing.TB) []string {
 // groups returns the bridge's groups, sorted.
 func (h *host) groups(t testing.TB) []string {
 	t.Helper()
-	out, err := h.ovs.Ofctl("-O", "OpenFlow13", "dump-groups", h.bridge)
+	gs, err := h.ovs.Groups(h.bridge)
 	if err != nil {
-		t.Fatalf("dump-groups: %v: %s", err, out)
+		t.Fatal(err)
 	}
-	var gs []string
-	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "group_id=") {
-			gs = append(gs, l)
-		}
-	}
-	sort.Strings(gs)
 	return gs
 }
 

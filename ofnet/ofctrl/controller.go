@@ -12,6 +12,8 @@ import (
 
 	of "github.com/contiv/netplugin/ofnet/openflow13"
 	"github.com/sirupsen/logrus"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // Defaults for the zero values of Config.
@@ -169,7 +171,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		ln.Close()
 	}()
 
-	backoff := 5 * time.Millisecond
+	bo := ctxutil.NewBackoff(5*time.Millisecond, time.Second)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -184,15 +186,12 @@ func (c *Controller) Run(ctx context.Context) error {
 				return fmt.Errorf("ofctrl: listener on %s closed: %w", ln.Addr(), err)
 			}
 			c.log.WithError(err).Warn("ofctrl: accept failed; retrying")
-			select {
-			case <-ctx.Done():
+			if !ctxutil.Sleep(ctx, bo.NextBackOff()) {
 				return nil
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, time.Second)
 			continue
 		}
-		backoff = 5 * time.Millisecond
+		bo.Reset()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	of "github.com/contiv/netplugin/ofnet/openflow13"
 	"github.com/contiv/netplugin/test/ovstest"
+	"github.com/contiv/netplugin/utils/logtest"
 	"github.com/sirupsen/logrus"
 )
 
@@ -33,22 +33,7 @@ type testEnv struct {
 
 type envOpt func(*Config)
 
-func quietLogger(t testing.TB) logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	if testing.Verbose() {
-		l.SetOutput(testWriter{t})
-		l.SetLevel(logrus.InfoLevel)
-	}
-	return l
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func quietLogger(t testing.TB) logrus.FieldLogger { return logtest.New(t, logrus.InfoLevel) }
 
 // startEnv starts OVS and the controller, creates the bridge and waits for the switch's
 // first connection (handshake + resync).
@@ -168,20 +153,11 @@ func (e *testEnv) ofctlFlows(t testing.TB) []string {
 // ofctlGroups returns `ovs-ofctl dump-groups` lines, sorted.
 func (e *testEnv) ofctlGroups(t testing.TB) []string {
 	t.Helper()
-	out, err := e.ovs.Ofctl("-O", "OpenFlow13", "dump-groups", e.bridge)
+	gs, err := e.ovs.Groups(e.bridge)
 	if err != nil {
-		t.Fatalf("dump-groups: %v: %s", err, out)
+		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		l = strings.TrimSpace(l)
-		if !strings.HasPrefix(l, "group_id=") {
-			continue
-		}
-		lines = append(lines, l)
-	}
-	sort.Strings(lines)
-	return lines
+	return gs
 }
 
 func renderFlows(fs []Flow) []string {

@@ -14,11 +14,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // DefaultTables are the tables the client monitors unless WithTables says
@@ -295,17 +296,12 @@ func (c *Client) watch(ctx context.Context, conn *rpcConn) {
 }
 
 func (c *Client) reconnect(ctx context.Context) *rpcConn {
-	delay := c.opts.minBackoff
+	// The jitter of the shared backoff keeps clients of one restarted
+	// server from reconnecting in lockstep.
+	bo := ctxutil.NewBackoff(c.opts.minBackoff, c.opts.maxBackoff)
 	for {
-		// Full jitter on the upper half keeps clients of one restarted
-		// server from reconnecting in lockstep.
-		d := delay/2 + rand.N(delay/2+1)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !ctxutil.Sleep(ctx, bo.NextBackOff()) {
 			return nil
-		case <-t.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		conn, err := c.connect(cctx)
@@ -320,10 +316,6 @@ func (c *Client) reconnect(ctx context.Context) *rpcConn {
 		c.lastErr = err
 		c.mu.Unlock()
 		c.opts.logf("ovsdb: reconnect to %s: %v", c.addr, err)
-		delay *= 2
-		if delay > c.opts.maxBackoff {
-			delay = c.opts.maxBackoff
-		}
 	}
 }
 

@@ -16,7 +16,6 @@
 package ovstest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/contiv/netplugin/test/orphans"
 )
 
 // SchemaPath is the Open_vSwitch database schema installed with OVS.
@@ -42,10 +44,10 @@ const SchemaPath = "/usr/share/openvswitch/vswitch.ovsschema"
 // NamePrefix starts the name of every namespace this package creates.
 const NamePrefix = "ovst-"
 
-// markerDir records, for each namespace this package created, the test
+// markers records, for each namespace this package created, the test
 // process that owns it and the instance folder, so that a later run can
 // remove what a killed test binary (e.g. a -timeout panic) left behind.
-const markerDir = "/run/ovstest"
+const markers = orphans.Markers("/run/ovstest")
 
 // cmdTimeout bounds every command the harness runs.
 const cmdTimeout = 60 * time.Second
@@ -289,6 +291,23 @@ func (o *OVS) Ofctl(args ...string) (string, error) {
 	return o.Exec("ovs-ofctl", args...)
 }
 
+// Groups returns the OpenFlow 1.3 groups of bridge as `ovs-ofctl
+// dump-groups` prints them, one "group_id=…" line each, sorted.
+func (o *OVS) Groups(bridge string) ([]string, error) {
+	out, err := o.Ofctl("-O", "OpenFlow13", "dump-groups", bridge)
+	if err != nil {
+		return nil, fmt.Errorf("dump-groups %s: %w: %s", bridge, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "group_id=") {
+			lines = append(lines, l)
+		}
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
 // Appctl runs ovs-appctl against a daemon of the instance ("ovsdb-server"
 // or "ovs-vswitchd").
 func (o *OVS) Appctl(daemon string, args ...string) (string, error) {
@@ -453,7 +472,7 @@ func (o *OVS) teardown(t testing.TB) {
 	if out, err := run(nil, "ip", "netns", "delete", o.NetNS); err != nil {
 		t.Errorf("ovstest: delete namespace %s: %v: %s", o.NetNS, err, out)
 	}
-	os.Remove(filepath.Join(markerDir, o.NetNS))
+	markers.Remove(o.NetNS)
 }
 
 // killByPidfile stops the process named in pidfile (SIGTERM, SIGKILL after
@@ -479,11 +498,11 @@ func killByPidfile(pidfile string) error {
 		return fmt.Errorf("kill %d: %w", pid, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
+	for orphans.Alive(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			deadline = time.Now().Add(5 * time.Second)
-			for alive(pid) {
+			for orphans.Alive(pid) {
 				if time.Now().After(deadline) {
 					return fmt.Errorf("process %d does not exit", pid)
 				}
@@ -497,24 +516,10 @@ func killByPidfile(pidfile string) error {
 	return nil
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// Format: pid (comm) state ...; comm may contain spaces or ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) {
-		return false
-	}
-	return data[i+2] != 'Z'
-}
-
 // isOVSDaemon guards against killing an unrelated process that reused a
 // stale pid.
 func isOVSDaemon(pid int) bool {
-	if !alive(pid) {
+	if !orphans.Alive(pid) {
 		return false
 	}
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
@@ -539,54 +544,26 @@ func run(env []string, name string, args ...string) (string, error) {
 
 // writeMarker records the owner of a namespace, see reapOrphans.
 func writeMarker(t testing.TB, o *OVS) {
-	if err := os.MkdirAll(markerDir, 0o755); err != nil {
-		t.Logf("ovstest: marker: %v", err)
-		return
-	}
-	content := fmt.Sprintf("%d\n%s\n", os.Getpid(), o.Dir)
-	if err := os.WriteFile(filepath.Join(markerDir, o.NetNS), []byte(content), 0o644); err != nil {
-		t.Logf("ovstest: marker: %v", err)
+	if err := markers.Write(o.NetNS, o.Dir); err != nil {
+		t.Logf("ovstest: %v", err)
 	}
 }
 
 // reapOrphans removes instances whose owning test process is gone (a test
-// binary killed by -timeout runs no cleanups): it stops their daemons and
-// deletes their namespaces. Only namespaces with a marker written by this
-// package are touched.
+// binary killed by -timeout runs no cleanups). Only namespaces with our
+// prefix and a marker are touched.
 func reapOrphans(t testing.TB) {
-	entries, err := os.ReadDir(markerDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, NamePrefix) {
-			continue
-		}
-		path := filepath.Join(markerDir, name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		fields := strings.SplitN(strings.TrimSpace(string(data)), "\n", 2)
-		if len(fields) != 2 {
-			continue
-		}
-		owner, err := strconv.Atoi(fields[0])
-		if err != nil || alive(owner) {
-			continue
-		}
-		dir := fields[1]
+	for _, o := range markers.Orphans(NamePrefix) {
 		for _, d := range []string{"ovs-vswitchd", "ovsdb-server"} {
-			killByPidfile(filepath.Join(dir, d+".pid"))
+			killByPidfile(filepath.Join(o.Dir, d+".pid"))
 		}
-		if _, err := os.Stat(netnsPath(name)); err == nil {
-			run(nil, "ip", "netns", "delete", name)
+		if _, err := os.Stat(netnsPath(o.Name)); err == nil {
+			run(nil, "ip", "netns", "delete", o.Name)
 		}
-		if filepath.Dir(dir) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(dir), NamePrefix) {
-			os.RemoveAll(dir) // a shortTempDir that was never cleaned up
+		if filepath.Dir(o.Dir) == filepath.Clean(os.TempDir()) && strings.HasPrefix(filepath.Base(o.Dir), NamePrefix) {
+			os.RemoveAll(o.Dir) // a shortTempDir that was never cleaned up
 		}
-		os.Remove(path)
-		t.Logf("ovstest: removed orphaned instance %s (owner %d gone)", name, owner)
+		markers.Remove(o.Name)
+		t.Logf("ovstest: removed orphaned instance %s (owner %d gone)", o.Name, o.Owner)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/nmproc"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // RunDaemonIfAsked runs the netmaster and exits when the binary was
@@ -240,7 +241,7 @@ func Run(t testing.TB, v Variant) Result {
 						mu.Lock()
 						answers[ip] = append(answers[ip], name)
 						mu.Unlock()
-						sleep(ctx, pause)
+						ctxutil.Sleep(ctx, pause)
 						break
 					}
 					if ctx.Err() != nil {
@@ -248,13 +249,13 @@ func Run(t testing.TB, v Variant) Result {
 					}
 					refused.Add(1)
 					// An agent retries the same endpoint.
-					sleep(ctx, 100*time.Millisecond)
+					ctxutil.Sleep(ctx, 100*time.Millisecond)
 				}
 			}
 		}(c)
 	}
 
-	sleep(ctx, warmup)
+	ctxutil.Sleep(ctx, warmup)
 	switch v.Fault {
 	case Stop:
 		if err := srv.Signal(syscall.SIGSTOP); err != nil {
@@ -415,13 +416,6 @@ func mustOK(t testing.TB, base, method, path, body string) {
 	defer cancel()
 	if _, err := do(ctx, http.DefaultClient, base, method, path, body); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
 	}
 }
 

@@ -3,27 +3,10 @@ package stall_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/stall"
 )
 
-func TestMain(m *testing.M) {
-	stall.RunDaemonIfAsked()
-	goleak.VerifyTestMain(m, objdbtest.LeakOptions()...)
-}
-
-// runs is how often each variant runs: $STALL_RUNS, 1 by default (the
-// acceptance figure of ten runs each comes from test/bench/stall).
-func runs(t *testing.T) int {
-	t.Helper()
-	n, err := stall.Runs(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+func TestMain(m *testing.M) { stall.Main(m) }
 
 // TestStoreFaults runs every variant against an etcd process and netmaster
 // processes: after each, no address has two owners, every owned address is
@@ -32,7 +15,9 @@ func TestStoreFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and netmaster processes and pauses the store")
 	}
-	n := runs(t)
+	// $STALL_RUNS, 1 by default (the acceptance figure of ten runs each
+	// comes from test/bench/stall).
+	n := stall.RunsFor(t, 1)
 	for _, v := range stall.Variants() {
 		t.Run(v.String(), func(t *testing.T) {
 			for i := 0; i < n; i++ {

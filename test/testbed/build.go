@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/contiv/netplugin/test/orphans"
 )
 
 // buildTimeout bounds one "go build".
@@ -127,7 +129,7 @@ func binDir() (string, error) {
 	}
 	if entries, err := os.ReadDir(base); err == nil {
 		for _, e := range entries {
-			if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() && !alive(pid) {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() && !orphans.Alive(pid) {
 				os.RemoveAll(filepath.Join(base, e.Name()))
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/contiv/netplugin/test/orphans"
 )
 
 // Docker Engines in the testbed (Config.Docker): every host runs its own
@@ -276,7 +278,7 @@ func killCgroup(parent string) error {
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for _, pid := range pids {
-			for alive(pid) && time.Now().Before(deadline) {
+			for orphans.Alive(pid) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}

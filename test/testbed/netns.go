@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/contiv/netplugin/test/orphans"
 	"github.com/contiv/netplugin/test/ovstest"
 )
 
@@ -108,20 +109,6 @@ func nsPids(ns string) []int {
 	return pids
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// Format: pid (comm) state ...; comm may contain spaces or ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) {
-		return false
-	}
-	return data[i+2] != 'Z'
-}
-
 // killNetNS SIGKILLs every process inside the namespace, waits (bounded)
 // until they are gone and deletes the namespace.
 func killNetNS(ns string) error {
@@ -138,7 +125,7 @@ func killNetNS(ns string) error {
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for _, pid := range pids {
-			for alive(pid) && time.Now().Before(deadline) {
+			for orphans.Alive(pid) && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}

@@ -6,28 +6,25 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/contiv/netplugin/test/orphans"
 )
 
-// markerDir records, for every live testbed, the owning test process and
+// markers records, for every live testbed, the owning test process and
 // its folder, so that a later run removes what a killed test binary (e.g.
 // a -timeout panic, which runs no cleanups) left behind.
-const markerDir = "/run/testbed"
+const markers = orphans.Markers("/run/testbed")
 
 // namePrefix starts every testbed prefix ("tb" + 4 hex digits + "-").
 const namePrefix = "tb"
 
 func writeMarker(prefix, dir string) error {
-	if err := os.MkdirAll(markerDir, 0o755); err != nil {
-		return fmt.Errorf("testbed marker: %w", err)
-	}
-	content := fmt.Sprintf("%d\n%s\n", os.Getpid(), dir)
-	if err := os.WriteFile(filepath.Join(markerDir, prefix), []byte(content), 0o644); err != nil {
-		return fmt.Errorf("testbed marker: %w", err)
+	if err := markers.Write(prefix, dir); err != nil {
+		return fmt.Errorf("testbed: %w", err)
 	}
 	return nil
 }
@@ -60,7 +57,7 @@ func destroy(prefix, dir string) error {
 			errs = append(errs, err)
 		}
 	}
-	os.Remove(filepath.Join(markerDir, prefix))
+	markers.Remove(prefix)
 	if len(errs) > 0 {
 		return fmt.Errorf("testbed %s cleanup: %v", prefix, errs)
 	}
@@ -70,31 +67,11 @@ func destroy(prefix, dir string) error {
 // reapOrphans destroys testbeds whose owning test process is gone. Only
 // testbeds with a marker are touched.
 func reapOrphans(t testing.TB) {
-	entries, err := os.ReadDir(markerDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		prefix := e.Name()
-		if !strings.HasPrefix(prefix, namePrefix) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(markerDir, prefix))
-		if err != nil {
-			continue
-		}
-		fields := strings.SplitN(strings.TrimSpace(string(data)), "\n", 2)
-		if len(fields) != 2 {
-			continue
-		}
-		owner, err := strconv.Atoi(fields[0])
-		if err != nil || alive(owner) {
-			continue
-		}
-		if err := destroy(prefix, fields[1]); err != nil {
+	for _, o := range markers.Orphans(namePrefix) {
+		if err := destroy(o.Name, o.Dir); err != nil {
 			t.Logf("testbed: reaping orphan: %v", err)
 		}
-		t.Logf("testbed: removed orphaned testbed %s (owner %d gone)", prefix, owner)
+		t.Logf("testbed: removed orphaned testbed %s (owner %d gone)", o.Name, o.Owner)
 	}
 }
 

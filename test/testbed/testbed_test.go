@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/contiv/netplugin/test/orphans"
 )
 
 func TestMain(m *testing.M) {
@@ -300,11 +302,11 @@ func TestReapOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-gone.exited()
-	if err := os.MkdirAll(markerDir, 0o755); err != nil {
+	if err := os.MkdirAll(string(markers), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	marker := fmt.Sprintf("%d\n%s\n", gone.cmd.Process.Pid, dir)
-	if err := os.WriteFile(filepath.Join(markerDir, prefix), []byte(marker), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(string(markers), prefix), []byte(marker), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	reapOrphans(t)
@@ -358,7 +360,7 @@ func checkGone(t *testing.T, prefix, dir string, pids []int) {
 		t.Errorf("namespaces left: %v", left)
 	}
 	for _, pid := range pids {
-		if alive(pid) {
+		if orphans.Alive(pid) {
 			t.Errorf("process %d still runs", pid)
 		}
 	}
@@ -369,14 +371,14 @@ func checkGone(t *testing.T, prefix, dir string, pids []int) {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), prefix) && alive(pid) {
+		if err == nil && strings.Contains(string(cmdline), prefix) && orphans.Alive(pid) {
 			t.Errorf("process %d still runs: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Errorf("state dir %s left", dir)
 	}
-	if _, err := os.Stat(filepath.Join(markerDir, prefix)); err == nil {
+	if _, err := os.Stat(filepath.Join(string(markers), prefix)); err == nil {
 		t.Errorf("marker of %s left", prefix)
 	}
 }

@@ -9,7 +9,6 @@
 package cniapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/utils"
+
+	"github.com/contiv/netplugin/utils/jsonreq"
 )
 
 // DefaultSocket is where netplugin serves the CNI API in kubernetes mode.
@@ -46,21 +47,11 @@ const (
 )
 
 // ErrInvalidRequest: a request is malformed or a field is invalid. Every
-// decoding and validation error wraps it.
-var ErrInvalidRequest = errors.New("cniapi: invalid request")
+// decoding and validation error wraps it (the front ends' shared sentinel).
+var ErrInvalidRequest = jsonreq.ErrInvalidRequest
 
 // FieldError names the JSON key of the invalid field.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s: field %q %s", ErrInvalidRequest, e.Field, e.Reason)
-}
-
-// Is makes errors.Is(err, ErrInvalidRequest) hold.
-func (e *FieldError) Is(target error) bool { return target == ErrInvalidRequest }
+type FieldError = jsonreq.FieldError
 
 // PodAttr is the request of AddPod, DelPod and CheckPod: the original's
 // CNIPodAttr plus the CNI network name, the pod's UID and labels the
@@ -81,44 +72,44 @@ type PodAttr struct {
 // names follow the CNI library's own rules; DelPod may omit CNI_NETNS.
 func (p PodAttr) Validate(needNetNS bool) error {
 	if p.InfraContainerID == "" {
-		return &FieldError{"K8S_POD_INFRA_CONTAINER_ID", "is empty"}
+		return &FieldError{Field: "K8S_POD_INFRA_CONTAINER_ID", Reason: "is empty"}
 	}
 	if err := utils.ValidateContainerID(p.InfraContainerID); err != nil {
-		return &FieldError{"K8S_POD_INFRA_CONTAINER_ID", "is invalid: " + err.Msg}
+		return &FieldError{Field: "K8S_POD_INFRA_CONTAINER_ID", Reason: "is invalid: " + err.Msg}
 	}
 	if p.IntfName == "" {
-		return &FieldError{"CNI_IFNAME", "is empty"}
+		return &FieldError{Field: "CNI_IFNAME", Reason: "is empty"}
 	}
 	if err := utils.ValidateInterfaceName(p.IntfName); err != nil {
-		return &FieldError{"CNI_IFNAME", "is invalid: " + err.Msg}
+		return &FieldError{Field: "CNI_IFNAME", Reason: "is invalid: " + err.Msg}
 	}
 	if p.NwNameSpace == "" {
 		if needNetNS {
-			return &FieldError{"CNI_NETNS", "is empty"}
+			return &FieldError{Field: "CNI_NETNS", Reason: "is empty"}
 		}
 	} else if !strings.HasPrefix(p.NwNameSpace, "/") || len(p.NwNameSpace) > maxPathLen ||
 		strings.ContainsFunc(p.NwNameSpace, unicode.IsControl) {
-		return &FieldError{"CNI_NETNS", "must be an absolute path such as /var/run/netns/<name> or /proc/<pid>/ns/net"}
+		return &FieldError{Field: "CNI_NETNS", Reason: "must be an absolute path such as /var/run/netns/<name> or /proc/<pid>/ns/net"}
 	}
 	if p.CNINetwork != "" {
 		if err := utils.ValidateNetworkName(p.CNINetwork); err != nil {
-			return &FieldError{"cniNetwork", "is invalid: " + err.Msg}
+			return &FieldError{Field: "cniNetwork", Reason: "is invalid: " + err.Msg}
 		}
 	}
 	for _, f := range []struct{ key, v string }{{"K8S_POD_NAME", p.Name}, {"K8S_POD_NAMESPACE", p.K8sNameSpace}, {"K8S_POD_UID", p.PodUID}} {
 		if err := checkName(f.v); err != nil {
-			return &FieldError{f.key, err.Error()}
+			return &FieldError{Field: f.key, Reason: err.Error()}
 		}
 	}
 	if len(p.Labels) > maxLabels {
-		return &FieldError{"labels", fmt.Sprintf("has more than %d entries", maxLabels)}
+		return &FieldError{Field: "labels", Reason: fmt.Sprintf("has more than %d entries", maxLabels)}
 	}
 	for k, v := range p.Labels {
 		if k == "" || len(k) > maxLabelLen || strings.ContainsFunc(k, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) {
-			return &FieldError{"labels", fmt.Sprintf("key %q must be 1-%d characters without white space", k, maxLabelLen)}
+			return &FieldError{Field: "labels", Reason: fmt.Sprintf("key %q must be 1-%d characters without white space", k, maxLabelLen)}
 		}
 		if len(v) > maxValueLen || strings.ContainsFunc(v, unicode.IsControl) {
-			return &FieldError{"labels", fmt.Sprintf("value of %q must be at most %d characters without control characters", k, maxValueLen)}
+			return &FieldError{Field: "labels", Reason: fmt.Sprintf("value of %q must be at most %d characters without control characters", k, maxValueLen)}
 		}
 	}
 	return nil
@@ -173,13 +164,13 @@ type GCRequest struct {
 // so any strings are accepted there.
 func (g GCRequest) Validate() error {
 	if g.CNINetwork == "" {
-		return &FieldError{"cniNetwork", "is empty"}
+		return &FieldError{Field: "cniNetwork", Reason: "is empty"}
 	}
 	if err := utils.ValidateNetworkName(g.CNINetwork); err != nil {
-		return &FieldError{"cniNetwork", "is invalid: " + err.Msg}
+		return &FieldError{Field: "cniNetwork", Reason: "is invalid: " + err.Msg}
 	}
 	if len(g.Valid) > maxGCEntries {
-		return &FieldError{"validAttachments", fmt.Sprintf("has more than %d entries", maxGCEntries)}
+		return &FieldError{Field: "validAttachments", Reason: fmt.Sprintf("has more than %d entries", maxGCEntries)}
 	}
 	return nil
 }
@@ -201,7 +192,7 @@ type RspStatus struct {
 // DecodePodAttr reads one PodAttr and validates it.
 func DecodePodAttr(r io.Reader, needNetNS bool) (PodAttr, error) {
 	var p PodAttr
-	if err := decodeStrict(r, &p); err != nil {
+	if err := jsonreq.DecodeStrict(r, &p); err != nil {
 		return PodAttr{}, err
 	}
 	if err := p.Validate(needNetNS); err != nil {
@@ -213,27 +204,13 @@ func DecodePodAttr(r io.Reader, needNetNS bool) (PodAttr, error) {
 // DecodeGCRequest reads one GCRequest and validates it.
 func DecodeGCRequest(r io.Reader) (GCRequest, error) {
 	var g GCRequest
-	if err := decodeStrict(r, &g); err != nil {
+	if err := jsonreq.DecodeStrict(r, &g); err != nil {
 		return GCRequest{}, err
 	}
 	if err := g.Validate(); err != nil {
 		return GCRequest{}, err
 	}
 	return g, nil
-}
-
-// decodeStrict decodes exactly one JSON object into v: unknown keys,
-// trailing data and a body that is not an object are errors.
-func decodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: decode JSON: %w", ErrInvalidRequest, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: trailing data after the JSON object", ErrInvalidRequest)
-	}
-	return nil
 }
 
 // CNI error codes used by the server beyond those of the CNI library

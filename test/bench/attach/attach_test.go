@@ -10,13 +10,13 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/testbed"
 )
 
@@ -51,10 +51,10 @@ func BenchmarkAttach(b *testing.B) {
 				}
 				toPing = append(toPing, time.Since(start))
 			}
-			b.ReportMetric(pct(toPing, 50), "ms-to-ping-p50")
-			b.ReportMetric(pct(toPing, 99), "ms-to-ping-p99")
-			b.ReportMetric(pct(toAttach, 50), "ms-attach-p50")
-			b.ReportMetric(pct(toAttach, 99), "ms-attach-p99")
+			b.ReportMetric(benchstat.PercentileMs(toPing, 50), "ms-to-ping-p50")
+			b.ReportMetric(benchstat.PercentileMs(toPing, 99), "ms-to-ping-p99")
+			b.ReportMetric(benchstat.PercentileMs(toAttach, 50), "ms-attach-p50")
+			b.ReportMetric(benchstat.PercentileMs(toAttach, 99), "ms-attach-p99")
 		})
 		b.Run("rate", func(b *testing.B) {
 			cs := make([]*testbed.Container, rateRuns)
@@ -93,15 +93,4 @@ func attachOne(b testing.TB, h *testbed.Host, c *testbed.Container, name string)
 		b.Errorf("attach %s: %v", name, err)
 	}
 	return res
-}
-
-// pct returns the p-th percentile in milliseconds.
-func pct(ds []time.Duration, p int) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return float64(s[i].Microseconds()) / 1000
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/testbed"
 )
 
@@ -112,7 +112,7 @@ func BenchmarkCNIAdd(b *testing.B) {
 				}
 			}
 		}
-		c50, c99, r50, r99 := pct(tc, 50), pct(tc, 99), pct(tr, 50), pct(tr, 99)
+		c50, c99, r50, r99 := benchstat.PercentileMs(tc, 50), benchstat.PercentileMs(tc, 99), benchstat.PercentileMs(tr, 50), benchstat.PercentileMs(tr, 99)
 		b.ReportMetric(c50, "contivk8s-ms-p50")
 		b.ReportMetric(c99, "contivk8s-ms-p99")
 		b.ReportMetric(r50, "bridge-ms-p50")
@@ -121,13 +121,4 @@ func BenchmarkCNIAdd(b *testing.B) {
 		b.Logf("ADD latency over %d runs each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f",
 			runs, c50, c99, r50, r99, c50/r50)
 	}
-}
-
-// pct is the p-th percentile in milliseconds (nearest rank).
-func pct(ds []time.Duration, p int) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p+99)/100 - 1
-	i = max(0, min(i, len(s)-1))
-	return float64(s[i].Microseconds()) / 1000
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/testbed"
 )
 
@@ -48,11 +49,11 @@ func BenchmarkDockerRun(b *testing.B) {
 				contiv = append(contiv, runToPing(b, h0, fmt.Sprintf("c%d-%d", i, j), "bench", contivTarget))
 				bridge = append(bridge, runToPing(b, h0, fmt.Sprintf("b%d-%d", i, j), "benchbr", bridgeTarget))
 			}
-			b.ReportMetric(pct(contiv, 50), "ms-contiv-p50")
-			b.ReportMetric(pct(contiv, 99), "ms-contiv-p99")
-			b.ReportMetric(pct(bridge, 50), "ms-bridge-p50")
-			b.ReportMetric(pct(bridge, 99), "ms-bridge-p99")
-			b.ReportMetric(pct(contiv, 50)/pct(bridge, 50), "ratio-p50")
+			b.ReportMetric(benchstat.PercentileMs(contiv, 50), "ms-contiv-p50")
+			b.ReportMetric(benchstat.PercentileMs(contiv, 99), "ms-contiv-p99")
+			b.ReportMetric(benchstat.PercentileMs(bridge, 50), "ms-bridge-p50")
+			b.ReportMetric(benchstat.PercentileMs(bridge, 99), "ms-bridge-p99")
+			b.ReportMetric(benchstat.PercentileMs(contiv, 50)/benchstat.PercentileMs(bridge, 50), "ratio-p50")
 		})
 		b.Run("concurrent", func(b *testing.B) {
 			var wg sync.WaitGroup
@@ -125,14 +126,4 @@ func runToPing(b *testing.B, h *testbed.Host, name, network, target string) time
 		b.Fatalf("%s never reached %s: %v\n%s", name, target, err, out)
 	}
 	return time.Since(t0)
-}
-
-func pct(ds []time.Duration, p int) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return float64(s[i].Microseconds()) / 1000
 }

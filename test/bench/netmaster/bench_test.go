@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +28,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/test/bench/benchstat"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, objdbtest.LeakOptions()...) }
@@ -144,12 +144,6 @@ func run(n, c int, fn func(i int) error) ([]time.Duration, time.Duration, error)
 	return lat, time.Since(t0), nil
 }
 
-func pct(lat []time.Duration, p float64) time.Duration {
-	s := append([]time.Duration(nil), lat...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[int(float64(len(s)-1)*p)]
-}
-
 // BenchmarkEndpoints creates b.N endpoints then deletes them, in rounds of
 // at most 250 (a /24 holds 253), at concurrency 1 and 16.
 func BenchmarkEndpoints(b *testing.B) {
@@ -192,10 +186,10 @@ func BenchmarkEndpoints(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64(len(createLat))/createTime.Seconds(), "creates/s")
 				b.ReportMetric(float64(len(deleteLat))/deleteTime.Seconds(), "deletes/s")
-				b.ReportMetric(float64(pct(createLat, 0.5).Microseconds()), "create-p50-µs")
-				b.ReportMetric(float64(pct(createLat, 0.99).Microseconds()), "create-p99-µs")
-				b.ReportMetric(float64(pct(deleteLat, 0.5).Microseconds()), "delete-p50-µs")
-				b.ReportMetric(float64(pct(deleteLat, 0.99).Microseconds()), "delete-p99-µs")
+				b.ReportMetric(float64(benchstat.Percentile(createLat, 50).Microseconds()), "create-p50-µs")
+				b.ReportMetric(float64(benchstat.Percentile(createLat, 99).Microseconds()), "create-p99-µs")
+				b.ReportMetric(float64(benchstat.Percentile(deleteLat, 50).Microseconds()), "delete-p50-µs")
+				b.ReportMetric(float64(benchstat.Percentile(deleteLat, 99).Microseconds()), "delete-p99-µs")
 				b.ReportMetric(float64(createOps[0])/float64(len(createLat)), "create-reads/op")
 				b.ReportMetric(float64(createOps[1])/float64(len(createLat)), "create-writes/op")
 				b.ReportMetric(float64(deleteOps[0])/float64(len(deleteLat)), "delete-reads/op")
@@ -233,8 +227,8 @@ func BenchmarkStorePut(b *testing.B) {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/d.Seconds(), "puts/s")
-			b.ReportMetric(float64(pct(lat, 0.5).Microseconds()), "p50-µs")
-			b.ReportMetric(float64(pct(lat, 0.99).Microseconds()), "p99-µs")
+			b.ReportMetric(float64(benchstat.Percentile(lat, 50).Microseconds()), "p50-µs")
+			b.ReportMetric(float64(benchstat.Percentile(lat, 99).Microseconds()), "p99-µs")
 		})
 	}
 }

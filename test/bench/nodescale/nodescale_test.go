@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/ovstest"
 	"github.com/contiv/netplugin/test/testbed"
 )
@@ -206,7 +207,7 @@ func detachAll(b *testing.B, h *testbed.Host, plain *plainOVS, conts map[int]*te
 			return
 		}
 		lines = append(lines, fmt.Sprintf("%-22s %8.0fms %8.0fms %8.0fms %8.0fms %6.2fx",
-			fmt.Sprintf("%d-%d ports", hi, lo), pct(ours, 50), pct(ours, 99), pct(plains, 50), pct(plains, 99), pct(ours, 50)/pct(plains, 50)))
+			fmt.Sprintf("%d-%d ports", hi, lo), benchstat.PercentileMs(ours, 50), benchstat.PercentileMs(ours, 99), benchstat.PercentileMs(plains, 50), benchstat.PercentileMs(plains, 99), benchstat.PercentileMs(ours, 50)/benchstat.PercentileMs(plains, 50)))
 		ours, plains = nil, nil
 	}
 	hi := total
@@ -276,17 +277,17 @@ func report(b *testing.B, ours, plains []sample) {
 				fails++
 			}
 		}
-		ratio := pct(o, 50) / pct(p, 50)
+		ratio := benchstat.PercentileMs(o, 50) / benchstat.PercentileMs(p, 50)
 		worst = max(worst, ratio)
 		lines = append(lines, fmt.Sprintf("%-22s %8.0fms %8.0fms %8.0fms %8.0fms %6.2fx %6d",
-			label, pct(o, 50), pct(o, 99), pct(p, 50), pct(p, 99), ratio, fails))
+			label, benchstat.PercentileMs(o, 50), benchstat.PercentileMs(o, 99), benchstat.PercentileMs(p, 50), benchstat.PercentileMs(p, 99), ratio, fails))
 	}
 	logf("attach time per bucket (plain = plain OVS in the same run):\n%s", strings.Join(lines, "\n"))
 	b.ReportMetric(worst, "worst-p50-ratio")
 	o, p := durations(ours[:*serialN]), durations(plains[:*serialN])
-	b.ReportMetric(pct(o, 50), "ms-p50")
-	b.ReportMetric(pct(o, 99), "ms-p99")
-	b.ReportMetric(pct(p, 50), "plain-ms-p50")
+	b.ReportMetric(benchstat.PercentileMs(o, 50), "ms-p50")
+	b.ReportMetric(benchstat.PercentileMs(o, 99), "ms-p99")
+	b.ReportMetric(benchstat.PercentileMs(p, 50), "plain-ms-p50")
 }
 
 func durations(s []sample) []time.Duration {
@@ -295,20 +296,6 @@ func durations(s []sample) []time.Duration {
 		out[i] = x.d
 	}
 	return out
-}
-
-// pct returns the p-th percentile in milliseconds (0 for no samples).
-func pct(ds []time.Duration, p int) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return float64(s[i].Microseconds()) / 1000
 }
 
 func attachOne(h *testbed.Host, c *testbed.Container) error {

@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,20 +25,11 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/bgp"
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/testbed"
 )
 
 const attachRuns = 30
-
-func pct(ds []time.Duration, p int) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i < 1 {
-		i = 1
-	}
-	return float64(s[i-1].Microseconds()) / 1000
-}
 
 // BenchmarkAttachToRoute: attach → the container's /32 in bird's table.
 func BenchmarkAttachToRoute(b *testing.B) {
@@ -86,8 +76,8 @@ func BenchmarkAttachToRoute(b *testing.B) {
 			}
 			took = append(took, time.Since(start))
 		}
-		b.ReportMetric(pct(took, 50), "ms-attach-to-route-p50")
-		b.ReportMetric(pct(took, 99), "ms-attach-to-route-p99")
+		b.ReportMetric(benchstat.PercentileMs(took, 50), "ms-attach-to-route-p50")
+		b.ReportMetric(benchstat.PercentileMs(took, 99), "ms-attach-to-route-p99")
 	}
 }
 

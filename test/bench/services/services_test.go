@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/ovstest"
 	"github.com/contiv/netplugin/test/testbed"
 )
@@ -93,16 +93,6 @@ func newDialer() *net.Dialer { return &net.Dialer{Timeout: 3 * time.Second} }
 // dialIn runs one connection attempt from inside the namespace.
 func dialIn(ns, addr string) error {
 	return ovstest.DoInNetNS(ns, func() error { return oneConn(newDialer(), addr) })
-}
-
-func pct(ds []time.Duration, p int) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := (len(s)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return float64(s[i].Microseconds()) / 1000
 }
 
 func mean(ds []time.Duration) time.Duration {
@@ -203,8 +193,8 @@ func BenchmarkServices(b *testing.B) {
 			b.ReportMetric(float64(connRuns)/elapsed.Seconds(), "vip-conns/s")
 			b.ReportMetric(float64(len(viaVIP))/sumSeconds(viaVIP), "vip-conns/s-sequential")
 			b.ReportMetric(float64(len(direct))/sumSeconds(direct), "direct-conns/s-sequential")
-			b.ReportMetric(pct(viaVIP, 50), "ms-vip-p50")
-			b.ReportMetric(pct(direct, 50), "ms-direct-p50")
+			b.ReportMetric(benchstat.PercentileMs(viaVIP, 50), "ms-vip-p50")
+			b.ReportMetric(benchstat.PercentileMs(direct, 50), "ms-direct-p50")
 			b.ReportMetric(float64(mean(viaVIP)-mean(direct))/1e3, "us-extra-per-conn")
 			b.ReportMetric(float64(mean(viaVIP))/float64(mean(direct)), "vip/direct-latency")
 		})
@@ -279,8 +269,8 @@ func BenchmarkServices(b *testing.B) {
 			}
 			b.ReportMetric(float64(dnsRuns)/elapsed.Seconds(), "answers/s")
 			b.ReportMetric(float64(len(ds))/sumSeconds(ds), "answers/s-sequential")
-			b.ReportMetric(pct(ds, 50), "ms-p50")
-			b.ReportMetric(pct(ds, 99), "ms-p99")
+			b.ReportMetric(benchstat.PercentileMs(ds, 50), "ms-p50")
+			b.ReportMetric(benchstat.PercentileMs(ds, 99), "ms-p99")
 		})
 	}
 }

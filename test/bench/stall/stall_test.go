@@ -12,28 +12,13 @@ import (
 	"fmt"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/stall"
 )
 
-func TestMain(m *testing.M) {
-	stall.RunDaemonIfAsked()
-	goleak.VerifyTestMain(m, objdbtest.LeakOptions()...)
-}
-
-func runs(b *testing.B) int {
-	b.Helper()
-	n, err := stall.Runs(10)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return n
-}
+func TestMain(m *testing.M) { stall.Main(m) }
 
 func BenchmarkStall(b *testing.B) {
-	n := runs(b)
+	n := stall.RunsFor(b, 10)
 	var summary []string
 	for _, v := range stall.Variants() {
 		b.Run(v.String(), func(b *testing.B) {

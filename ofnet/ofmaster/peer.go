@@ -1,4 +1,4 @@
-package master
+package ofmaster
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // Back-off of a sender whose agent cannot be reached.
@@ -130,7 +131,7 @@ func (p *peer) statsCopy() AgentStats {
 // a full replay.
 func (p *peer) run(ctx context.Context, m *Master) {
 	defer close(p.done)
-	var backoff time.Duration
+	bo := ctxutil.NewBackoff(retryMin, retryMax)
 	for {
 		msg, ok := p.next(ctx)
 		if !ok {
@@ -147,18 +148,18 @@ func (p *peer) run(ctx context.Context, m *Master) {
 		}
 		var remote *ofrpc.RemoteError
 		if err == nil || errors.As(err, &remote) {
-			backoff = 0
+			bo.Reset()
 			continue
 		}
-		backoff = min(max(2*backoff, retryMin), retryMax)
-		p.log.WithError(err).WithField("retry", backoff).Warn("agent unreachable: backlog dropped, full replay after the pause")
+		pause := bo.NextBackOff()
+		p.log.WithError(err).WithField("retry", pause).Warn("agent unreachable: backlog dropped, full replay after the pause")
 		p.resetToReplay()
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(pause)
 		select {
 		case <-t.C:
 		case <-p.kick: // it registered again: it is back
 			t.Stop()
-			backoff = 0
+			bo.Reset()
 		case <-ctx.Done():
 			t.Stop()
 			return

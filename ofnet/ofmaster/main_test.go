@@ -1,4 +1,4 @@
-package master_test
+package ofmaster_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package master_test
+package ofmaster_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
@@ -32,7 +32,7 @@ func ctxT(t *testing.T) context.Context {
 // AddNode sends AddMaster with the advertised address; the agent's
 // RegisterNode back makes it a registered agent.
 func TestAddNodeRegistersAgent(t *testing.T) {
-	m := startMaster(t, master.Config{LocalIP: "127.0.0.1"})
+	m := startMaster(t, ofmaster.Config{LocalIP: "127.0.0.1"})
 	a := startAgent(t, hostA)
 	if err := m.AddNode(ctxT(t), a.node); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestAddNodeRegistersAgent(t *testing.T) {
 // A registering agent gets every endpoint not originated at its host, then
 // every rule; a second registration replays again.
 func TestRegistrationReplay(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	for _, e := range []ofrpc.OfnetEndpoint{ep(hostA, 1, 1), ep(hostB, 2, 1), ep(hostA, 3, 1), ep(hostC, 4, 1)} {
 		m.mustRPC(t, ofrpc.MasterEndpointAdd, e)
 	}
@@ -96,7 +96,7 @@ func TestRegistrationReplay(t *testing.T) {
 // Endpoints go to every agent of every other host, never back to either
 // agent of the originating host.
 func TestEndpointFanOutExcludesOriginator(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	a1, a2, b1, c1 := startAgent(t, hostA), startAgent(t, hostA), startAgent(t, hostB), startAgent(t, hostC)
 	for _, a := range []*fakeAgent{a1, a2, b1, c1} {
 		m.join(t, a)
@@ -122,7 +122,7 @@ func TestEndpointFanOutExcludesOriginator(t *testing.T) {
 
 // The newest timestamp wins for adds and deletes.
 func TestTimestampPrecedence(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	b := startAgent(t, hostB)
 	m.join(t, b)
 	steps := []struct {
@@ -163,7 +163,7 @@ func TestTimestampPrecedence(t *testing.T) {
 }
 
 func TestRuleAddDel(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	b := startAgent(t, hostB)
 	m.join(t, b)
 	ctx := ctxT(t)
@@ -177,14 +177,14 @@ func TestRuleAddDel(t *testing.T) {
 	changed := r
 	changed.Action = "deny"
 	err := m.AddRule(ctx, changed)
-	if !errors.Is(err, master.ErrRuleExists) || !strings.Contains(err.Error(), "Rule already exists") {
+	if !errors.Is(err, ofmaster.ErrRuleExists) || !strings.Contains(err.Error(), "Rule already exists") {
 		t.Fatalf("different rule, same id: %v", err)
 	}
 	err = m.DelRule(ctx, ofrpc.OfnetPolicyRule{RuleId: "nope"})
-	if !errors.Is(err, master.ErrRuleNotFound) || !strings.Contains(err.Error(), "Rule does not exist") {
+	if !errors.Is(err, ofmaster.ErrRuleNotFound) || !strings.Contains(err.Error(), "Rule does not exist") {
 		t.Fatalf("delete of an unknown rule: %v", err)
 	}
-	if err := m.AddRule(ctx, ofrpc.OfnetPolicyRule{}); !errors.Is(err, master.ErrInvalid) {
+	if err := m.AddRule(ctx, ofrpc.OfnetPolicyRule{}); !errors.Is(err, ofmaster.ErrInvalid) {
 		t.Fatalf("rule without id: %v", err)
 	}
 	if got, ok := m.Rule(r.RuleId); !ok || got != r {
@@ -212,7 +212,7 @@ func TestRuleAddDel(t *testing.T) {
 // An agent that hangs (accepts, never answers) or went away delays nobody
 // else.
 func TestStuckAgentDoesNotBlockOthers(t *testing.T) {
-	m := startMaster(t, master.Config{CallTimeout: time.Minute})
+	m := startMaster(t, ofmaster.Config{CallTimeout: time.Minute})
 	hung, err := net.Listen("tcp", hostD+":0")
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestStuckAgentDoesNotBlockOthers(t *testing.T) {
 
 // ClearNode deletes a host's endpoints and tells the other hosts.
 func TestClearNode(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	a1, b1, c1 := startAgent(t, hostA), startAgent(t, hostB), startAgent(t, hostC)
 	for _, a := range []*fakeAgent{a1, b1, c1} {
 		m.register(t, a)
@@ -289,7 +289,7 @@ func TestClearNode(t *testing.T) {
 }
 
 func TestUnRegisterNode(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	a, b := startAgent(t, hostA), startAgent(t, hostB)
 	m.register(t, a)
 	m.register(t, b)
@@ -313,7 +313,7 @@ func TestUnRegisterNode(t *testing.T) {
 // A backlog beyond QueueLen is replaced by a replay: the agent still ends
 // with the master's state.
 func TestQueueOverflowReplays(t *testing.T) {
-	m := startMaster(t, master.Config{QueueLen: 3})
+	m := startMaster(t, ofmaster.Config{QueueLen: 3})
 	b := startAgent(t, hostB)
 	gate := make(chan struct{})
 	b.mu.Lock()
@@ -347,7 +347,7 @@ func TestQueueOverflowReplays(t *testing.T) {
 
 // An agent that was unreachable gets a full replay once it answers again.
 func TestUnreachableAgentGetsReplay(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	b := startAgent(t, hostB)
 	m.register(t, b)
 	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, 1, 1))
@@ -357,7 +357,7 @@ func TestUnreachableAgentGetsReplay(t *testing.T) {
 	if err := m.AddRule(ctxT(t), rule("r1", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, m, "a failed call to the stopped agent", func(st master.State) bool {
+	waitState(t, m, "a failed call to the stopped agent", func(st ofmaster.State) bool {
 		return st.AgentStats[b.node.Addr()].Failed[ofrpc.AgentEndpointAdd] > 0
 	})
 	b.restart(t)
@@ -370,7 +370,7 @@ func TestUnreachableAgentGetsReplay(t *testing.T) {
 }
 
 func TestRejectsBadArguments(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	var re *ofrpc.RemoteError
 	for _, c := range []struct {
 		method string
@@ -389,14 +389,14 @@ func TestRejectsBadArguments(t *testing.T) {
 	if st := m.State(); len(st.AgentDb)+len(st.EndpointDb) != 0 {
 		t.Fatalf("bad input changed the state: %+v", st)
 	}
-	if err := m.ClearNode(ctxT(t), ""); !errors.Is(err, master.ErrInvalid) {
+	if err := m.ClearNode(ctxT(t), ""); !errors.Is(err, ofmaster.ErrInvalid) {
 		t.Fatalf("ClearNode(\"\"): %v", err)
 	}
 }
 
 // The /debug/ofnet dump has the original's keys.
 func TestStateJSON(t *testing.T) {
-	m := startMaster(t, master.Config{LocalIP: "127.0.0.1", Port: 9001})
+	m := startMaster(t, ofmaster.Config{LocalIP: "127.0.0.1", Port: 9001})
 	b := startAgent(t, hostB)
 	m.register(t, b)
 	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, 1, 1))
@@ -420,7 +420,7 @@ func TestStateJSON(t *testing.T) {
 	if want := []string{"AgentDb", "AgentStats", "EndpointDb", "MyAddr", "MyPort", "PolicyDb"}; !slices.Equal(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
-	var st master.State
+	var st ofmaster.State
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +435,7 @@ func TestStateJSON(t *testing.T) {
 
 // Serve stops senders stuck on a hung agent and closes its port.
 func TestServeStops(t *testing.T) {
-	m := startMaster(t, master.Config{})
+	m := startMaster(t, ofmaster.Config{})
 	b := startAgent(t, hostB)
 	m.register(t, b)
 	m.stop(t)
@@ -465,7 +465,7 @@ func sameEndpoints(a, b map[string]ofrpc.OfnetEndpoint) bool {
 }
 
 // waitState polls the master's state until cond holds (bounded).
-func waitState(t *testing.T, m *runningMaster, what string, cond func(master.State) bool) {
+func waitState(t *testing.T, m *runningMaster, what string, cond func(ofmaster.State) bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond(m.State()) {

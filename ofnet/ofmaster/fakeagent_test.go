@@ -1,4 +1,4 @@
-package master_test
+package ofmaster_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/ofnet/master"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
@@ -143,7 +143,7 @@ func (a *fakeAgent) waitFor(what string, cond func(calls []call, eps map[string]
 
 // sync sends a GARP marker through the master and waits until this agent
 // got it: everything queued for the agent before it has been delivered.
-func (a *fakeAgent) sync(m *master.Master, marker int) {
+func (a *fakeAgent) sync(m *ofmaster.Master, marker int) {
 	a.t.Helper()
 	m.InjectGARPs(context.Background(), marker)
 	a.waitFor(fmt.Sprintf("marker %d", marker), func(calls []call, _ map[string]ofrpc.OfnetEndpoint, _ map[string]ofrpc.OfnetPolicyRule) bool {
@@ -273,7 +273,7 @@ func (s *policySvc) DelRule(r ofrpc.OfnetPolicyRule, reply *bool) error {
 
 // runningMaster is a master serving on loopback.
 type runningMaster struct {
-	*master.Master
+	*ofmaster.Master
 	addr       string
 	pool       *ofrpc.Pool // the test's client to the master (what agents push with)
 	cancel     context.CancelFunc
@@ -287,7 +287,7 @@ func quietLog() logrus.FieldLogger {
 	return l
 }
 
-func startMaster(t *testing.T, cfg master.Config) *runningMaster {
+func startMaster(t *testing.T, cfg ofmaster.Config) *runningMaster {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -302,14 +302,14 @@ func startMaster(t *testing.T, cfg master.Config) *runningMaster {
 		cfg.Pool = p
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &runningMaster{Master: master.New(cfg), addr: ln.Addr().String(), pool: ofrpc.NewPool(),
+	m := &runningMaster{Master: ofmaster.New(cfg), addr: ln.Addr().String(), pool: ofrpc.NewPool(),
 		cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- m.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		m.stop(t)
 		m.pool.Close()
 	})
-	waitState(t, m, "Serve to start", func(st master.State) bool { return st.MyPort != 0 })
+	waitState(t, m, "Serve to start", func(st ofmaster.State) bool { return st.MyPort != 0 })
 	return m
 }
 

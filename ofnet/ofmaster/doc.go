@@ -1,4 +1,4 @@
-// Package master is the ofnet master: the JSON-RPC service "OfnetMaster"
+// Package ofmaster is the ofnet master: the JSON-RPC service "OfnetMaster"
 // that ofnet agents register with and report their local endpoints to, and
 // that distributes endpoints and policy rules to every registered agent
 // (docs/dataplane.md §6.2, docs/daemons.md §5.3).
@@ -15,4 +15,4 @@
 // lets the sender replace a backlog by a full replay of the current state:
 // on (re-)registration, on queue overflow and after the agent was
 // unreachable.
-package master
+package ofmaster
