@@ -10,8 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/daemon"
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -34,7 +34,7 @@ func startNetmaster(t *testing.T) string {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cfg := daemon.Config{
+	cfg := server.Config{
 		Common: daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "routing",
 			EtcdEndpoints: []string{srv.Endpoint}, LogLevel: "error"},
 		Infra: "default", ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 5 * time.Second,
@@ -46,7 +46,7 @@ func startNetmaster(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(cfg, leader, entry)
+	d, err := server.New(cfg, leader, entry)
 	if err != nil {
 		t.Fatal(err)
 	}

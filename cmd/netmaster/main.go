@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/contiv/netplugin/netmaster/cli"
+	"github.com/contiv/netplugin/netmaster/cmdline"
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -13,7 +13,7 @@ import (
 func main() {
 	// Errors carrying an exit code (validation: 22) exit inside Run; any
 	// other error is a flag-parsing error, also a validation error.
-	if err := cli.App(master.NewLeader).Run(os.Args); err != nil {
+	if err := cmdline.App(master.NewLeader).Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "netmaster:", err)
 		os.Exit(daemonflags.ExitInvalid)
 	}

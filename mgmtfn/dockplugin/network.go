@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netplugin/attach"
 )
 
@@ -154,7 +154,7 @@ func (p *Plugin) resolve(ctx context.Context, id string) (contivNames, error) {
 			return n, fmt.Errorf("docker network %s is mapped to no contiv network: %w", id, ErrNotFound)
 		}
 		nw, err := p.cfg.Engine.InspectNetwork(ctx, id)
-		if errors.Is(err, docknet.ErrNotFound) {
+		if errors.Is(err, dockernets.ErrNotFound) {
 			return n, fmt.Errorf("docker network %s: %w", id, ErrNotFound)
 		}
 		if err != nil {
@@ -163,10 +163,10 @@ func (p *Plugin) resolve(ctx context.Context, id string) (contivNames, error) {
 		if o := nw.IPAM.Options; o["network"] != "" {
 			n = contivNames{Tenant: o["tenant"], Network: o["network"], Group: o["group"]}
 			if n.Tenant == "" {
-				n.Tenant = docknet.DefaultTenant
+				n.Tenant = dockernets.DefaultTenant
 			}
 		} else {
-			n.Tenant, n.Network, n.Group = docknet.ParseName(nw.Name)
+			n.Tenant, n.Network, n.Group = dockernets.ParseName(nw.Name)
 		}
 	}
 	p.mu.Lock()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/state"
 )
@@ -71,7 +71,7 @@ type SwarmNetwork struct {
 // Engine is the local Docker Engine, asked for networks the mappings do
 // not know (docs/docker.md).
 type Engine interface {
-	InspectNetwork(ctx context.Context, idOrName string) (docknet.Network, error)
+	InspectNetwork(ctx context.Context, idOrName string) (dockernets.Network, error)
 }
 
 // Config configures a Plugin.

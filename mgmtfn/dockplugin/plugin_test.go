@@ -18,7 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/state"
 )
@@ -191,12 +191,12 @@ func (f *fakeBackend) DeleteNetwork(_ context.Context, tenant, name string) erro
 }
 
 // fakeEngine knows docker networks by ID.
-type fakeEngine map[string]docknet.Network
+type fakeEngine map[string]dockernets.Network
 
-func (e fakeEngine) InspectNetwork(_ context.Context, id string) (docknet.Network, error) {
+func (e fakeEngine) InspectNetwork(_ context.Context, id string) (dockernets.Network, error) {
 	n, ok := e[id]
 	if !ok {
-		return n, docknet.ErrNotFound
+		return n, dockernets.ErrNotFound
 	}
 	return n, nil
 }
@@ -414,7 +414,7 @@ func TestPreferredAddressAndGroups(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	eng := fakeEngine{
-		"opts":  {ID: "opts", Name: "whatever", IPAM: docknet.IPAM{Options: map[string]string{"tenant": "blue", "network": "net2"}}},
+		"opts":  {ID: "opts", Name: "whatever", IPAM: dockernets.IPAM{Options: map[string]string{"tenant": "blue", "network": "net2"}}},
 		"named": {ID: "named", Name: "web.net1/blue"},
 	}
 	p, err := New(Config{Backend: newFakeBackend(), Engine: eng, Log: quietLog()})

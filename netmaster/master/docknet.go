@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
@@ -30,8 +30,8 @@ func (m *master) pluginName() string {
 
 // docknetSpec is the docker network of network state ns (group "" for the
 // network itself).
-func docknetSpec(ns state.Network, group string) docknet.Spec {
-	s := docknet.Spec{
+func docknetSpec(ns state.Network, group string) dockernets.Spec {
+	s := dockernets.Spec{
 		Tenant: ns.Tenant, Network: ns.NetworkName, Group: group, Encap: ns.PktTagType,
 		PktTag: ns.PktTag, Subnet: fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen), Gateway: ns.Gateway,
 	}
@@ -50,9 +50,9 @@ func docknetSpec(ns state.Network, group string) docknet.Spec {
 // a network it created and restores the mapping key.
 func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state.Network, group string) error {
 	spec := docknetSpec(ns, group)
-	id, created, err := docknet.Create(ctx, m.docker, m.pluginName(), spec)
-	if errors.Is(err, docknet.ErrOtherDriver) {
-		return &contivmodel.Error{Msg: docknet.ErrOtherDriver.Error(), Err: err}
+	id, created, err := dockernets.Create(ctx, m.docker, m.pluginName(), spec)
+	if errors.Is(err, dockernets.ErrOtherDriver) {
+		return &contivmodel.Error{Msg: dockernets.ErrOtherDriver.Error(), Err: err}
 	}
 	if err != nil {
 		return err
@@ -61,12 +61,12 @@ func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state
 		tx.OnAbort(func() {
 			ctx, cancel := undoCtx()
 			defer cancel()
-			if err := m.docker.RemoveNetwork(ctx, id); err != nil && !errors.Is(err, docknet.ErrNotFound) {
+			if err := m.docker.RemoveNetwork(ctx, id); err != nil && !errors.Is(err, dockernets.ErrNotFound) {
 				m.log.WithError(err).WithField("docknet", id).Error("roll back docker network")
 			}
 		})
 	}
-	sid := docknet.StateID(ns.Tenant, ns.NetworkName, group)
+	sid := dockernets.StateID(ns.Tenant, ns.NetworkName, group)
 	undo, err := m.snapshot(ctx, m.st.Docknets.Key(sid))
 	if err != nil {
 		return err
@@ -85,16 +85,16 @@ func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state
 // when the docker network was still there (docs/daemons.md §4.14; the
 // docker removal itself cannot be rolled back).
 func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, network, group string) error {
-	existed, err := docknet.Remove(ctx, m.docker, tenant, network, group)
+	existed, err := dockernets.Remove(ctx, m.docker, tenant, network, group)
 	if err != nil {
 		return err
 	}
-	sid := docknet.StateID(tenant, network, group)
+	sid := dockernets.StateID(tenant, network, group)
 	if _, err := m.st.Docknets.Read(ctx, sid); errors.Is(err, objdb.ErrNotFound) {
 		if !existed {
 			return nil
 		}
-		return fmt.Errorf("docker network %q removed but its mapping: %w", docknet.Name(tenant, network, group), err)
+		return fmt.Errorf("docker network %q removed but its mapping: %w", dockernets.Name(tenant, network, group), err)
 	} else if err != nil {
 		return fmt.Errorf("read docknet state %q: %w", sid, err)
 	}
@@ -116,7 +116,7 @@ func (m *master) refuseSwarmDelete(ctx context.Context, kind, name, tenant, netw
 	if !m.swarmMode() {
 		return nil
 	}
-	sid := docknet.StateID(tenant, network, group)
+	sid := dockernets.StateID(tenant, network, group)
 	dn, err := m.st.Docknets.Read(ctx, sid)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return nil

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
-	"github.com/contiv/netplugin/netmaster/docknet/docknettest"
+	"github.com/contiv/netplugin/netmaster/dockernets"
+	"github.com/contiv/netplugin/netmaster/dockernets/dockernetstest"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -18,23 +18,23 @@ import (
 // served to the local engine.
 type dockEnv struct {
 	*env
-	c *docknet.Client
-	p *docknettest.Plugin
+	c *dockernets.Client
+	p *dockernetstest.Plugin
 }
 
 func newDockEnv(t *testing.T) *dockEnv {
-	c := docknettest.RequireEngine(t)
-	p := docknettest.Start(t)
+	c := dockernetstest.RequireEngine(t)
+	p := dockernetstest.Start(t)
 	cfg := defaultCfg()
 	cfg.ClusterMode, cfg.PluginName = "docker", p.Name
 	return &dockEnv{env: newEnvCfg(t, cfg), c: c, p: p}
 }
 
 // docker finds a docker network by name (ok false when absent).
-func (d *dockEnv) docker(name string) (docknet.Network, bool) {
+func (d *dockEnv) docker(name string) (dockernets.Network, bool) {
 	d.t.Helper()
 	nw, err := d.c.FindNetwork(testCtx(d.t, 30*time.Second), name)
-	if errors.Is(err, docknet.ErrNotFound) {
+	if errors.Is(err, dockernets.ErrNotFound) {
 		return nw, false
 	}
 	if err != nil {
@@ -46,7 +46,7 @@ func (d *dockEnv) docker(name string) (docknet.Network, bool) {
 // mapping reads oper/docknet/<tenant>.<net>.<group>.
 func (d *dockEnv) mapping(tenant, network, group string) (state.Docknet, bool) {
 	d.t.Helper()
-	raw, ok := d.dump()["oper/docknet/"+docknet.StateID(tenant, network, group)]
+	raw, ok := d.dump()["oper/docknet/"+dockernets.StateID(tenant, network, group)]
 	var dn state.Docknet
 	if ok {
 		if err := json.Unmarshal([]byte(raw), &dn); err != nil {
@@ -60,7 +60,7 @@ func (d *dockEnv) mapping(tenant, network, group string) (state.Docknet, bool) {
 // mapping, and the options the plugin was sent when it was created.
 func (d *dockEnv) requireDocker(tenant, network, group string, opts, ipamOpts map[string]string, v6 bool) {
 	d.t.Helper()
-	name := docknet.Name(tenant, network, group)
+	name := dockernets.Name(tenant, network, group)
 	nw, ok := d.docker(name)
 	if !ok {
 		d.t.Fatalf("no docker network %q", name)
@@ -72,7 +72,7 @@ func (d *dockEnv) requireDocker(tenant, network, group string, opts, ipamOpts ma
 		d.t.Fatalf("docker network %q options %v / ipam %v, want %v / %v", name, nw.Options, nw.IPAM.Options, opts, ipamOpts)
 	}
 	dn, ok := d.mapping(tenant, network, group)
-	want := state.Docknet{Common: state.Common{ID: docknet.StateID(tenant, network, group)},
+	want := state.Docknet{Common: state.Common{ID: dockernets.StateID(tenant, network, group)},
 		TenantName: tenant, NetworkName: network, ServiceName: group, DocknetUUID: nw.ID}
 	if !ok || dn != want {
 		d.t.Fatalf("docknet state %+v (present %v), want %+v", dn, ok, want)
@@ -85,7 +85,7 @@ func (d *dockEnv) requireDocker(tenant, network, group string, opts, ipamOpts ma
 		if req.NetworkID != nw.ID {
 			continue
 		}
-		got, err := docknettest.Options(c)
+		got, err := dockernetstest.Options(c)
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func (d *dockEnv) requireDocker(tenant, network, group string, opts, ipamOpts ma
 
 func (d *dockEnv) requireGone(tenant, network, group string) {
 	d.t.Helper()
-	name := docknet.Name(tenant, network, group)
+	name := dockernets.Name(tenant, network, group)
 	if _, ok := d.docker(name); ok {
 		d.t.Fatalf("docker network %q still exists", name)
 	}
@@ -118,10 +118,10 @@ func (d *dockEnv) requireGone(tenant, network, group string) {
 
 func TestDocknetCreateDelete(t *testing.T) {
 	d := newDockEnv(t)
-	tenant := docknettest.UniqueName("dt")
-	plain := docknettest.UniqueName("dn") // a network in the default tenant
+	tenant := dockernetstest.UniqueName("dt")
+	plain := dockernetstest.UniqueName("dn") // a network in the default tenant
 	for _, n := range []string{"web/" + tenant, "db/" + tenant, "infra/" + tenant, plain} {
-		docknettest.RemoveAtCleanup(t, d.c, n)
+		dockernetstest.RemoveAtCleanup(t, d.c, n)
 	}
 	d.ok("POST", "/api/v1/tenants/"+tenant+"/", fmt.Sprintf(`{"tenantName":%q}`, tenant))
 
@@ -171,14 +171,14 @@ func TestDocknetCreateDelete(t *testing.T) {
 func TestDocknetConflicts(t *testing.T) {
 	d := newDockEnv(t)
 	ctx := testCtx(t, 60*time.Second)
-	taken := docknettest.UniqueName("dn")
-	group := docknettest.UniqueName("dg")
-	reused := docknettest.UniqueName("dr")
+	taken := dockernetstest.UniqueName("dn")
+	group := dockernetstest.UniqueName("dg")
+	reused := dockernetstest.UniqueName("dr")
 	for _, n := range []string{taken, group, reused} {
-		docknettest.RemoveAtCleanup(t, d.c, n)
+		dockernetstest.RemoveAtCleanup(t, d.c, n)
 	}
-	if _, err := d.c.CreateNetwork(ctx, docknet.CreateRequest{Name: taken, CheckDuplicate: true, Driver: "bridge",
-		IPAM: docknet.IPAM{Config: []docknet.IPAMConfig{{Subnet: "198.18.30.0/24"}}}}); err != nil {
+	if _, err := d.c.CreateNetwork(ctx, dockernets.CreateRequest{Name: taken, CheckDuplicate: true, Driver: "bridge",
+		IPAM: dockernets.IPAM{Config: []dockernets.IPAMConfig{{Subnet: "198.18.30.0/24"}}}}); err != nil {
 		t.Fatalf("create bridge network: %v", err)
 	}
 	before := len(d.p.Calls(""))
@@ -190,16 +190,16 @@ func TestDocknetConflicts(t *testing.T) {
 
 	// A group whose name is taken by another driver.
 	d.createNet("default", reused, "vlan", "198.18.32.0/24", "", 0)
-	if _, err := d.c.CreateNetwork(ctx, docknet.CreateRequest{Name: group, CheckDuplicate: true, Driver: "bridge",
-		IPAM: docknet.IPAM{Config: []docknet.IPAMConfig{{Subnet: "198.18.33.0/24"}}}}); err != nil {
+	if _, err := d.c.CreateNetwork(ctx, dockernets.CreateRequest{Name: group, CheckDuplicate: true, Driver: "bridge",
+		IPAM: dockernets.IPAM{Config: []dockernets.IPAMConfig{{Subnet: "198.18.33.0/24"}}}}); err != nil {
 		t.Fatalf("create bridge network: %v", err)
 	}
 	d.fail("POST", "/api/v1/endpointGroups/default:"+group+"/", epgBody("default", group, reused, ""),
 		"network name used by another driver")
 
 	// A group create failing after its docker network was created.
-	other := docknettest.UniqueName("dg")
-	docknettest.RemoveAtCleanup(t, d.c, other)
+	other := dockernetstest.UniqueName("dg")
+	dockernetstest.RemoveAtCleanup(t, d.c, other)
 	d.fail("POST", "/api/v1/endpointGroups/default:"+other+"/", epgBody("default", other, reused, `"policies":["nope"]`),
 		"Policy default:nope not found")
 	if _, ok := d.docker(other); ok {
@@ -211,7 +211,7 @@ func TestDocknetConflicts(t *testing.T) {
 	d.deleteNet("default", reused)
 
 	// An existing network of our driver is adopted.
-	id, created, err := docknet.Create(ctx, d.c, d.p.Name, docknet.Spec{Tenant: "default", Network: reused,
+	id, created, err := dockernets.Create(ctx, d.c, d.p.Name, dockernets.Spec{Tenant: "default", Network: reused,
 		Encap: "vlan", PktTag: 1, Subnet: "198.18.34.0/24"})
 	if err != nil || !created {
 		t.Fatalf("pre-create: %v %v", created, err)

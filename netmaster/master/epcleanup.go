@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/agents"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -136,7 +137,7 @@ func (m *master) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) err
 		}
 		vtep, ok := vteps[ep.HomingHost]
 		if !ok {
-			errs = append(errs, fmt.Errorf("reclaim endpoint %q: no %s registered for host %q", ep.ID, serviceVtep, ep.HomingHost))
+			errs = append(errs, fmt.Errorf("reclaim endpoint %q: no %s registered for host %q", ep.ID, agents.ServiceVtep, ep.HomingHost))
 			continue
 		}
 		if err := m.reclaimEndpoint(ctx, client, vtep, ep.ID); err != nil {
@@ -154,9 +155,9 @@ func (m *master) vtepsByHost(ctx context.Context) (map[string]string, error) {
 	if m.svc == nil {
 		return nil, errors.New("master: no service registry")
 	}
-	list, err := m.svc.GetService(ctx, serviceVtep)
+	list, err := m.svc.GetService(ctx, agents.ServiceVtep)
 	if err != nil {
-		return nil, fmt.Errorf("list %s services: %w", serviceVtep, err)
+		return nil, fmt.Errorf("list %s services: %w", agents.ServiceVtep, err)
 	}
 	out := make(map[string]string, len(list))
 	for _, s := range list {

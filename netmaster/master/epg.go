@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/state"
 )
@@ -46,7 +47,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	epgID := epgStateID(g.TenantName, g.GroupName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
-		return storeErr("read network state "+netID, err)
+		return apierr.Store("read network state "+netID, err)
 	}
 	if g.IpPool != "" {
 		sn, err := ipam.ParseSubnet(nw.Subnet)
@@ -256,7 +257,7 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 	epgID := epgStateID(stored.TenantName, stored.GroupName)
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
-		return storeErr("read group state "+epgID, err)
+		return apierr.Store("read group state "+epgID, err)
 	}
 	for _, p := range req.Policies {
 		if !slices.Contains(stored.Policies, p) {
@@ -330,7 +331,7 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	defer m.topo.Unlock()
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
-		return storeErr("read group state "+epgID, err)
+		return apierr.Store("read group state "+epgID, err)
 	}
 	if gs.EpCount != 0 {
 		return contivmodel.Errorf("Error: EPG %s has active endpoints", g.GroupName)
@@ -419,12 +420,12 @@ func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, ep
 	epgID := epgStateID(g.TenantName, g.GroupName)
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
-		return nil, storeErr("read group state "+epgID, err)
+		return nil, apierr.Store("read group state "+epgID, err)
 	}
 	netID := netStateID(g.TenantName, g.NetworkName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
-		return nil, storeErr("read network state "+netID, err)
+		return nil, apierr.Store("read network state "+netID, err)
 	}
 	op := &contivmodel.EndpointGroupOper{
 		PktTag:         gs.PktTag,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/state"
 )
@@ -225,15 +226,15 @@ func (c globalCtl) Oper(ctx context.Context, _ *contivmodel.Tx, _ *contivmodel.G
 	m := c.m
 	gop, err := m.st.GlobalOper.Read(ctx, GlobalName)
 	if err != nil {
-		return nil, storeErr("read global oper state", err)
+		return nil, apierr.Store("read global oper state", err)
 	}
 	vl, nv, err := m.res.VLANsInUse(ctx)
 	if err != nil {
-		return nil, storeErr("read vlans in use", err)
+		return nil, apierr.Store("read vlans in use", err)
 	}
 	xl, nx, err := m.res.VXLANsInUse(ctx)
 	if err != nil {
-		return nil, storeErr("read vxlans in use", err)
+		return nil, apierr.Store("read vxlans in use", err)
 	}
 	return &contivmodel.GlobalOper{
 		ClusterMode:     m.cfg.ClusterMode,

@@ -15,37 +15,20 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/cli"
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/embedetcd"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/test/nmproc"
 )
-
-// envDaemon makes the test binary run as a netmaster process (the restart
-// and fail-over tests re-execute it); the arguments follow "--".
-const envDaemon = "NETMASTER_TEST_DAEMON"
 
 // etcdEndpoint is the package's shared embedded etcd; every test works
 // under its own root.
 var etcdEndpoint string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envDaemon) == "1" {
-		args := []string{"netmaster"}
-		for i, a := range os.Args {
-			if a == "--" {
-				args = append(args, os.Args[i+1:]...)
-				break
-			}
-		}
-		if err := cli.App(master.NewLeader).Run(args); err != nil {
-			fmt.Fprintln(os.Stderr, "netmaster:", err)
-			os.Exit(22)
-		}
-		os.Exit(0)
-	}
+	nmproc.RunDaemonIfAsked() // the restart and failover tests (process_test.go)
 	os.Exit(run(m))
 }
 

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,12 +26,13 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/daemon"
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/agents"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
+	"github.com/contiv/netplugin/netmaster/server"
+	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
-	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/httpmetrics"
@@ -65,7 +65,7 @@ type Config struct {
 	OfnetPort int
 	// OfnetClearDelay is how long a host's netplugin may stay away before
 	// the host is garbage-collected: its endpoints withdrawn from the other
-	// hosts and deleted from the store (0: DefaultOfnetClearDelay; absence
+	// hosts and deleted from the store (0: agents.DefaultClearDelay; absence
 	// re-checked every tenth of it; docs/daemons.md §4.10.3).
 	OfnetClearDelay time.Duration
 	// NetpluginPort is the port of the netplugins' REST servers, asked to
@@ -75,7 +75,7 @@ type Config struct {
 	// "": DefaultPluginName), used in docker mode only.
 	PluginName string
 	// DockerSocket is the Docker Engine's API socket used in docker mode
-	// ("": docknet.DefaultSocket). No other mode talks to Docker.
+	// ("": dockernets.DefaultSocket). No other mode talks to Docker.
 	DockerSocket string
 	// MaxBodyBytes bounds a request body of the REST API and the /plugin
 	// routes (0: contivmodel.MaxBodyBytes).
@@ -83,26 +83,26 @@ type Config struct {
 	// Metrics receives each term's IPAM and endpoint metrics (nil: none).
 	Metrics prometheus.Registerer
 	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
-	RPCTLS *daemon.RPCTLS
+	RPCTLS *server.RPCTLS
 }
 
-// Leader implements daemon.Leader.
+// Leader implements server.Leader.
 type Leader struct {
 	cfg Config
 	log *logrus.Entry
 }
 
-var _ daemon.Leader = (*Leader)(nil)
+var _ server.Leader = (*Leader)(nil)
 
 // NewLeader builds the leader from the daemon configuration (the
 // cli.NewLeader signature).
-func NewLeader(cfg daemon.Config, log *logrus.Entry) (daemon.Leader, error) {
+func NewLeader(cfg server.Config, log *logrus.Entry) (server.Leader, error) {
 	ofnetIP, _, err := net.SplitHostPort(cfg.InternalAddress)
 	if err != nil {
 		return nil, fmt.Errorf("internal address %q: %w", cfg.InternalAddress, err)
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
-		OfnetIP: ofnetIP, OfnetPort: daemon.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
+		OfnetIP: ofnetIP, OfnetPort: server.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
 		MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
 }
 
@@ -173,13 +173,12 @@ type master struct {
 	repairPending bool
 	termCtx       context.Context
 
-	svc     objdb.ServiceRegistry // agent discovery (ofnet.go)
-	ofnet   *ofmaster.Master      // nil when Config.OfnetIP is ""
-	ofnetWG sync.WaitGroup
+	svc    objdb.ServiceRegistry // agent discovery (netmaster/agents)
+	agents *agents.Agents        // the term's ofnet master (netmaster/agents)
 
-	svcLB *svcLBCache // service load balancer (servicelb_cache.go)
+	svcLB *svclb.Cache // service load balancer (netmaster/svclb)
 
-	docker *docknet.Client // docker mode only (docknet.go)
+	docker *dockernets.Client // docker mode only (docknet.go)
 }
 
 // netState reads a network state through netCache.
@@ -208,18 +207,18 @@ func (m *master) epgState(ctx context.Context, epgID string) (state.EndpointGrou
 
 func newMaster(cfg Config, kv objdb.KV, log *logrus.Entry) *master {
 	m := &master{
-		cfg:   cfg,
-		log:   log,
-		kv:    kv,
-		st:    state.New(kv),
-		v4:    ipam.NewV4(kv),
-		v6:    ipam.NewV6(kv),
-		res:   resources.New(kv),
-		ctrs:  map[string]*counters{},
-		svcLB: newSvcLBCache(),
+		cfg:  cfg,
+		log:  log,
+		kv:   kv,
+		st:   state.New(kv),
+		v4:   ipam.NewV4(kv),
+		v6:   ipam.NewV6(kv),
+		res:  resources.New(kv),
+		ctrs: map[string]*counters{},
 	}
+	m.svcLB = svclb.New(m.st, vipOwner{m})
 	if cfg.ClusterMode == daemonflags.ModeDocker {
-		m.docker = docknet.NewClient(cfg.DockerSocket)
+		m.docker = dockernets.NewClient(cfg.DockerSocket)
 	}
 	return m
 }
@@ -230,7 +229,7 @@ func (m *master) close() {
 		m.bgClosed = true
 		m.bgMu.Unlock()
 		m.sweepWG.Wait() // it ends with the term's context
-		m.ofnetWG.Wait() // so does the ofnet master
+		m.agents.Wait()  // so does the ofnet master
 		m.v4.Close()
 		if m.docker != nil {
 			m.docker.Close()
@@ -306,7 +305,9 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	m.addSweepRoute(router)
 	m.addServiceRoutes(router)
 	m.addTraceRoute(router)
-	m.startOfnet(ctx, router)
+	m.agents = agents.New(agents.Config{IP: m.cfg.OfnetIP, Port: m.cfg.OfnetPort, ClearDelay: m.cfg.OfnetClearDelay, TLS: m.cfg.RPCTLS},
+		m.log, m.svc, m.st, hostGC{m})
+	m.agents.Start(ctx, router)
 	return router, nil
 }
 
@@ -333,22 +334,6 @@ func (m *master) ensureDefaults(ctx context.Context) error {
 		return fmt.Errorf("read tenant %q: %w", DefaultTenant, err)
 	}
 	return nil
-}
-
-// storeErr is a client-facing store error. A missing record says which
-// one: what is "<verb> <record> <id>" ("read network state web.default")
-// and the message "<record> <id> not found" (the original's "key not
-// found" named nothing; docs/rest-errors.md).
-func storeErr(what string, err error) error {
-	if errors.Is(err, objdb.ErrNotFound) {
-		_, obj, ok := strings.Cut(what, " ")
-		if !ok {
-			obj = what
-		}
-		obj = strings.Replace(obj, " state ", " ", 1)
-		return &contivmodel.Error{Msg: obj + " not found", Err: fmt.Errorf("%s: %w: %w", what, contivmodel.ErrMissing, err)}
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 // undoCtx is the context of a rollback: it outlives the request.

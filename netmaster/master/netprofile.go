@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -150,7 +151,7 @@ func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 		epgID := epgStateID(g.TenantName, g.GroupName)
 		gs, err := c.m.st.EndpointGroups.Read(ctx, epgID)
 		if err != nil {
-			return nil, storeErr("read group state "+epgID, err)
+			return nil, apierr.Store("read group state "+epgID, err)
 		}
 		op.NumEndpoints += gs.EpCount
 		for _, ep := range eps {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
@@ -271,7 +272,7 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	defer m.topo.Unlock()
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
-		return storeErr("read network state "+netID, err)
+		return apierr.Store("read network state "+netID, err)
 	}
 	if ns.NwType != "infra" && ns.EpCount > 0 {
 		return contivmodel.Errorf("Error: Network has active endpoints")
@@ -336,7 +337,7 @@ func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps [
 	netID := netStateID(nw.TenantName, nw.NetworkName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
-		return nil, storeErr("read network state "+netID, err)
+		return nil, apierr.Store("read network state "+netID, err)
 	}
 	op := &contivmodel.NetworkOper{
 		PktTag:                  ns.PktTag,
@@ -360,10 +361,10 @@ func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps [
 
 func (m *master) poolLists(ctx context.Context, poolID string) (used, free string, err error) {
 	if used, err = m.v4.InUse(ctx, poolID); err != nil {
-		return "", "", storeErr("list addresses in use", err)
+		return "", "", apierr.Store("list addresses in use", err)
 	}
 	if free, err = m.v4.Available(ctx, poolID); err != nil {
-		return "", "", storeErr("list available addresses", err)
+		return "", "", apierr.Store("list available addresses", err)
 	}
 	return used, free, nil
 }

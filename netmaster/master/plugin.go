@@ -13,96 +13,21 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/netmaster/pluginapi"
+	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
-// Request and response bodies of the /plugin/* API (docs/rest-api.md §3,
-// docs/daemons.md §5.4): Go field names on the wire.
-
-// AddressAllocRequest is the /plugin/allocAddress request.
-type AddressAllocRequest struct {
-	NetworkID            string
-	AddressPool          string
-	PreferredIPv4Address string
-}
-
-// AddressAllocResponse is the /plugin/allocAddress answer.
-type AddressAllocResponse struct {
-	NetworkID   string
-	IPv4Address string
-}
-
-// AddressReleaseRequest is the /plugin/releaseAddress request.
-type AddressReleaseRequest struct {
-	NetworkID   string
-	IPv4Address string
-}
-
-// AddressReleaseResponse is the /plugin/releaseAddress answer (spec
-// docs/daemons.md §5.4.2, §10 #5: an object the agent can decode).
-type AddressReleaseResponse struct {
-	Status string
-}
-
-// ConfigEP is the endpoint part of a create request.
-type ConfigEP struct {
-	Container   string
-	Host        string
-	IPAddress   string
-	IPv6Address string
-	ServiceName string
-}
-
-// CreateEndpointRequest is the /plugin/createEndpoint request.
-type CreateEndpointRequest struct {
-	TenantName   string
-	NetworkName  string
-	ServiceName  string
-	EndpointID   string
-	EPCommonName string
-	ConfigEP     ConfigEP
-}
-
-// EndpointResponse answers create and delete.
-type EndpointResponse struct {
-	EndpointConfig state.Endpoint
-}
-
-// DeleteEndpointRequest is the /plugin/deleteEndpoint request.
-type DeleteEndpointRequest struct {
-	TenantName  string
-	NetworkName string
-	ServiceName string
-	EndpointID  string
-	IPv4Address string
-}
-
-// UpdateEndpointRequest is the /plugin/updateEndpoint request.
-type UpdateEndpointRequest struct {
-	IPAddress    string
-	ContainerID  string
-	Labels       map[string]string
-	Tenant       string
-	Network      string
-	Event        string
-	EndpointID   string
-	EPCommonName string
-}
-
-// UpdateEndpointResponse is the /plugin/updateEndpoint answer.
-type UpdateEndpointResponse struct {
-	IPAddress string
-}
-
 func (m *master) addPluginRoutes(r *mux.Router) {
-	contivmodel.HandlePlugin(r, "/plugin/allocAddress", pluginHandler(m, m.allocAddress))
-	contivmodel.HandlePlugin(r, "/plugin/releaseAddress", pluginHandler(m, m.releaseAddress))
-	contivmodel.HandlePlugin(r, "/plugin/createEndpoint", pluginHandler(m, m.createEndpoint))
-	contivmodel.HandlePlugin(r, "/plugin/deleteEndpoint", pluginHandler(m, m.deleteEndpoint))
-	contivmodel.HandlePlugin(r, "/plugin/updateEndpoint", pluginHandler(m, m.updateEndpoint))
+	contivmodel.HandlePlugin(r, pluginapi.PathAllocAddress, pluginHandler(m, m.allocAddress))
+	contivmodel.HandlePlugin(r, pluginapi.PathReleaseAddress, pluginHandler(m, m.releaseAddress))
+	contivmodel.HandlePlugin(r, pluginapi.PathCreateEndpoint, pluginHandler(m, m.createEndpoint))
+	contivmodel.HandlePlugin(r, pluginapi.PathDeleteEndpoint, pluginHandler(m, m.deleteEndpoint))
+	contivmodel.HandlePlugin(r, pluginapi.PathUpdateEndpoint, pluginHandler(m, m.updateEndpoint))
 }
 
 // pluginHandler decodes the request (case-insensitive member names), runs
@@ -203,7 +128,7 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 	}
 	gs, err := m.epgState(ctx, ref.epgID)
 	if err != nil {
-		return "", storeErr("read group state "+ref.epgID, err)
+		return "", apierr.Store("read group state "+ref.epgID, err)
 	}
 	if gs.IPPool != "" {
 		return ref.epgID, nil
@@ -211,10 +136,10 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 	return ref.netID, nil
 }
 
-func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (AddressAllocResponse, error) {
+func (m *master) allocAddress(ctx context.Context, req *pluginapi.AddressAllocRequest) (pluginapi.AddressAllocResponse, error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
-	resp := AddressAllocResponse{NetworkID: req.NetworkID}
+	resp := pluginapi.AddressAllocResponse{NetworkID: req.NetworkID}
 	if err := checkAllocAddress(req); err != nil {
 		return resp, err
 	}
@@ -243,7 +168,7 @@ func (m *master) allocAddress(ctx context.Context, req *AddressAllocRequest) (Ad
 	}
 	ns, err := m.netState(ctx, ref.netID)
 	if err != nil {
-		return resp, storeErr("read network state "+ref.netID, err)
+		return resp, apierr.Store("read network state "+ref.netID, err)
 	}
 	if v6 {
 		a, err := m.allocV6(ctx, ref.netID, req.PreferredIPv4Address)
@@ -398,7 +323,7 @@ func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 // any owner. An endpoint's address, a gateway, a service VIP or an address
 // of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
 // changes (docs/allocation-integrity.md).
-func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest) (AddressReleaseResponse, error) {
+func (m *master) releaseAddress(ctx context.Context, req *pluginapi.AddressReleaseRequest) (pluginapi.AddressReleaseResponse, error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	m.topo.RLock()
@@ -406,38 +331,38 @@ func (m *master) releaseAddress(ctx context.Context, req *AddressReleaseRequest)
 	ref := parseNetworkID(req.NetworkID)
 	ns, err := m.netState(ctx, ref.netID)
 	if err != nil {
-		return AddressReleaseResponse{}, storeErr("read network state "+ref.netID, err)
+		return pluginapi.AddressReleaseResponse{}, apierr.Store("read network state "+ref.netID, err)
 	}
 	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
 	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
 		if _, err := m.releaseChecked(ctx, ref.netID, ref.netID, a, ns.Gateway, ns.IPv6Gateway); err != nil {
-			return AddressReleaseResponse{}, err
+			return pluginapi.AddressReleaseResponse{}, err
 		}
-		return AddressReleaseResponse{Status: "success"}, nil
+		return pluginapi.AddressReleaseResponse{Status: "success"}, nil
 	}
 	pool, err := m.poolOf(ctx, ref)
 	if err != nil {
-		return AddressReleaseResponse{}, err
+		return pluginapi.AddressReleaseResponse{}, err
 	}
 	sn, err := ipam.ParseSubnet(fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen))
 	if err != nil {
-		return AddressReleaseResponse{}, err
+		return pluginapi.AddressReleaseResponse{}, err
 	}
 	ip, err := sn.CheckHost(addrStr)
 	if err != nil {
-		return AddressReleaseResponse{}, err
+		return pluginapi.AddressReleaseResponse{}, err
 	}
 	released, err := m.releaseChecked(ctx, ref.netID, pool, ip, ns.Gateway, ns.IPv6Gateway)
 	if err != nil {
-		return AddressReleaseResponse{}, err
+		return pluginapi.AddressReleaseResponse{}, err
 	}
 	if released {
 		if err := m.bumpNetwork(ctx, ref.netID, 0, -1); err != nil {
 			m.needRepair(err)
-			return AddressReleaseResponse{}, err
+			return pluginapi.AddressReleaseResponse{}, err
 		}
 	}
-	return AddressReleaseResponse{Status: "success"}, nil
+	return pluginapi.AddressReleaseResponse{Status: "success"}, nil
 }
 
 // macFor is "02:02:" + the IPv4 octets in hex.
@@ -460,7 +385,7 @@ func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Add
 	return "", nil
 }
 
-func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest) (resp EndpointResponse, err error) {
+func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpointRequest) (resp pluginapi.EndpointResponse, err error) {
 	if err := checkCreateEndpoint(req); err != nil {
 		return resp, err
 	}
@@ -471,7 +396,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	netID := netStateID(req.TenantName, req.NetworkName)
 	ns, err := m.netState(ctx, netID)
 	if err != nil {
-		return resp, storeErr("read network state "+netID, err)
+		return resp, apierr.Store("read network state "+netID, err)
 	}
 	epID := netID + "-" + req.ConfigEP.Container
 	if req.ConfigEP.Container == "" {
@@ -481,9 +406,9 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 	// common case, a new endpoint, is not read first: the create-only
 	// write below detects an existing one, and the allocation made for
 	// it is then given back.
-	existing := func() (EndpointResponse, bool) {
+	existing := func() (pluginapi.EndpointResponse, bool) {
 		ep, err := m.st.Endpoints.Read(ctx, epID)
-		return EndpointResponse{EndpointConfig: ep}, err == nil
+		return pluginapi.EndpointResponse{EndpointConfig: ep}, err == nil
 	}
 	group := req.ConfigEP.ServiceName
 	var gs state.EndpointGroup
@@ -494,7 +419,7 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			if r, ok := existing(); ok {
 				return r, nil
 			}
-			return resp, storeErr("read group state "+epgID, err)
+			return resp, apierr.Store("read group state "+epgID, err)
 		}
 		if err := checkGroupNetwork(req, gs); err != nil {
 			return resp, err
@@ -639,12 +564,12 @@ func (m *master) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 			return resp, fmt.Errorf("take over address record %s: %w", ep.IPv6Address, err)
 		}
 	}
-	return EndpointResponse{EndpointConfig: ep}, nil
+	return pluginapi.EndpointResponse{EndpointConfig: ep}, nil
 }
 
-func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest) (EndpointResponse, error) {
+func (m *master) deleteEndpoint(ctx context.Context, req *pluginapi.DeleteEndpointRequest) (pluginapi.EndpointResponse, error) {
 	if err := required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "EndpointID", req.EndpointID); err != nil {
-		return EndpointResponse{}, err
+		return pluginapi.EndpointResponse{}, err
 	}
 	netID := netStateID(req.TenantName, req.NetworkName)
 	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
@@ -653,7 +578,7 @@ func (m *master) deleteEndpoint(ctx context.Context, req *DeleteEndpointRequest)
 // removeEndpoint deletes endpoint state epID of network netID and gives
 // its addresses and counts back (docs/daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
-func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp EndpointResponse, err error) {
+func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp pluginapi.EndpointResponse, err error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	m.topo.RLock()
@@ -667,9 +592,9 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp E
 	// bookkeeping.
 	ep, err := m.st.Endpoints.Take(ctx, epID)
 	if err != nil {
-		return EndpointResponse{}, storeErr("delete endpoint "+epID, err)
+		return pluginapi.EndpointResponse{}, apierr.Store("delete endpoint "+epID, err)
 	}
-	resp = EndpointResponse{EndpointConfig: ep}
+	resp = pluginapi.EndpointResponse{EndpointConfig: ep}
 	ns, err := m.netState(ctx, netID)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return resp, nil
@@ -727,8 +652,8 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp E
 // docs/rest-api.md §3.5, docs/daemons.md §4.12): a started container's labels, id
 // and name go into its endpoint and it becomes a provider of the matching
 // services; a "die" withdraws it ("null" for a container never started).
-func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest) (*UpdateEndpointResponse, error) {
-	resp := &UpdateEndpointResponse{IPAddress: req.IPAddress}
+func (m *master) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpointRequest) (*pluginapi.UpdateEndpointResponse, error) {
+	resp := &pluginapi.UpdateEndpointResponse{IPAddress: req.IPAddress}
 	switch req.Event {
 	case "start":
 		netID := netStateID(req.Tenant, req.Network)
@@ -736,7 +661,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 			epgID := epgStateID(req.Tenant, req.Network)
 			gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 			if err != nil {
-				return nil, storeErr("read group state "+epgID, err)
+				return nil, apierr.Store("read group state "+epgID, err)
 			}
 			netID = netStateID(req.Tenant, gs.NetworkName)
 		} else if err != nil {
@@ -754,13 +679,13 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 			return nil
 		})
 		if err != nil {
-			return nil, storeErr("update endpoint "+epID, err)
+			return nil, apierr.Store("update endpoint "+epID, err)
 		}
 		if req.ContainerID == "" {
 			b, _ := json.Marshal(req)
 			return nil, contivmodel.Invalidf("invalid ProviderID from providerInfo:%s", b)
 		}
-		if err := m.providerStart(ctx, startedProvider(req, ep)); err != nil {
+		if err := m.svcLB.Start(ctx, svclb.StartedProvider(req, ep)); err != nil {
 			return nil, err
 		}
 		return resp, nil
@@ -768,7 +693,7 @@ func (m *master) updateEndpoint(ctx context.Context, req *UpdateEndpointRequest)
 		if req.ContainerID == "" {
 			return nil, contivmodel.Invalidf("invalid containerID in UpdateEndpointRequest:(nil)")
 		}
-		if known, err := m.providerDie(ctx, req.ContainerID); err != nil || !known {
+		if known, err := m.svcLB.Die(ctx, req.ContainerID); err != nil || !known {
 			return nil, err
 		}
 		return resp, nil

@@ -3,128 +3,16 @@ package master_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/test/nmproc"
 )
-
-// proc is a netmaster process (this test binary re-executed).
-type proc struct {
-	t    testing.TB
-	addr string // ip:port of the API
-	args []string
-	cmd  *exec.Cmd
-	out  *objdbtest.SyncBuffer
-	done chan struct{}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startProc runs a netmaster serving on addr with extra flags.
-func startProc(t testing.TB, addr string, flags ...string) *proc {
-	t.Helper()
-	p := &proc{t: t, addr: addr, args: append([]string{"--mode", "test", "--netmode", "vlan", "--fwdmode", "bridge", "--log-level", "warn",
-		"--external-address", addr, "--internal-address", addr}, flags...)}
-	p.start()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *proc) start() {
-	p.t.Helper()
-	p.cmd = exec.Command(os.Args[0], append([]string{"--"}, p.args...)...)
-	p.cmd.Env = append(os.Environ(), envDaemon+"=1")
-	p.out = &objdbtest.SyncBuffer{}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		p.t.Fatalf("start netmaster: %v", err)
-	}
-	p.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) {
-		_ = cmd.Wait()
-		close(done)
-	}(p.cmd, p.done)
-}
-
-func (p *proc) signal(sig syscall.Signal) {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *proc) kill()         { p.signal(syscall.SIGKILL) }
-func (p *proc) stopGraceful() { p.signal(syscall.SIGTERM) }
-func (p *proc) url() string   { return "http://" + p.addr }
-
-// role asks /info whether this netmaster leads ("" when unreachable or
-// no leader is known).
-func (p *proc) role() string {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(p.url() + "/info")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var info map[string]any
-	if json.NewDecoder(resp.Body).Decode(&info) != nil {
-		return ""
-	}
-	// A follower proxies /info to the leader: tell the roles apart by the
-	// lock holder.
-	if holder, _ := info["leader-ip"].(string); holder == p.addr {
-		return "leader"
-	} else if holder != "" {
-		return "follower"
-	}
-	return ""
-}
-
-func (p *proc) waitRole(role string, within time.Duration) time.Duration {
-	p.t.Helper()
-	start := time.Now()
-	for time.Since(start) < within {
-		if p.role() == role {
-			return time.Since(start)
-		}
-		select {
-		case <-p.done:
-			p.t.Fatalf("netmaster %s exited; output:\n%s", p.addr, p.out.String())
-		default:
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	p.t.Fatalf("netmaster %s not %s within %v; output:\n%s", p.addr, role, within, p.out.String())
-	return 0
-}
 
 // view is what a client sees of the model: every list and inspect.
 func view(t testing.TB, base string) map[string]string {
@@ -169,7 +57,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	}
 	t.Run("embedded etcd", func(t *testing.T) {
 		dir := t.TempDir()
-		client, peer := freeAddr(t), freeAddr(t)
+		client, peer := nmproc.FreeAddr(t), nmproc.FreeAddr(t)
 		restartKeepsEverything(t, "--embedded-etcd-dir", dir, "--etcd-endpoints", "http://"+client,
 			"--embedded-etcd-peer-url", "http://"+peer)
 	})
@@ -180,9 +68,9 @@ func TestRestartKeepsEverything(t *testing.T) {
 
 func restartKeepsEverything(t *testing.T, storeFlags ...string) {
 	flags := append(storeFlags, "--leader-ttl", "3s")
-	p := startProc(t, freeAddr(t), flags...)
-	p.waitRole("leader", 30*time.Second)
-	base := p.url()
+	p := nmproc.Start(t, "", flags...)
+	p.WaitRole("leader", 30*time.Second)
+	base := p.URL()
 	mustOK(t, base, "POST", "/api/v1/tenants/blue/", `{"tenantName":"blue"}`)
 	mustOK(t, base, "POST", "/api/v1/globals/global/", globalBody("default", "1-2000", "5000-9000", "bridge", "flood", "172.19.0.0/16"))
 	mustOK(t, base, "POST", "/api/v1/networks/blue:web/", netBody("blue", "web", "vxlan", "10.1.2.0/24", "10.1.2.254", 0))
@@ -198,9 +86,9 @@ func restartKeepsEverything(t *testing.T, storeFlags ...string) {
 	mustOK(t, base, "POST", "/plugin/allocAddress", `{"NetworkID":"web.blue"}`)
 	before := view(t, base)
 
-	p.stopGraceful()
-	p.start()
-	p.waitRole("leader", 30*time.Second)
+	p.Stop()
+	p.Restart()
+	p.WaitRole("leader", 30*time.Second)
 	after := view(t, base)
 	if d := diffDumps(before, after); d != "" {
 		t.Fatalf("restart changed the model view:\n%s", d)
@@ -218,7 +106,7 @@ func restartKeepsEverything(t *testing.T, storeFlags ...string) {
 	if r.EndpointConfig.IPAddress != "10.1.2.6" {
 		t.Fatalf("endpoint after restart got %s, want 10.1.2.6", r.EndpointConfig.IPAddress)
 	}
-	p.stopGraceful()
+	p.Stop()
 }
 
 // TestFailover runs two netmasters on one etcd process; the leader is
@@ -229,18 +117,18 @@ func TestFailover(t *testing.T) {
 	}
 	etcdSrv := objdbtest.StartEtcdProcess(t)
 	flags := []string{"--etcd-endpoints", etcdSrv.Endpoint, "--leader-ttl", "3s"}
-	a := startProc(t, freeAddr(t), flags...)
-	a.waitRole("leader", 30*time.Second)
-	b := startProc(t, freeAddr(t), flags...)
-	b.waitRole("follower", 30*time.Second)
+	a := nmproc.Start(t, "", flags...)
+	a.WaitRole("leader", 30*time.Second)
+	b := nmproc.Start(t, "", flags...)
+	b.WaitRole("follower", 30*time.Second)
 
 	// Requests to the follower are proxied to the leader.
-	mustOK(t, b.url(), "POST", "/api/v1/tenants/t1/", `{"tenantName":"t1"}`)
-	mustOK(t, b.url(), "POST", "/api/v1/networks/t1:n1/", netBody("t1", "n1", "vlan", "20.1.0.0/16", "20.1.255.254", 0))
-	mustOK(t, b.url(), "POST", "/api/v1/endpointGroups/t1:g1/", epgBody("t1", "g1", "n1", ""))
-	mustOK(t, a.url(), "POST", "/plugin/createEndpoint", createEP("t1", "n1", "g1", "warmup", ""))
-	mustOK(t, b.url(), "POST", "/plugin/deleteEndpoint", deleteEP("t1", "n1", "g1", "warmup"))
-	before := view(t, a.url())
+	mustOK(t, b.URL(), "POST", "/api/v1/tenants/t1/", `{"tenantName":"t1"}`)
+	mustOK(t, b.URL(), "POST", "/api/v1/networks/t1:n1/", netBody("t1", "n1", "vlan", "20.1.0.0/16", "20.1.255.254", 0))
+	mustOK(t, b.URL(), "POST", "/api/v1/endpointGroups/t1:g1/", epgBody("t1", "g1", "n1", ""))
+	mustOK(t, a.URL(), "POST", "/plugin/createEndpoint", createEP("t1", "n1", "g1", "warmup", ""))
+	mustOK(t, b.URL(), "POST", "/plugin/deleteEndpoint", deleteEP("t1", "n1", "g1", "warmup"))
+	before := view(t, a.URL())
 
 	const n = 64
 	addrs := make([]string, n)
@@ -254,11 +142,11 @@ func TestFailover(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			body := createEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i), "")
-			target := []*proc{a, b}[i%2]
+			target := []*nmproc.Proc{a, b}[i%2]
 			time.Sleep(time.Duration(i) * 15 * time.Millisecond)
 			for time.Now().Before(deadline) {
 				c := http.Client{Timeout: 5 * time.Second}
-				resp, err := c.Post(target.url()+"/plugin/createEndpoint", "application/json", strings.NewReader(body))
+				resp, err := c.Post(target.URL()+"/plugin/createEndpoint", "application/json", strings.NewReader(body))
 				if err == nil {
 					var r epResp
 					decErr := json.NewDecoder(resp.Body).Decode(&r)
@@ -272,9 +160,9 @@ func TestFailover(t *testing.T) {
 						}
 						if succeeded == n/3 {
 							go func() {
-								a.kill()
+								a.Kill()
 								at := time.Now()
-								for b.role() != "leader" && time.Since(at) < 10*time.Second {
+								for b.Role() != "leader" && time.Since(at) < 10*time.Second {
 									time.Sleep(20 * time.Millisecond)
 								}
 								killed <- time.Since(at)
@@ -312,7 +200,7 @@ func TestFailover(t *testing.T) {
 		}
 		seen[ip] = i
 	}
-	after := view(t, b.url())
+	after := view(t, b.URL())
 	for k, v := range before {
 		if strings.HasPrefix(k, "inspect") {
 			continue // counters changed
@@ -322,14 +210,14 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	for i := 0; i < n; i++ {
-		mustOK(t, b.url(), "POST", "/plugin/deleteEndpoint", deleteEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i)))
+		mustOK(t, b.URL(), "POST", "/plugin/deleteEndpoint", deleteEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i)))
 	}
 	// An address the killed leader allocated but never recorded is given
 	// back by the new leader's sweep, one lock TTL into its term.
 	var ni netInspect
 	for sweepBy := time.Now().Add(10 * time.Second); ; {
 		ni = netInspect{}
-		_ = json.Unmarshal([]byte(mustOK(t, b.url(), "GET", "/api/v1/inspect/networks/t1:n1/", "")), &ni)
+		_ = json.Unmarshal([]byte(mustOK(t, b.URL(), "GET", "/api/v1/inspect/networks/t1:n1/", "")), &ni)
 		if ni.Oper.AllocatedIPAddresses == "20.1.255.254" && ni.Oper.NumEndpoints == 0 && ni.Oper.AllocatedAddressesCount == 0 {
 			break
 		}
@@ -344,7 +232,7 @@ func TestFailover(t *testing.T) {
 	}
 	sort.Strings(ips)
 	t.Logf("%d endpoints (%d created after the leader was killed), %d distinct addresses", n, afterKill, len(ips))
-	for _, line := range strings.Split(b.out.String(), "\n") {
+	for _, line := range strings.Split(b.Output(), "\n") {
 		if strings.Contains(line, "leaked address") || strings.Contains(line, "corrected to") {
 			t.Logf("new leader: %s", line)
 		}
@@ -358,27 +246,27 @@ func TestFailoverTime(t *testing.T) {
 	}
 	etcdSrv := objdbtest.StartEtcdProcess(t)
 	flags := []string{"--etcd-endpoints", etcdSrv.Endpoint, "--leader-ttl", "3s"}
-	a := startProc(t, freeAddr(t), flags...)
-	a.waitRole("leader", 30*time.Second)
-	b := startProc(t, freeAddr(t), flags...)
-	b.waitRole("follower", 30*time.Second)
-	mustOK(t, b.url(), "POST", "/api/v1/tenants/t1/", `{"tenantName":"t1"}`)
-	mustOK(t, b.url(), "POST", "/api/v1/networks/t1:n1/", netBody("t1", "n1", "vxlan", "20.1.0.0/16", "", 0))
-	before := view(t, a.url())
-	a.kill()
+	a := nmproc.Start(t, "", flags...)
+	a.WaitRole("leader", 30*time.Second)
+	b := nmproc.Start(t, "", flags...)
+	b.WaitRole("follower", 30*time.Second)
+	mustOK(t, b.URL(), "POST", "/api/v1/tenants/t1/", `{"tenantName":"t1"}`)
+	mustOK(t, b.URL(), "POST", "/api/v1/networks/t1:n1/", netBody("t1", "n1", "vxlan", "20.1.0.0/16", "", 0))
+	before := view(t, a.URL())
+	a.Kill()
 	killedAt := time.Now()
 	for {
-		code, _, _ := doReq(t, b.url(), "GET", "/api/v1/tenants/", "")
-		if code == 200 && b.role() == "leader" {
+		code, _, _ := doReq(t, b.URL(), "GET", "/api/v1/tenants/", "")
+		if code == 200 && b.Role() == "leader" {
 			break
 		}
 		if time.Since(killedAt) > 5*time.Second {
-			t.Fatalf("follower did not take over within ttl+2s; output:\n%s", b.out.String())
+			t.Fatalf("follower did not take over within ttl+2s; output:\n%s", b.Output())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("follower served /api/v1 as leader %v after SIGKILL of the leader (ttl 3s)", time.Since(killedAt).Round(10*time.Millisecond))
-	if d := diffDumps(before, view(t, b.url())); d != "" {
+	if d := diffDumps(before, view(t, b.URL())); d != "" {
 		t.Fatalf("objects changed across fail-over:\n%s", d)
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/svclb"
 )
 
 // serviceLBCtl is the serviceLB controller (docs/rest-api.md §2.11,
@@ -16,9 +17,6 @@ import (
 // effect; the side effects (VIP, service record, provider list, cache) are
 // undone when the model commit fails.
 type serviceLBCtl struct{ m *master }
-
-// svcStateID is "<service>:<tenant>".
-func svcStateID(tenant, service string) string { return service + ":" + tenant }
 
 const msgBadPorts = "Invalid Port maping . Port format is - Port:TargetPort:Protocol"
 
@@ -96,7 +94,7 @@ func (c serviceLBCtl) Create(ctx context.Context, tx *contivmodel.Tx, s *contivm
 	if err != nil {
 		return err
 	}
-	if err := c.m.applyService(ctx, tx, s, sel); err != nil {
+	if err := c.m.svcLB.Apply(ctx, tx, s, sel); err != nil {
 		return err
 	}
 	s.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, s.TenantName)
@@ -128,7 +126,7 @@ func (c serviceLBCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, re
 	if err != nil {
 		return err
 	}
-	if err := c.m.applyService(ctx, tx, req, sel); err != nil {
+	if err := c.m.svcLB.Apply(ctx, tx, req, sel); err != nil {
 		return err
 	}
 	if stored.NetworkName != req.NetworkName {
@@ -153,9 +151,9 @@ func (c serviceLBCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, re
 // service record and links.
 func (c serviceLBCtl) Delete(ctx context.Context, tx *contivmodel.Tx, s *contivmodel.ServiceLB) error {
 	m := c.m
-	id := svcStateID(s.TenantName, s.ServiceName)
+	id := svclb.ID(s.TenantName, s.ServiceName)
 	if _, err := m.st.ServiceLBs.Read(ctx, id); err != nil {
-		return storeErr("read service state "+id, err)
+		return apierr.Store("read service state "+id, err)
 	}
 	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, s.TenantName); err != nil {
 		return err
@@ -168,7 +166,7 @@ func (c serviceLBCtl) Delete(ctx context.Context, tx *contivmodel.Tx, s *contivm
 	} else if !ok {
 		return contivmodel.Missingf("Network %s not found in tenant %s", s.NetworkName, s.TenantName)
 	}
-	if err := m.removeService(ctx, tx, id); err != nil {
+	if err := m.svcLB.Remove(ctx, tx, id); err != nil {
 		return err
 	}
 	if err := contivmodel.Modify(tx, s.TenantName, func(t *contivmodel.Tenant) error {
@@ -186,7 +184,7 @@ func (c serviceLBCtl) Delete(ctx context.Context, tx *contivmodel.Tx, s *contivm
 // Oper reports the VIP and the providers from the runtime record.
 func (c serviceLBCtl) Oper(ctx context.Context, _ *contivmodel.Tx, s *contivmodel.ServiceLB) (any, error) {
 	m := c.m
-	svc, ok := m.svcLB.get(svcStateID(s.TenantName, s.ServiceName))
+	svc, ok := m.svcLB.Get(svclb.ID(s.TenantName, s.ServiceName))
 	if !ok {
 		return nil, contivmodel.Errorf("invalid Service name. Oper state does not exist")
 	}
@@ -209,27 +207,4 @@ func (c serviceLBCtl) Oper(ctx context.Context, _ *contivmodel.Tx, s *contivmode
 		op.Providers = append(op.Providers, eo)
 	}
 	return op, nil
-}
-
-// sameSpec reports whether a running service already has these ports and
-// selectors (port order does not matter).
-func sameSpec(svc *state.ServiceLB, network string, ports []string, sel map[string]string) bool {
-	if svc.Network != network || len(svc.Ports) != len(ports) || len(svc.Selectors) != len(sel) {
-		return false
-	}
-	a := append([]string(nil), svc.Ports...)
-	b := append([]string(nil), ports...)
-	sort.Strings(a)
-	sort.Strings(b)
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	for k, v := range sel {
-		if w, ok := svc.Selectors[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

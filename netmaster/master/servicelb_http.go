@@ -8,6 +8,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -55,7 +56,7 @@ func (m *master) serveService(w http.ResponseWriter, r *http.Request) {
 
 func (m *master) serviceViewError(w http.ResponseWriter, r *http.Request, err error) {
 	m.log.WithError(err).WithField("path", r.URL.Path).Info("service view failed")
-	http.Error(w, contivmodel.Message(storeErr("read service states", err)), http.StatusInternalServerError)
+	http.Error(w, contivmodel.Message(apierr.Store("read service states", err)), http.StatusInternalServerError)
 }
 
 // writeServiceView writes the JSON without a trailing newline and without

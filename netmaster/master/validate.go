@@ -6,6 +6,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/state"
 )
@@ -89,13 +90,13 @@ func required(pairs ...string) error {
 // without ConfigEP.Container would get the unscoped id
 // "<host>-native-intf", which deleteEndpoint cannot address; no agent
 // sends one (docs/rest-errors.md).
-func checkCreateEndpoint(req *CreateEndpointRequest) error {
+func checkCreateEndpoint(req *pluginapi.CreateEndpointRequest) error {
 	return required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "ConfigEP.Container", req.ConfigEP.Container)
 }
 
 // checkGroupNetwork refuses an endpoint whose group (ConfigEP.ServiceName)
 // belongs to another network than the request's.
-func checkGroupNetwork(req *CreateEndpointRequest, gs state.EndpointGroup) error {
+func checkGroupNetwork(req *pluginapi.CreateEndpointRequest, gs state.EndpointGroup) error {
 	if gs.NetworkName != req.NetworkName {
 		return contivmodel.Invalidf("ConfigEP.ServiceName: group %s of tenant %s belongs to network %s, not %s",
 			req.ConfigEP.ServiceName, req.TenantName, gs.NetworkName, req.NetworkName)
@@ -105,7 +106,7 @@ func checkGroupNetwork(req *CreateEndpointRequest, gs state.EndpointGroup) error
 
 // checkAllocAddress checks an /plugin/allocAddress request: a network id,
 // or else a well-formed address pool.
-func checkAllocAddress(req *AddressAllocRequest) error {
+func checkAllocAddress(req *pluginapi.AddressAllocRequest) error {
 	if req.NetworkID != "" {
 		return nil
 	}

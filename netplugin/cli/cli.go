@@ -9,20 +9,15 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
-	"github.com/contiv/netplugin/utils/logsetup"
 	"github.com/contiv/netplugin/utils/netutils"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
@@ -33,63 +28,43 @@ type Runner func(ctx context.Context, cfg daemon.Config, log *logrus.Entry) erro
 
 // App returns the netplugin CLI application.
 func App(run Runner) *cli.App {
-	app := cli.NewApp()
-	app.Name = "netplugin"
-	app.Usage = "Contiv netplugin: the per-host network agent"
-	app.Version = version.Get().Version
-	cli.VersionPrinter = func(c *cli.Context) {
-		fmt.Fprint(c.App.Writer, version.Get().Lines())
-	}
 	env := func(s string) string { return "CONTIV_NETPLUGIN_" + s }
-	app.Flags = append(daemonflags.Flags("NETPLUGIN"),
-		cli.StringFlag{Name: "host, host-label", EnvVar: env("HOST"), Usage: "identity of this host (default: the kernel hostname)"},
-		cli.StringFlag{Name: "vtep-ip", EnvVar: env("VTEP_IP"), Usage: "VXLAN tunnel source address (default: the host's address)"},
-		cli.StringFlag{Name: "ctrl-ip", EnvVar: env("CONTROL_IP"), Usage: "address registered for the netplugin service (default: the host's address)"},
-		cli.StringFlag{Name: "vlan-uplinks, vlan-if", EnvVar: env("VLAN_UPLINKS"), Usage: "comma-separated uplink interfaces of the VLAN bridge (required with --netmode vlan)"},
-		cli.IntFlag{Name: "vxlan-port", EnvVar: env("VXLAN_PORT"), Value: 4789, Usage: "VXLAN UDP port"},
-		cli.StringFlag{Name: "ovs-datapath", EnvVar: env("OVS_DATAPATH"), Value: "system", Usage: "OVS datapath type of the bridges: system (kernel) or netdev (userspace)"},
-		cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
-		cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
-		cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name, as netmaster's --name (docker and swarm-mode)"},
-		cli.StringFlag{Name: "docker-plugin-dir", EnvVar: env("DOCKER_PLUGIN_DIR"), Value: "/run/docker/plugins", Usage: "directory of the docker plugin socket <name>.sock"},
-		cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
-		cli.StringFlag{Name: "cni-socket", EnvVar: env("CNI_SOCKET"), Value: cniapi.DefaultSocket, Usage: "unix socket of the Kubernetes CNI server (kubernetes mode)"},
-		cli.StringFlag{Name: "cni-state-dir", EnvVar: env("CNI_STATE_DIR"), Value: daemon.DefaultCNIStateDir, Usage: "directory of the CNI server's attachment records (kubernetes mode)"},
-		cli.StringFlag{Name: "k8s-config", EnvVar: env("K8S_CONFIG"), Usage: "kubernetes mode: the API server's settings, a kubeconfig or the original's contiv.json (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else none)"},
-		cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
-		cli.BoolFlag{Name: "host-access", EnvVar: env("HOST_ACCESS"), Usage: "routing mode: containers reach the host and, masqueraded by it, what is beyond it through contivh0 (adds a host NAT rule)"},
-		cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
-		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
-		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
-		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs netmaster's ofnet RPC certificate is checked against"},
-		cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
-		cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
-		cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
-		cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
-	)
-	app.Action = func(c *cli.Context) error {
-		if c.NArg() > 0 {
-			return cli.NewExitError(fmt.Sprintf("unexpected arguments: %s", strings.Join(c.Args(), " ")), daemonflags.ExitInvalid)
-		}
-		cfg, err := ConfigFromContext(c)
-		if err != nil {
-			return cli.NewExitError("netplugin: "+err.Error(), daemonflags.ExitInvalid)
-		}
-		log := logrus.StandardLogger()
-		if err := logsetup.Configure(log, logsetup.Options{Level: cfg.Common.LogLevel, JSON: cfg.Common.JSONLog,
-			Syslog: cfg.Common.Syslog, SyslogURL: cfg.Common.SyslogURL, Tag: "netplugin"}); err != nil {
-			return cli.NewExitError("netplugin: "+err.Error(), daemonflags.ExitInvalid)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		cfg.Metrics = prometheus.NewRegistry()
-		cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if err := run(ctx, cfg, logrus.NewEntry(log)); err != nil {
-			return cli.NewExitError("netplugin: "+err.Error(), 1)
-		}
-		return nil
-	}
-	return app
+	return daemonflags.App(daemonflags.AppSpec[daemon.Config]{
+		Name:  "netplugin",
+		Usage: "Contiv netplugin: the per-host network agent",
+		Bin:   "NETPLUGIN",
+		Flags: []cli.Flag{
+			cli.StringFlag{Name: "host, host-label", EnvVar: env("HOST"), Usage: "identity of this host (default: the kernel hostname)"},
+			cli.StringFlag{Name: "vtep-ip", EnvVar: env("VTEP_IP"), Usage: "VXLAN tunnel source address (default: the host's address)"},
+			cli.StringFlag{Name: "ctrl-ip", EnvVar: env("CONTROL_IP"), Usage: "address registered for the netplugin service (default: the host's address)"},
+			cli.StringFlag{Name: "vlan-uplinks, vlan-if", EnvVar: env("VLAN_UPLINKS"), Usage: "comma-separated uplink interfaces of the VLAN bridge (required with --netmode vlan)"},
+			cli.IntFlag{Name: "vxlan-port", EnvVar: env("VXLAN_PORT"), Value: 4789, Usage: "VXLAN UDP port"},
+			cli.StringFlag{Name: "ovs-datapath", EnvVar: env("OVS_DATAPATH"), Value: "system", Usage: "OVS datapath type of the bridges: system (kernel) or netdev (userspace)"},
+			cli.StringFlag{Name: "ovsdb-socket", EnvVar: env("OVSDB_SOCKET"), Value: "/var/run/openvswitch/db.sock", Usage: "OVSDB server endpoint: a unix socket path, unix:PATH or tcp:IP:PORT"},
+			cli.StringFlag{Name: "attach-socket", EnvVar: env("ATTACH_SOCKET"), Value: daemon.DefaultAttachSocket, Usage: "unix socket of the endpoint attach API"},
+			cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name, as netmaster's --name (docker and swarm-mode)"},
+			cli.StringFlag{Name: "docker-plugin-dir", EnvVar: env("DOCKER_PLUGIN_DIR"), Value: "/run/docker/plugins", Usage: "directory of the docker plugin socket <name>.sock"},
+			cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
+			cli.StringFlag{Name: "cni-socket", EnvVar: env("CNI_SOCKET"), Value: cniapi.DefaultSocket, Usage: "unix socket of the Kubernetes CNI server (kubernetes mode)"},
+			cli.StringFlag{Name: "cni-state-dir", EnvVar: env("CNI_STATE_DIR"), Value: daemon.DefaultCNIStateDir, Usage: "directory of the CNI server's attachment records (kubernetes mode)"},
+			cli.StringFlag{Name: "k8s-config", EnvVar: env("K8S_CONFIG"), Usage: "kubernetes mode: the API server's settings, a kubeconfig or the original's contiv.json (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else none)"},
+			cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
+			cli.BoolFlag{Name: "host-access", EnvVar: env("HOST_ACCESS"), Usage: "routing mode: containers reach the host and, masqueraded by it, what is beyond it through contivh0 (adds a host NAT rule)"},
+			cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
+			cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+			cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+			cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs netmaster's ofnet RPC certificate is checked against"},
+			cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
+			cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
+			cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
+			cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
+		},
+		Parse: ConfigFromContext,
+		Run: func(ctx context.Context, cfg daemon.Config, log *logrus.Entry) error {
+			cfg.Metrics = daemonflags.NewRegistry()
+			return run(ctx, cfg, log)
+		},
+	})
 }
 
 // ConfigFromContext reads and validates every netplugin flag.
@@ -126,16 +101,8 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		}
 		cfg.MasterTLS = tc
 	}
-	if cert, key, ca := c.String("rpc-tls-cert-file"), c.String("rpc-tls-key-file"), c.String("rpc-tls-ca-file"); cert != "" || key != "" || ca != "" {
-		if cert == "" || key == "" || ca == "" {
-			return cfg, fmt.Errorf("--rpc-tls-cert-file, --rpc-tls-key-file and --rpc-tls-ca-file go together")
-		}
-		if cfg.RPCServerTLS, err = tlsutil.ServerConfig(cert, key, ca); err != nil {
-			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
-		}
-		if cfg.RPCClientTLS, err = tlsutil.ClientConfig(ca, cert, key); err != nil {
-			return cfg, fmt.Errorf("ofnet RPC TLS: %w", err)
-		}
+	if cfg.RPCServerTLS, cfg.RPCClientTLS, err = daemonflags.RPCTLSFromContext(c); err != nil {
+		return cfg, err
 	}
 	if p := c.String("netmaster-token-file"); p != "" {
 		b, err := os.ReadFile(p)

@@ -12,7 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/mgmtfn/dockplugin"
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/objdb"
@@ -30,7 +30,7 @@ func (c Config) dockerMode() bool {
 // keeps the engine's networks in step with netmaster's docker network
 // mappings.
 func (d *Daemon) startDocker(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (*follower[state.Docknet], error) {
-	engine := docknet.NewClient(d.cfg.DockerSocket)
+	engine := dockernets.NewClient(d.cfg.DockerSocket)
 	swarm := d.cfg.Common.Mode == daemonflags.ModeSwarm
 	scope := dockplugin.ScopeLocal
 	if swarm {
@@ -52,7 +52,7 @@ func (d *Daemon) startDocker(ctx context.Context, wg *sync.WaitGroup, errc chan<
 	if swarm {
 		return nil, nil
 	}
-	s := &dockerSync{d: d, engine: docknet.NewClient(d.cfg.DockerSocket), log: d.log.WithField("sync", "docker networks"),
+	s := &dockerSync{d: d, engine: dockernets.NewClient(d.cfg.DockerSocket), log: d.log.WithField("sync", "docker networks"),
 		want: map[string]*state.Docknet{}, kick: make(chan struct{}, 1)}
 	goRun(ctx, wg, s.run)
 	return newFollower("docknets", d.st.Docknets, handlers[state.Docknet]{put: s.put, del: s.del}, d.log, d.cfg.StoreRetryDelay), nil
@@ -86,7 +86,7 @@ func (b dockerBackend) ReleaseAddress(ctx context.Context, networkID, addr strin
 // MapNetwork records a swarm docker network's mapping (spec key
 // oper/docknet/<tenant>.<network>.<group>).
 func (b dockerBackend) MapNetwork(ctx context.Context, dockerID, tenant, network, group string) error {
-	id := docknet.StateID(tenant, network, group)
+	id := dockernets.StateID(tenant, network, group)
 	_, err := b.d.st.Docknets.Write(ctx, state.Docknet{Common: state.Common{ID: id}, TenantName: tenant,
 		NetworkName: network, ServiceName: group, DocknetUUID: dockerID})
 	return err
@@ -167,7 +167,7 @@ func (b dockerBackend) Docknets(ctx context.Context) ([]state.Docknet, error) {
 // network still in use) are retried.
 type dockerSync struct {
 	d      *Daemon
-	engine *docknet.Client
+	engine *dockernets.Client
 	log    logrus.FieldLogger
 
 	mu   sync.Mutex
@@ -241,9 +241,9 @@ func (s *dockerSync) run(ctx context.Context) {
 func (s *dockerSync) apply(ctx context.Context, dn *state.Docknet) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	name := docknet.Name(dn.TenantName, dn.NetworkName, dn.ServiceName)
+	name := dockernets.Name(dn.TenantName, dn.NetworkName, dn.ServiceName)
 	if dn.DocknetUUID == "" {
-		existed, err := docknet.Remove(ctx, s.engine, dn.TenantName, dn.NetworkName, dn.ServiceName)
+		existed, err := dockernets.Remove(ctx, s.engine, dn.TenantName, dn.NetworkName, dn.ServiceName)
 		if err == nil && existed {
 			s.log.WithField("network", name).Info("docker network removed")
 		}
@@ -256,8 +256,8 @@ func (s *dockerSync) apply(ctx context.Context, dn *state.Docknet) error {
 	if err != nil {
 		return err
 	}
-	id, created, err := docknet.Create(ctx, s.engine, s.d.cfg.DockerPluginName, docknetSpec(nw, dn.ServiceName))
-	if errors.Is(err, docknet.ErrOtherDriver) {
+	id, created, err := dockernets.Create(ctx, s.engine, s.d.cfg.DockerPluginName, docknetSpec(nw, dn.ServiceName))
+	if errors.Is(err, dockernets.ErrOtherDriver) {
 		s.log.WithError(err).Errorf("docker network %s not created", name)
 		return nil
 	}
@@ -269,8 +269,8 @@ func (s *dockerSync) apply(ctx context.Context, dn *state.Docknet) error {
 
 // docknetSpec is the docker network of network state nw (group "" for the
 // network itself), as netmaster creates it (docs/docker.md).
-func docknetSpec(nw state.Network, group string) docknet.Spec {
-	s := docknet.Spec{Tenant: nw.Tenant, Network: nw.NetworkName, Group: group, Encap: nw.PktTagType,
+func docknetSpec(nw state.Network, group string) dockernets.Spec {
+	s := dockernets.Spec{Tenant: nw.Tenant, Network: nw.NetworkName, Group: group, Encap: nw.PktTagType,
 		PktTag: nw.PktTag, Subnet: fmt.Sprintf("%s/%d", nw.SubnetIP, nw.SubnetLen), Gateway: nw.Gateway}
 	if nw.PktTagType == "vxlan" {
 		s.PktTag = nw.ExtPktTag

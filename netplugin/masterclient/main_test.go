@@ -14,8 +14,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/daemon"
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
@@ -100,7 +100,7 @@ func startNetmasterDaemon(t *testing.T) (objdb.Store, string) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
 	st := objdbtest.Open(t, etcdBackend, srv.Endpoint, objdb.DefaultRoot)
 	addr := freeAddr(t)
-	cfg := daemon.Config{
+	cfg := server.Config{
 		Common: daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "bridge",
 			EtcdEndpoints: []string{srv.Endpoint}, LogLevel: "error"},
 		Infra: "default", ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 5 * time.Second,
@@ -109,7 +109,7 @@ func startNetmasterDaemon(t *testing.T) (objdb.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.New(cfg, leader, quietLog())
+	d, err := server.New(cfg, leader, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +124,13 @@ func startNetmasterDaemon(t *testing.T) (objdb.Store, string) {
 			t.Error("netmaster did not stop")
 		}
 	})
-	lock, err := st.NewLock(daemon.LeaderLock, "test-observer", time.Second)
+	lock, err := st.NewLock(server.LeaderLock, "test-observer", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
 		h, err := lock.Holder(objdbtest.Context(t, 5*time.Second))
-		if err == nil && h == addr && d.State() == daemon.RoleLeader {
+		if err == nil && h == addr && d.State() == server.RoleLeader {
 			return st, addr
 		}
 		if i == 300 {

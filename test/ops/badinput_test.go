@@ -16,7 +16,7 @@ import (
 // TestBadInputCutOff: with tokens on, a malformed token, an oversize
 // header and an oversize body are each refused with a clear status by the
 // real netmaster binary (the read timeout of slow clients is tested in
-// netmaster/daemon).
+// netmaster/server).
 func TestBadInputCutOff(t *testing.T) {
 	b := bins(t)
 	tokFile := filepath.Join(t.TempDir(), "tokens")

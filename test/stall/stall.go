@@ -19,11 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,38 +30,18 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/cli"
 	"github.com/contiv/netplugin/netmaster/ipam"
-	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/test/nmproc"
 	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
-// envDaemon makes the test binary run as a netmaster; its arguments follow
-// "--".
-const envDaemon = "STALL_NETMASTER_DAEMON"
-
-// RunDaemonIfAsked runs the netmaster and exits when the binary was started
-// by Run as a netmaster process; otherwise it returns at once.
-func RunDaemonIfAsked() {
-	if os.Getenv(envDaemon) != "1" {
-		return
-	}
-	args := []string{"netmaster"}
-	for i, a := range os.Args {
-		if a == "--" {
-			args = append(args, os.Args[i+1:]...)
-			break
-		}
-	}
-	if err := cli.App(master.NewLeader).Run(args); err != nil {
-		fmt.Fprintln(os.Stderr, "netmaster:", err)
-		os.Exit(22)
-	}
-	os.Exit(0)
-}
+// RunDaemonIfAsked runs the netmaster and exits when the binary was
+// started as a netmaster process (test/nmproc); otherwise it returns at
+// once.
+func RunDaemonIfAsked() { nmproc.RunDaemonIfAsked() }
 
 // Fault is how the store goes away.
 type Fault string
@@ -231,19 +208,19 @@ func Run(t testing.TB, v Variant) Result {
 	if v.KillLeader {
 		n = 2
 	}
-	procs := make([]*proc, n)
+	procs := make([]*nmproc.Proc, n)
 	for i := range procs {
 		procs[i] = startProc(t, endpoint)
 		// The first one leads: the second starts once it does.
-		procs[i].waitServing(t, 60*time.Second)
+		waitServing(t, procs[i], 60*time.Second)
 	}
 	leader := procs[0]
-	mustOK(t, leader.url(), "POST", "/api/v1/networks/"+tenant+":"+network+"/",
+	mustOK(t, leader.URL(), "POST", "/api/v1/networks/"+tenant+":"+network+"/",
 		fmt.Sprintf(`{"tenantName":%q,"networkName":%q,"encap":"vlan","subnet":%q,"gateway":%q}`, tenant, network, subnet, gateway))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var alive atomic.Pointer[proc] // where clients send requests
+	var alive atomic.Pointer[nmproc.Proc] // where clients send requests
 	alive.Store(leader)
 	var created, refused atomic.Int64
 	var mu sync.Mutex
@@ -258,7 +235,7 @@ func Run(t testing.TB, v Variant) Result {
 			for i := 0; ctx.Err() == nil; i++ {
 				name := fmt.Sprintf("c%02d-%05d", c, i)
 				for ctx.Err() == nil {
-					ip, err := createEndpoint(ctx, hc, alive.Load().url(), name)
+					ip, err := createEndpoint(ctx, hc, alive.Load().URL(), name)
 					if err == nil {
 						created.Add(1)
 						mu.Lock()
@@ -294,12 +271,12 @@ func Run(t testing.TB, v Variant) Result {
 		proxy.Restore()
 	}
 	if v.KillLeader {
-		leader.kill()
+		leader.Kill()
 		alive.Store(procs[1])
 	}
 	faultEnd := time.Now()
 	live := alive.Load()
-	live.waitServing(t, 3*leaderTTL+30*time.Second)
+	waitServing(t, live, 3*leaderTTL+30*time.Second)
 	// Go on until every client got an answer after the fault, then a bit.
 	base := created.Load()
 	for deadline := time.Now().Add(60 * time.Second); created.Load() < base+clients && time.Now().Before(deadline); {
@@ -315,20 +292,20 @@ func Run(t testing.TB, v Variant) Result {
 			res.Answered = append(res.Answered, ip+": "+strings.Join(names, ", "))
 		}
 	}
-	live.waitServing(t, 3*leaderTTL+30*time.Second)
+	waitServing(t, live, 3*leaderTTL+30*time.Second)
 	// A stall longer than the TTL usually costs the lease (on a loaded
 	// machine a shorter one can too); the netmaster says so.
 	res.TermChanged = v.KillLeader || strings.Contains(live.Output(), "lost leader lock")
 	if res.TermChanged {
-		live.waitSweep(t, faultEnd, 3*leaderTTL+30*time.Second)
+		waitSweep(t, live, faultEnd, 3*leaderTTL+30*time.Second)
 	}
 	// Inspecting the network makes the leader give its reserve back, so
 	// that what is left taken without an owner is a leak.
-	_, _ = do(context.Background(), http.DefaultClient, live.url(), "GET", "/api/v1/inspect/networks/"+tenant+":"+network+"/", "")
+	_, _ = do(context.Background(), http.DefaultClient, live.URL(), "GET", "/api/v1/inspect/networks/"+tenant+":"+network+"/", "")
 	check(t, srv.Endpoint, &res)
 	res.Elapsed = time.Since(start)
 	for _, p := range procs {
-		p.stop()
+		p.Stop()
 		out := p.Output()
 		res.Retried += strings.Count(out, "request failed, retrying")
 		res.Races += strings.Count(out, "WARNING: DATA RACE")
@@ -442,110 +419,47 @@ func mustOK(t testing.TB, base, method, path, body string) {
 	}
 }
 
-// proc is one netmaster process.
-type proc struct {
-	addr string
-	cmd  *exec.Cmd
-	out  *objdbtest.SyncBuffer
-	done chan struct{}
-}
-
-func startProc(t testing.TB, storeEndpoint string) *proc {
+// startProc runs a netmaster on the store at storeEndpoint.
+func startProc(t testing.TB, storeEndpoint string) *nmproc.Proc {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	p := &proc{addr: addr, out: &objdbtest.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "--", "--mode", "test", "--netmode", "vlan", "--fwdmode", "bridge",
-		"--log-level", "warn", "--external-address", addr, "--internal-address", addr,
-		"--etcd-endpoints", storeEndpoint, "--leader-ttl", leaderTTL.String())
-	p.cmd.Env = append(os.Environ(), envDaemon+"=1")
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start netmaster: %v", err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("netmaster %s output:\n%s", p.addr, tail(p.out.String(), 8000))
-		}
-	})
-	return p
+	return nmproc.Start(t, "", "--etcd-endpoints", storeEndpoint, "--leader-ttl", leaderTTL.String())
 }
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
-}
-
-func (p *proc) url() string { return "http://" + p.addr }
-
-// Output is the process's log so far.
-func (p *proc) Output() string { return p.out.String() }
-
-func (p *proc) signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func (p *proc) kill() { p.signal(syscall.SIGKILL) }
-func (p *proc) stop() { p.signal(syscall.SIGTERM) }
 
 // waitSweep waits until the leader this process reaches reports a sweep
 // finished after since (GET /debug/sweep).
-func (p *proc) waitSweep(t testing.TB, since time.Time, within time.Duration) {
+func waitSweep(t testing.TB, p *nmproc.Proc, since time.Time, within time.Duration) {
 	t.Helper()
 	hc := &http.Client{Timeout: 2 * time.Second}
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		b, err := do(context.Background(), hc, p.url(), "GET", "/debug/sweep", "")
+		b, err := do(context.Background(), hc, p.URL(), "GET", "/debug/sweep", "")
 		var rep struct{ At time.Time }
 		if err == nil && json.Unmarshal(b, &rep) == nil && rep.At.After(since) {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("no sweep of netmaster %s finished within %v after the fault; output:\n%s", p.addr, within, tail(p.out.String(), 8000))
+	t.Fatalf("no sweep of netmaster %s finished within %v after the fault; output:\n%s", p.Addr, within, nmproc.Tail(p.Output(), 8000))
 }
 
 // waitServing waits until the netmaster answers the model API (itself as
 // the leader, or proxying to one).
-func (p *proc) waitServing(t testing.TB, within time.Duration) {
+func waitServing(t testing.TB, p *nmproc.Proc, within time.Duration) {
 	t.Helper()
 	hc := &http.Client{Timeout: 2 * time.Second}
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
-		case <-p.done:
-			t.Fatalf("netmaster %s exited; output:\n%s", p.addr, tail(p.out.String(), 8000))
+		case <-p.Done():
+			t.Fatalf("netmaster %s exited; output:\n%s", p.Addr, nmproc.Tail(p.Output(), 8000))
 		default:
 		}
-		if _, err := do(context.Background(), hc, p.url(), "GET", "/api/v1/networks/", ""); err == nil {
+		if _, err := do(context.Background(), hc, p.URL(), "GET", "/api/v1/networks/", ""); err == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("netmaster %s not serving within %v; output:\n%s", p.addr, within, tail(p.out.String(), 8000))
+	t.Fatalf("netmaster %s not serving within %v; output:\n%s", p.Addr, within, nmproc.Tail(p.Output(), 8000))
 }

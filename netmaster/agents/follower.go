@@ -1,4 +1,4 @@
-package master
+package agents
 
 import (
 	"context"
@@ -7,14 +7,15 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
-// serviceVtep is the service a netplugin registers with its VTEP IP.
-const serviceVtep = "netplugin.vtep"
+// ServiceVtep is the service a netplugin registers with its VTEP IP.
+const ServiceVtep = "netplugin.vtep"
 
 // Timing of the agent follower (docs/daemons.md §5.2, §9).
 const (
@@ -25,7 +26,7 @@ const (
 // agentFollower turns `netplugin` service events into ofnet master calls:
 // Add → AddNode (retried until the agent answers), Del → RemoveNode and,
 // once the host has no agent left for the clear delay, the host GC
-// (ClearNode and the deletion of its endpoints, hostgc.go).
+// (ClearNode here, then the deletion of its endpoints by Hosts).
 //
 // Agents register with, and originate endpoints from, their VTEP IP, while
 // the `netplugin` entries carry the control IP (docs/daemons.md §10 row 10). The
@@ -33,7 +34,7 @@ const (
 // to its VTEP IP, so a departed host is removed and cleared under the
 // identity the master knows it by.
 type agentFollower struct {
-	m     *master
+	a     *Agents
 	om    *ofmaster.Master
 	log   *logrus.Entry
 	delay time.Duration
@@ -46,13 +47,13 @@ type agentFollower struct {
 	wg     sync.WaitGroup
 }
 
-func newAgentFollower(m *master, om *ofmaster.Master) *agentFollower {
-	d := m.cfg.OfnetClearDelay
+func newAgentFollower(a *Agents, om *ofmaster.Master) *agentFollower {
+	d := a.cfg.ClearDelay
 	if d <= 0 {
-		d = DefaultOfnetClearDelay
+		d = DefaultClearDelay
 	}
 	return &agentFollower{
-		m: m, om: om, log: m.log.WithField("component", "ofnet-agents"), delay: d,
+		a: a, om: om, log: a.log.WithField("component", "ofnet-agents"), delay: d,
 		adders: map[string]context.CancelFunc{}, ports: map[string]map[int]bool{},
 		clears: map[string]context.CancelFunc{}, vteps: map[string]string{},
 	}
@@ -67,17 +68,17 @@ func (f *agentFollower) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
 		if agents == nil {
-			if agents, err = f.m.svc.WatchService(ctx, daemon.ServiceNetplugin); err != nil {
+			if agents, err = f.a.svc.WatchService(ctx, server.ServiceNetplugin); err != nil {
 				f.log.WithError(err).Warn("watch netplugin services")
 			}
 		}
 		if vteps == nil {
-			if vteps, err = f.m.svc.WatchService(ctx, serviceVtep); err != nil {
+			if vteps, err = f.a.svc.WatchService(ctx, ServiceVtep); err != nil {
 				f.log.WithError(err).Warn("watch netplugin.vtep services")
 			}
 		}
 		if agents == nil || vteps == nil {
-			if !sleepCtx(ctx, ofnetRetry) {
+			if !ctxutil.Sleep(ctx, ofnetRetry) {
 				return
 			}
 			continue
@@ -103,7 +104,7 @@ func (f *agentFollower) run(ctx context.Context) {
 				continue
 			}
 			f.handle(ctx, ev)
-			if !sleepCtx(ctx, agentEventPause) {
+			if !ctxutil.Sleep(ctx, agentEventPause) {
 				return
 			}
 		}
@@ -166,7 +167,7 @@ func (f *agentFollower) vtepOf(ctx context.Context, info objdb.ServiceInfo) stri
 	}
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	list, err := f.m.svc.GetService(lctx, serviceVtep)
+	list, err := f.a.svc.GetService(lctx, ServiceVtep)
 	if err != nil {
 		f.log.WithError(err).Warn("list netplugin.vtep services")
 	}
@@ -192,7 +193,7 @@ func (f *agentFollower) startAdd(ctx context.Context, node ofrpc.OfnetNode) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		backoff := ofnetRetry
+		retry := ctxutil.NewBackoff(ofnetRetry, addNodeRetryMax)
 		for {
 			err := f.om.AddNode(actx, node)
 			if err == nil {
@@ -202,18 +203,18 @@ func (f *agentFollower) startAdd(ctx context.Context, node ofrpc.OfnetNode) {
 			if actx.Err() != nil {
 				return
 			}
-			f.log.WithError(err).WithFields(logrus.Fields{"agent": key, "retry": backoff}).Warn("add ofnet master to agent")
-			if !sleepCtx(actx, backoff) {
+			wait := retry.NextBackOff()
+			f.log.WithError(err).WithFields(logrus.Fields{"agent": key, "retry": wait}).Warn("add ofnet master to agent")
+			if !ctxutil.Sleep(actx, wait) {
 				return
 			}
-			backoff = min(2*backoff, addNodeRetryMax)
 		}
 	}()
 }
 
 // scheduleClear garbage-collects the host after the delay unless it comes
 // back first (hostgc.go): its endpoints are withdrawn from the other agents
-// (under vtep) and deleted from the store (by hostname, when known).
+// (under vtep) and deleted from the store by Hosts (by hostname, when known).
 func (f *agentFollower) scheduleClear(ctx context.Context, host, hostname, vtep string) {
 	if cancel, ok := f.clears[host]; ok {
 		cancel()
@@ -236,7 +237,7 @@ func (f *agentFollower) scheduleClear(ctx context.Context, host, hostname, vtep 
 		if hostname == "" {
 			return
 		}
-		n, err := f.m.collectHost(cctx, hostname)
+		n, err := f.a.hosts.CollectHost(cctx, hostname)
 		log := f.log.WithFields(logrus.Fields{"host": hostname, "endpoints": n})
 		if err != nil && cctx.Err() == nil {
 			log.WithError(err).Warn("host GC: delete endpoints of a departed host")

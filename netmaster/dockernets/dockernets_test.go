@@ -1,4 +1,4 @@
-package docknet_test
+package dockernets_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
-	"github.com/contiv/netplugin/netmaster/docknet/docknettest"
+	"github.com/contiv/netplugin/netmaster/dockernets"
+	"github.com/contiv/netplugin/netmaster/dockernets/dockernetstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -26,7 +26,7 @@ func TestNegotiateVersion(t *testing.T) {
 		"1.12": "1.23", "1.23": "1.23", "1.24": "1.24", "1.44": "1.44", "2.0": "2.0",
 		"": "1.23", "x.y": "1.23", "1": "1.23", "1.-3": "1.23",
 	} {
-		if got := docknet.NegotiateVersion(min); got != want {
+		if got := dockernets.NegotiateVersion(min); got != want {
 			t.Errorf("NegotiateVersion(%q) = %q, want %q", min, got, want)
 		}
 	}
@@ -40,11 +40,11 @@ func TestNames(t *testing.T) {
 		{"blue", "web", "db", "db/blue"},
 	}
 	for _, c := range cases {
-		if got := docknet.Name(c.tenant, c.network, c.group); got != c.name {
+		if got := dockernets.Name(c.tenant, c.network, c.group); got != c.name {
 			t.Errorf("Name(%q,%q,%q) = %q, want %q", c.tenant, c.network, c.group, got, c.name)
 		}
 	}
-	if got := docknet.StateID("blue", "web", ""); got != "blue.web." {
+	if got := dockernets.StateID("blue", "web", ""); got != "blue.web." {
 		t.Errorf("StateID = %q", got)
 	}
 	for name, want := range map[string][3]string{
@@ -53,7 +53,7 @@ func TestNames(t *testing.T) {
 		"db.web/blue": {"blue", "web", "db"},
 		"db.web":      {"default", "web", "db"},
 	} {
-		tn, nw, g := docknet.ParseName(name)
+		tn, nw, g := dockernets.ParseName(name)
 		if got := [3]string{tn, nw, g}; got != want {
 			t.Errorf("ParseName(%q) = %v, want %v", name, got, want)
 		}
@@ -61,14 +61,14 @@ func TestNames(t *testing.T) {
 }
 
 func TestRequestShape(t *testing.T) {
-	s := docknet.Spec{Tenant: "blue", Network: "web", Group: "db", Encap: "vlan", PktTag: 12,
+	s := dockernets.Spec{Tenant: "blue", Network: "web", Group: "db", Encap: "vlan", PktTag: 12,
 		Subnet: "198.18.1.0/24", Gateway: "198.18.1.1", IPv6Subnet: "2001:db8:1::/64", IPv6Gateway: "2001:db8:1::1"}
 	got := s.Request("netplugin")
-	want := docknet.CreateRequest{
+	want := dockernets.CreateRequest{
 		Name: "db/blue", CheckDuplicate: true, Driver: "netplugin", EnableIPv6: true, Attachable: true,
 		Options: map[string]string{"tenant": "blue", "encap": "vlan", "pkt-tag": "12"},
-		IPAM: docknet.IPAM{Driver: "netplugin",
-			Config:  []docknet.IPAMConfig{{Subnet: "198.18.1.0/24", Gateway: "198.18.1.1"}, {Subnet: "2001:db8:1::/64", Gateway: "2001:db8:1::1"}},
+		IPAM: dockernets.IPAM{Driver: "netplugin",
+			Config:  []dockernets.IPAMConfig{{Subnet: "198.18.1.0/24", Gateway: "198.18.1.1"}, {Subnet: "2001:db8:1::/64", Gateway: "2001:db8:1::1"}},
 			Options: map[string]string{"tenant": "blue", "network": "web", "group": "db"}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -78,16 +78,16 @@ func TestRequestShape(t *testing.T) {
 
 // TestCreateReuseRemove drives a real engine through the fake plugin.
 func TestCreateReuseRemove(t *testing.T) {
-	c := docknettest.RequireEngine(t)
-	p := docknettest.Start(t)
+	c := dockernetstest.RequireEngine(t)
+	p := dockernetstest.Start(t)
 	ctx := testCtx(t)
-	tenant := docknettest.UniqueName("t")
-	s := docknet.Spec{Tenant: tenant, Network: "web", Encap: "vxlan", PktTag: 5001,
+	tenant := dockernetstest.UniqueName("t")
+	s := dockernets.Spec{Tenant: tenant, Network: "web", Encap: "vxlan", PktTag: 5001,
 		Subnet: "198.18.7.0/24", Gateway: "198.18.7.254", IPv6Subnet: "2001:db8:7::/64", IPv6Gateway: "2001:db8:7::1"}
-	name := docknet.Name(tenant, "web", "")
-	docknettest.RemoveAtCleanup(t, c, name)
+	name := dockernets.Name(tenant, "web", "")
+	dockernetstest.RemoveAtCleanup(t, c, name)
 
-	id, created, err := docknet.Create(ctx, c, p.Name, s)
+	id, created, err := dockernets.Create(ctx, c, p.Name, s)
 	if err != nil || !created {
 		t.Fatalf("create: id %q created %v err %v", id, created, err)
 	}
@@ -102,7 +102,7 @@ func TestCreateReuseRemove(t *testing.T) {
 	if len(cn) != 1 {
 		t.Fatalf("want 1 CreateNetwork call, got %d", len(cn))
 	}
-	opts, err := docknettest.Options(cn[0])
+	opts, err := dockernetstest.Options(cn[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestCreateReuseRemove(t *testing.T) {
 		t.Fatalf("ipam options %v, want %v", pools[0].Options, want)
 	}
 
-	again, created, err := docknet.Create(ctx, c, p.Name, s)
+	again, created, err := dockernets.Create(ctx, c, p.Name, s)
 	if err != nil || created || again != id {
 		t.Fatalf("second create: id %q (want %q) created %v err %v", again, id, created, err)
 	}
@@ -128,35 +128,35 @@ func TestCreateReuseRemove(t *testing.T) {
 		t.Fatalf("reuse called CreateNetwork again (%d calls)", n)
 	}
 
-	existed, err := docknet.Remove(ctx, c, tenant, "web", "")
+	existed, err := dockernets.Remove(ctx, c, tenant, "web", "")
 	if err != nil || !existed {
 		t.Fatalf("remove: existed %v err %v", existed, err)
 	}
-	if _, err := c.InspectNetwork(ctx, id); !errors.Is(err, docknet.ErrNotFound) {
+	if _, err := c.InspectNetwork(ctx, id); !errors.Is(err, dockernets.ErrNotFound) {
 		t.Fatalf("inspect after remove: %v", err)
 	}
 	if n := len(p.Calls("/NetworkDriver.DeleteNetwork")); n != 1 {
 		t.Fatalf("want 1 DeleteNetwork call, got %d", n)
 	}
-	existed, err = docknet.Remove(ctx, c, tenant, "web", "")
+	existed, err = dockernets.Remove(ctx, c, tenant, "web", "")
 	if err != nil || existed {
 		t.Fatalf("second remove: existed %v err %v", existed, err)
 	}
 }
 
 func TestOtherDriver(t *testing.T) {
-	c := docknettest.RequireEngine(t)
-	p := docknettest.Start(t)
+	c := dockernetstest.RequireEngine(t)
+	p := dockernetstest.Start(t)
 	ctx := testCtx(t)
-	group := docknettest.UniqueName("g")
-	docknettest.RemoveAtCleanup(t, c, group)
-	if _, err := c.CreateNetwork(ctx, docknet.CreateRequest{Name: group, CheckDuplicate: true, Driver: "bridge",
-		IPAM: docknet.IPAM{Config: []docknet.IPAMConfig{{Subnet: "198.18.8.0/24"}}}}); err != nil {
+	group := dockernetstest.UniqueName("g")
+	dockernetstest.RemoveAtCleanup(t, c, group)
+	if _, err := c.CreateNetwork(ctx, dockernets.CreateRequest{Name: group, CheckDuplicate: true, Driver: "bridge",
+		IPAM: dockernets.IPAM{Config: []dockernets.IPAMConfig{{Subnet: "198.18.8.0/24"}}}}); err != nil {
 		t.Fatalf("create bridge network: %v", err)
 	}
-	s := docknet.Spec{Tenant: "default", Network: "web", Group: group, Encap: "vlan", PktTag: 3, Subnet: "198.18.9.0/24"}
-	_, _, err := docknet.Create(ctx, c, p.Name, s)
-	if !errors.Is(err, docknet.ErrOtherDriver) {
+	s := dockernets.Spec{Tenant: "default", Network: "web", Group: group, Encap: "vlan", PktTag: 3, Subnet: "198.18.9.0/24"}
+	_, _, err := dockernets.Create(ctx, c, p.Name, s)
+	if !errors.Is(err, dockernets.ErrOtherDriver) {
 		t.Fatalf("create over a bridge network: %v, want ErrOtherDriver", err)
 	}
 	if n := len(p.Calls("/NetworkDriver.CreateNetwork")); n != 0 {
@@ -165,27 +165,27 @@ func TestOtherDriver(t *testing.T) {
 }
 
 func TestEngineErrors(t *testing.T) {
-	c := docknettest.RequireEngine(t)
+	c := dockernetstest.RequireEngine(t)
 	ctx := testCtx(t)
-	missing := docknettest.UniqueName("missing")
-	if _, err := c.InspectNetwork(ctx, missing); !errors.Is(err, docknet.ErrNotFound) {
+	missing := dockernetstest.UniqueName("missing")
+	if _, err := c.InspectNetwork(ctx, missing); !errors.Is(err, dockernets.ErrNotFound) {
 		t.Fatalf("inspect missing: %v", err)
 	}
-	if err := c.RemoveNetwork(ctx, missing); !errors.Is(err, docknet.ErrNotFound) {
+	if err := c.RemoveNetwork(ctx, missing); !errors.Is(err, dockernets.ErrNotFound) {
 		t.Fatalf("remove missing: %v", err)
 	}
 	// A malformed subnet is refused by the engine with an API error.
-	_, err := c.CreateNetwork(ctx, docknet.CreateRequest{Name: missing, Driver: "bridge",
-		IPAM: docknet.IPAM{Config: []docknet.IPAMConfig{{Subnet: "198.18.300.0/24"}}}})
-	var ae *docknet.APIError
+	_, err := c.CreateNetwork(ctx, dockernets.CreateRequest{Name: missing, Driver: "bridge",
+		IPAM: dockernets.IPAM{Config: []dockernets.IPAMConfig{{Subnet: "198.18.300.0/24"}}}})
+	var ae *dockernets.APIError
 	if !errors.As(err, &ae) {
 		t.Fatalf("create with a bad subnet: %v, want *APIError", err)
 	}
-	docknettest.RemoveAtCleanup(t, c, missing)
+	dockernetstest.RemoveAtCleanup(t, c, missing)
 }
 
 func TestNoEngine(t *testing.T) {
-	c := docknet.NewClient(t.TempDir() + "/none.sock")
+	c := dockernets.NewClient(t.TempDir() + "/none.sock")
 	defer c.Close()
 	if _, err := c.APIVersion(testCtx(t)); err == nil {
 		t.Fatal("APIVersion on a missing socket succeeded")

@@ -1,4 +1,4 @@
-package docknet
+package dockernets
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type Network struct {
 func DecodeNetworks(data []byte) ([]Network, error) {
 	var out []Network
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("docknet: decode network list: %w", err)
+		return nil, fmt.Errorf("dockernets: decode network list: %w", err)
 	}
 	return out, nil
 }

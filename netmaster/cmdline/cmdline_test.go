@@ -1,4 +1,4 @@
-package cli
+package cmdline
 
 import (
 	"errors"
@@ -8,20 +8,20 @@ import (
 	"github.com/sirupsen/logrus"
 	ucli "github.com/urfave/cli"
 
-	"github.com/contiv/netplugin/netmaster/daemon"
+	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
 // parse runs the app's flag parsing and validation without starting the
 // daemon: the leader constructor reports the parsed config and stops.
-func parse(t *testing.T, env map[string]string, args ...string) (daemon.Config, int, string) {
+func parse(t *testing.T, env map[string]string, args ...string) (server.Config, int, string) {
 	t.Helper()
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	var got daemon.Config
+	var got server.Config
 	stop := errors.New("parsed")
-	app := App(func(cfg daemon.Config, _ *logrus.Entry) (daemon.Leader, error) {
+	app := App(func(cfg server.Config, _ *logrus.Entry) (server.Leader, error) {
 		got = cfg
 		return nil, stop
 	})
@@ -66,8 +66,8 @@ func TestEnvironmentAndDefaults(t *testing.T) {
 		t.Fatalf("%q", msg)
 	}
 	if cfg.Common.Mode != "kubernetes" || cfg.ExternalAddress != "0.0.0.0:9999" || cfg.EmbeddedEtcdDir != "/tmp/x" ||
-		cfg.LeaderTTL != daemon.DefaultLeaderTTL || cfg.Infra != "default" || cfg.Common.LogLevel != "INFO" ||
-		cfg.HTTP != daemon.DefaultHTTPLimits {
+		cfg.LeaderTTL != server.DefaultLeaderTTL || cfg.Infra != "default" || cfg.Common.LogLevel != "INFO" ||
+		cfg.HTTP != server.DefaultHTTPLimits {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	// A flag wins over its environment twin.
@@ -85,7 +85,7 @@ func TestHTTPLimits(t *testing.T) {
 	if !strings.Contains(msg, "parsed") {
 		t.Fatalf("%q", msg)
 	}
-	want := daemon.HTTPLimits{ReadHeaderTimeout: 2e9, ReadTimeout: 7e9, WriteTimeout: 9e9, IdleTimeout: 11e9, MaxBodyBytes: 65536}
+	want := server.HTTPLimits{ReadHeaderTimeout: 2e9, ReadTimeout: 7e9, WriteTimeout: 9e9, IdleTimeout: 11e9, MaxBodyBytes: 65536}
 	if cfg.HTTP != want {
 		t.Fatalf("HTTP limits %+v, want %+v", cfg.HTTP, want)
 	}

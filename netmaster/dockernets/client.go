@@ -1,8 +1,8 @@
-// Package docknet keeps Docker networks in step with contiv networks and
+// Package dockernets keeps Docker networks in step with contiv networks and
 // endpoint groups in docker cluster mode (docs/daemons.md §4.14): a small
 // Docker Engine API client over the unix socket (networks only) and the
 // create/delete rules of the original netmaster.
-package docknet
+package dockernets
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ const BaseAPIVersion = "1.23"
 // Sentinel errors.
 var (
 	// ErrNotFound: the engine has no such network.
-	ErrNotFound = errors.New("docknet: docker network not found")
+	ErrNotFound = errors.New("dockernets: docker network not found")
 	// ErrOtherDriver: a network of that name exists with another driver.
 	// Its text is what the REST API shows (docs/rest-api.md §2.4 step 9).
 	ErrOtherDriver = errors.New("network name used by another driver")

@@ -1,9 +1,9 @@
-// Package daemon is netmaster's process shell: it opens the store (or runs
+// Package server is netmaster's process shell: it opens the store (or runs
 // the embedded etcd), registers the netmaster services, campaigns for the
 // leader lock and switches between the follower state (proxy every request
 // to the leader) and the leader state (serve the API, run leader-only work)
 // as the lock is won and lost (docs/daemons.md §4.1, §4.2).
-package daemon
+package server
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package docknet
+package dockernets
 
 import (
 	"context"

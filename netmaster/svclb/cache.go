@@ -1,39 +1,66 @@
-package master
+// Package svclb is netmaster's service load balancer (docs/daemons.md
+// §4.12): the running services and their providers, kept in step with the
+// containers that start and end, persisted and published through the
+// state store. One Cache lives for one leadership term.
+package svclb
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"sort"
 	"sync"
 
+	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
 
-// svcLBCache is a leadership term's view of the service load balancer
+// Cache is a leadership term's view of the service load balancer
 // (docs/daemons.md §4.12): the running services by "<svc>:<tenant>" and the
 // started containers (potential providers) by container id. It is rebuilt
-// from the store at the start of every term (restoreServices).
+// from the store at the start of every term (Restore).
 //
 // Values are never changed in place: an update stores a new
 // *state.ServiceLB, so a pointer handed out stays a consistent snapshot
 // and an undo can put the previous pointer back. The providers of a
 // service are shared *state.Provider values whose Services member is left
 // empty here and computed when a record is written (recordOf).
-type svcLBCache struct {
+type Cache struct {
+	st   *state.Store
+	vips VIPs
+
 	mu        sync.Mutex
 	services  map[string]*state.ServiceLB
 	providers map[string]*state.Provider
 }
 
-func newSvcLBCache() *svcLBCache {
-	return &svcLBCache{services: map[string]*state.ServiceLB{}, providers: map[string]*state.Provider{}}
+// VIPs takes and gives back service addresses in the network's pool; the
+// endpoint side of netmaster owns the pools and their address records.
+// Every side effect registers its undo with tx.
+type VIPs interface {
+	// TakeVIP takes requested ("": the lowest free address) in network
+	// netID for service id.
+	TakeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, requested string) (netip.Addr, error)
+	// DropVIP gives vip of network netID back.
+	DropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip string) error
+	// Snapshot records the raw values of keys and returns their undo.
+	Snapshot(ctx context.Context, keys ...string) (func(), error)
 }
 
-// get returns the running service id.
-func (c *svcLBCache) get(id string) (*state.ServiceLB, bool) {
+// New returns an empty cache writing through st and taking VIPs from vips.
+func New(st *state.Store, vips VIPs) *Cache {
+	return &Cache{st: st, vips: vips, services: map[string]*state.ServiceLB{}, providers: map[string]*state.Provider{}}
+}
+
+// ID is the state id of a service: "<service>:<tenant>".
+func ID(tenant, service string) string { return service + ":" + tenant }
+
+// Get returns the running service id.
+func (c *Cache) Get(id string) (*state.ServiceLB, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.services[id]
@@ -64,7 +91,7 @@ func withProviders(svc *state.ServiceLB, prov map[string]*state.Provider) *state
 // matchingProviders returns the started containers of tenant whose labels
 // satisfy sel, keyed by provider key (the lowest container id wins a key
 // collision, so the choice does not depend on map order).
-func (c *svcLBCache) matchingProviders(tenant string, sel map[string]string) map[string]*state.Provider {
+func (c *Cache) matchingProviders(tenant string, sel map[string]string) map[string]*state.Provider {
 	ids := make([]string, 0, len(c.providers))
 	for id := range c.providers {
 		ids = append(ids, id)
@@ -114,17 +141,17 @@ func providerList(svc *state.ServiceLB) state.SvcProvider {
 
 // writeService persists svc (as seen together with view) and publishes its
 // provider list; with publishEmpty false an empty list is removed instead.
-func (m *master) writeService(ctx context.Context, svc *state.ServiceLB, view map[string]*state.ServiceLB, publishEmpty bool) error {
-	if _, err := m.st.ServiceLBs.Write(ctx, recordOf(svc, view)); err != nil {
+func (c *Cache) writeService(ctx context.Context, svc *state.ServiceLB, view map[string]*state.ServiceLB, publishEmpty bool) error {
+	if _, err := c.st.ServiceLBs.Write(ctx, recordOf(svc, view)); err != nil {
 		return fmt.Errorf("write service state %q: %w", svc.ID, err)
 	}
 	if len(svc.Providers) == 0 && !publishEmpty {
-		if err := m.st.Providers.Clear(ctx, svc.ID); err != nil {
+		if err := c.st.Providers.Clear(ctx, svc.ID); err != nil {
 			return fmt.Errorf("withdraw providers of %q: %w", svc.ID, err)
 		}
 		return nil
 	}
-	if _, err := m.st.Providers.Write(ctx, providerList(svc)); err != nil {
+	if _, err := c.st.Providers.Write(ctx, providerList(svc)); err != nil {
 		return fmt.Errorf("publish providers of %q: %w", svc.ID, err)
 	}
 	return nil
@@ -133,8 +160,7 @@ func (m *master) writeService(ctx context.Context, svc *state.ServiceLB, view ma
 // updateProviders replaces the provider maps of the services in next
 // (service id → new map), persisting and publishing each; the cache takes
 // each change once it is stored. Called with c.mu held.
-func (m *master) updateProviders(ctx context.Context, next map[string]map[string]*state.Provider) error {
-	c := m.svcLB
+func (c *Cache) updateProviders(ctx context.Context, next map[string]map[string]*state.Provider) error {
 	view := maps.Clone(c.services)
 	for id, prov := range next {
 		view[id] = withProviders(c.services[id], prov)
@@ -146,7 +172,7 @@ func (m *master) updateProviders(ctx context.Context, next map[string]map[string
 	sort.Strings(ids)
 	var errs []error
 	for _, id := range ids {
-		if err := m.writeService(ctx, view[id], view, true); err != nil {
+		if err := c.writeService(ctx, view[id], view, true); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -155,11 +181,10 @@ func (m *master) updateProviders(ctx context.Context, next map[string]map[string
 	return errors.Join(errs...)
 }
 
-// providerStart records a started container and adds it to every service
+// Start records a started container and adds it to every service
 // of its tenant whose selectors its labels satisfy (after taking a
 // previous start of the same container out).
-func (m *master) providerStart(ctx context.Context, p *state.Provider) error {
-	c := m.svcLB
+func (c *Cache) Start(ctx context.Context, p *state.Provider) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.providers[p.ContainerID] = p
@@ -176,13 +201,12 @@ func (m *master) providerStart(ctx context.Context, p *state.Provider) error {
 			next[id] = prov
 		}
 	}
-	return m.updateProviders(ctx, next)
+	return c.updateProviders(ctx, next)
 }
 
-// providerDie takes a container out of every service it provides and
+// Die takes a container out of every service it provides and
 // forgets it; known is false for a container that never started.
-func (m *master) providerDie(ctx context.Context, containerID string) (known bool, err error) {
-	c := m.svcLB
+func (c *Cache) Die(ctx context.Context, containerID string) (known bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.providers[containerID]; !ok {
@@ -194,7 +218,7 @@ func (m *master) providerDie(ctx context.Context, containerID string) (known boo
 			next[id] = prov
 		}
 	}
-	if err := m.updateProviders(ctx, next); err != nil {
+	if err := c.updateProviders(ctx, next); err != nil {
 		return true, err
 	}
 	delete(c.providers, containerID)
@@ -217,15 +241,15 @@ func withoutContainer(prov map[string]*state.Provider, containerID string) map[s
 	return out
 }
 
-// restoreServices rebuilds the cache from the store: the services from
-// their records, the started containers from those records' providers and
-// from every endpoint carrying labels and a container id.
-func (m *master) restoreServices(ctx context.Context) error {
-	recs, _, err := m.st.ServiceLBs.ReadAll(ctx)
+// Restore rebuilds the cache from the store: the services from their
+// records, the started containers from those records' providers and from
+// every endpoint of eps carrying labels and a container id.
+func (c *Cache) Restore(ctx context.Context, eps []state.Endpoint) error {
+	recs, _, err := c.st.ServiceLBs.ReadAll(ctx)
 	if err != nil && !errors.Is(err, objdb.ErrNotFound) {
 		return fmt.Errorf("read service states: %w", err)
 	}
-	c := newSvcLBCache()
+	services, providers := map[string]*state.ServiceLB{}, map[string]*state.Provider{}
 	for _, rec := range recs {
 		svc := rec
 		prov := make(map[string]*state.Provider, len(rec.Providers))
@@ -235,47 +259,43 @@ func (m *master) restoreServices(ctx context.Context) error {
 			}
 			cp := *p
 			cp.Services = nil
-			if known, ok := c.providers[cp.ContainerID]; ok {
+			if known, ok := providers[cp.ContainerID]; ok {
 				prov[key] = known
 				continue
 			}
-			c.providers[cp.ContainerID] = &cp
+			providers[cp.ContainerID] = &cp
 			prov[key] = &cp
 		}
 		svc.Providers = prov
-		c.services[svc.ID] = &svc
-	}
-	eps, err := m.allEndpoints(ctx)
-	if err != nil {
-		return err
+		services[svc.ID] = &svc
 	}
 	for _, ep := range eps {
 		if len(ep.Labels) == 0 || ep.ContainerID == "" {
 			continue
 		}
-		if _, ok := c.providers[ep.ContainerID]; ok {
+		if _, ok := providers[ep.ContainerID]; ok {
 			continue
 		}
-		ns, err := m.st.Networks.Read(ctx, ep.NetID)
+		ns, err := c.st.Networks.Read(ctx, ep.NetID)
 		if errors.Is(err, objdb.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("read network state %q: %w", ep.NetID, err)
 		}
-		c.providers[ep.ContainerID] = &state.Provider{IPAddress: ep.IPAddress, ContainerID: ep.ContainerID,
+		providers[ep.ContainerID] = &state.Provider{IPAddress: ep.IPAddress, ContainerID: ep.ContainerID,
 			Labels: maps.Clone(ep.Labels), Tenant: ns.Tenant, Network: ns.NetworkName, EpIDKey: ep.ID}
 	}
-	m.svcLB.mu.Lock()
-	defer m.svcLB.mu.Unlock()
-	m.svcLB.services, m.svcLB.providers = c.services, c.providers
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.services, c.providers = services, providers
 	return nil
 }
 
-// startedProvider is the provider a start event makes of endpoint ep
+// StartedProvider is the provider a start event makes of endpoint ep
 // (after its labels were merged): the request's address (the endpoint's
 // when the request has none) and the endpoint's labels.
-func startedProvider(req *UpdateEndpointRequest, ep state.Endpoint) *state.Provider {
+func StartedProvider(req *pluginapi.UpdateEndpointRequest, ep state.Endpoint) *state.Provider {
 	p := &state.Provider{IPAddress: req.IPAddress, ContainerID: req.ContainerID, Labels: maps.Clone(ep.Labels),
 		Tenant: req.Tenant, Network: req.Network, EpIDKey: ep.ID}
 	if p.IPAddress == "" {

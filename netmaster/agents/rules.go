@@ -1,4 +1,4 @@
-package master
+package agents
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // followRules keeps the ofnet master's rules equal to state/policyRule:
@@ -17,34 +18,34 @@ import (
 // leadership), then applies the watch from the listed version; a failed
 // watch is followed by a new list. Only this goroutine changes the
 // master's rules.
-func (m *master) followRules(ctx context.Context, om *ofmaster.Master) {
+func (a *Agents) followRules(ctx context.Context, om *ofmaster.Master) {
 	for ctx.Err() == nil {
-		ver, err := m.syncRules(ctx, om)
+		ver, err := a.syncRules(ctx, om)
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.WithError(err).Warn("ofnet: list policy rules")
+				a.log.WithError(err).Warn("ofnet: list policy rules")
 			}
-			sleepCtx(ctx, ofnetRetry)
+			ctxutil.Sleep(ctx, ofnetRetry)
 			continue
 		}
-		ch, err := m.st.PolicyRules.Watch(ctx, objdb.WithStartVersion(ver))
+		ch, err := a.st.PolicyRules.Watch(ctx, objdb.WithStartVersion(ver))
 		if err != nil {
 			if ctx.Err() == nil {
-				m.log.WithError(err).Warn("ofnet: watch policy rules")
+				a.log.WithError(err).Warn("ofnet: watch policy rules")
 			}
-			sleepCtx(ctx, ofnetRetry)
+			ctxutil.Sleep(ctx, ofnetRetry)
 			continue
 		}
 		for c := range ch {
-			m.applyRuleChange(ctx, om, c)
+			a.applyRuleChange(ctx, om, c)
 		}
 	}
 }
 
 // syncRules makes the master's rules those of the store and returns the
 // store version they were read at.
-func (m *master) syncRules(ctx context.Context, om *ofmaster.Master) (int64, error) {
-	rules, ver, err := m.st.PolicyRules.ReadAll(ctx)
+func (a *Agents) syncRules(ctx context.Context, om *ofmaster.Master) (int64, error) {
+	rules, ver, err := a.st.PolicyRules.ReadAll(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -54,34 +55,34 @@ func (m *master) syncRules(ctx context.Context, om *ofmaster.Master) (int64, err
 	}
 	for id, r := range om.State().PolicyDb {
 		if !want[id] {
-			m.delOfnetRule(ctx, om, r.RuleId)
+			a.delOfnetRule(ctx, om, r.RuleId)
 		}
 	}
 	for _, r := range rules {
-		m.putOfnetRule(ctx, om, r.StateID(), r)
+		a.putOfnetRule(ctx, om, r.StateID(), r)
 	}
 	return ver, nil
 }
 
-func (m *master) applyRuleChange(ctx context.Context, om *ofmaster.Master, c state.Change[state.PolicyRule]) {
+func (a *Agents) applyRuleChange(ctx context.Context, om *ofmaster.Master, c state.Change[state.PolicyRule]) {
 	switch {
 	case c.Curr != nil:
-		m.putOfnetRule(ctx, om, c.ID, *c.Curr)
+		a.putOfnetRule(ctx, om, c.ID, *c.Curr)
 	case c.Err != nil && c.ID == "":
 		if ctx.Err() == nil {
-			m.log.WithError(c.Err).Warn("ofnet: policy rule watch failed; listing again")
+			a.log.WithError(c.Err).Warn("ofnet: policy rule watch failed; listing again")
 		}
 	case c.Err != nil:
 		// A value that did not decode: find out from the store what the
 		// key holds now.
-		r, err := m.st.PolicyRules.Read(ctx, c.ID)
+		r, err := a.st.PolicyRules.Read(ctx, c.ID)
 		switch {
 		case errors.Is(err, objdb.ErrNotFound):
-			m.delOfnetRule(ctx, om, c.ID)
+			a.delOfnetRule(ctx, om, c.ID)
 		case err != nil:
-			m.log.WithError(errors.Join(c.Err, err)).WithField("rule", c.ID).Warn("ofnet: unreadable policy rule left as it was")
+			a.log.WithError(errors.Join(c.Err, err)).WithField("rule", c.ID).Warn("ofnet: unreadable policy rule left as it was")
 		default:
-			m.putOfnetRule(ctx, om, c.ID, r)
+			a.putOfnetRule(ctx, om, c.ID, r)
 		}
 	default:
 		// Deleted: the previous value names the rule (docs/daemons.md §10 row
@@ -90,7 +91,7 @@ func (m *master) applyRuleChange(ctx context.Context, om *ofmaster.Master, c sta
 		if c.Prev != nil && c.Prev.RuleId != "" {
 			id = c.Prev.RuleId
 		}
-		m.delOfnetRule(ctx, om, id)
+		a.delOfnetRule(ctx, om, id)
 	}
 }
 
@@ -105,24 +106,24 @@ func ofnetRule(id string, r state.PolicyRule) ofrpc.OfnetPolicyRule {
 }
 
 // putOfnetRule adds the rule, replacing a different one with its id.
-func (m *master) putOfnetRule(ctx context.Context, om *ofmaster.Master, id string, r state.PolicyRule) {
+func (a *Agents) putOfnetRule(ctx context.Context, om *ofmaster.Master, id string, r state.PolicyRule) {
 	o := ofnetRule(id, r)
 	if old, ok := om.Rule(o.RuleId); ok {
 		if old == o {
 			return
 		}
 		if err := om.DelRule(ctx, old); err != nil {
-			m.log.WithError(err).WithField("rule", o.RuleId).Warn("ofnet: replace policy rule")
+			a.log.WithError(err).WithField("rule", o.RuleId).Warn("ofnet: replace policy rule")
 		}
 	}
 	if err := om.AddRule(ctx, o); err != nil && ctx.Err() == nil {
-		m.log.WithError(fmt.Errorf("push policy rule %q: %w", o.RuleId, err)).Warn("ofnet")
+		a.log.WithError(fmt.Errorf("push policy rule %q: %w", o.RuleId, err)).Warn("ofnet")
 	}
 }
 
-func (m *master) delOfnetRule(ctx context.Context, om *ofmaster.Master, id string) {
+func (a *Agents) delOfnetRule(ctx context.Context, om *ofmaster.Master, id string) {
 	err := om.DelRule(ctx, ofrpc.OfnetPolicyRule{RuleId: id})
 	if err != nil && !errors.Is(err, ofmaster.ErrRuleNotFound) && ctx.Err() == nil {
-		m.log.WithError(err).WithField("rule", id).Warn("ofnet: delete policy rule")
+		a.log.WithError(err).WithField("rule", id).Warn("ofnet: delete policy rule")
 	}
 }

@@ -1,10 +1,10 @@
-package docknet_test
+package dockernets_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 )
 
 func FuzzParseName(f *testing.F) {
@@ -12,13 +12,13 @@ func FuzzParseName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		tenant, network, group := docknet.ParseName(name)
+		tenant, network, group := dockernets.ParseName(name)
 		if tenant == "" {
 			t.Fatalf("ParseName(%q): empty tenant", name)
 		}
 		// Names built by Name from dot- and slash-free parts parse back.
 		if !strings.ContainsAny(name, "./") && name != "" {
-			if network != name || group != "" || tenant != docknet.DefaultTenant {
+			if network != name || group != "" || tenant != dockernets.DefaultTenant {
 				t.Fatalf("ParseName(%q) = %q %q %q", name, tenant, network, group)
 			}
 		}
@@ -31,6 +31,6 @@ func FuzzDecodeNetworks(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`[{"IPAM":null,"Options":[]}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = docknet.DecodeNetworks(data)
+		_, _ = dockernets.DecodeNetworks(data)
 	})
 }

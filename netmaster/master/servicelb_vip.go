@@ -4,112 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/objdb"
-	"github.com/contiv/netplugin/state"
 )
 
-// applyService brings the running service of s in line with the request
-// (docs/rest-api.md §2.11 create step 6, docs/daemons.md §4.12):
-//
-//   - the same network, ports, selectors and (if given) VIP as the running
-//     service: nothing to do;
-//   - otherwise the service is set up anew with the providers matching the
-//     selectors now, keeping the running VIP when the network is the same
-//     and no other address is requested, else taking a new VIP (the
-//     requested one, or the lowest free address) and releasing the old.
-//
-// Every side effect registers its undo with tx. Called inside the model
-// transaction, so REST operations on services are serialised.
-func (m *master) applyService(ctx context.Context, tx *contivmodel.Tx, s *contivmodel.ServiceLB, sel map[string]string) error {
-	c := m.svcLB
-	id := svcStateID(s.TenantName, s.ServiceName)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur, had := c.services[id]
-	sameVIP := s.IpAddress == "" || (had && s.IpAddress == cur.IPAddress)
-	if had && sameVIP && sameSpec(cur, s.NetworkName, s.Ports, sel) {
-		return nil
-	}
-	reuse := had && sameVIP && cur.Network == s.NetworkName
-	vip := ""
-	if reuse {
-		vip = cur.IPAddress
-	} else {
-		a, err := m.takeVIP(ctx, tx, id, netStateID(s.TenantName, s.NetworkName), s.IpAddress)
-		if err != nil {
-			return err
-		}
-		vip = a.String()
-	}
-	undo, err := m.snapshot(ctx, m.st.ServiceLBs.Key(id), m.st.Providers.Key(id))
+// vipOwner gives the service load balancer (netmaster/svclb) its VIPs from
+// the networks' pools, with the address records the sweep honours.
+type vipOwner struct{ m *master }
+
+func (v vipOwner) TakeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, requested string) (netip.Addr, error) {
+	return v.m.takeVIP(ctx, tx, id, netID, requested)
+}
+
+func (v vipOwner) DropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip string) error {
+	return v.m.dropVIP(ctx, tx, netID, vip)
+}
+
+func (v vipOwner) Snapshot(ctx context.Context, keys ...string) (func(), error) {
+	return v.m.snapshot(ctx, keys...)
+}
+
+// restoreServices rebuilds the service load balancer from the store at
+// the start of a term.
+func (m *master) restoreServices(ctx context.Context) error {
+	eps, err := m.allEndpoints(ctx)
 	if err != nil {
 		return err
 	}
-	tx.OnAbort(undo)
-	tx.OnAbort(func() { c.restore(id, cur, had) })
-	svc := &state.ServiceLB{
-		Common: state.Common{ID: id}, ServiceName: s.ServiceName, Tenant: s.TenantName, Network: s.NetworkName,
-		Ports: append([]string(nil), s.Ports...), Selectors: sel, IPAddress: vip,
-		Providers: c.matchingProviders(s.TenantName, sel),
-	}
-	view := maps.Clone(c.services)
-	view[id] = svc
-	if err := m.writeService(ctx, svc, view, false); err != nil {
-		return err
-	}
-	c.services[id] = svc
-	if had && !reuse {
-		return m.dropVIP(ctx, tx, netStateID(cur.Tenant, cur.Network), cur.IPAddress)
-	}
-	return nil
-}
-
-// removeService withdraws the service id: provider list, record, VIP and
-// cache entry (docs/daemons.md §4.12 "Delete service").
-func (m *master) removeService(ctx context.Context, tx *contivmodel.Tx, id string) error {
-	c := m.svcLB
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur, had := c.services[id]
-	if !had {
-		rec, err := m.st.ServiceLBs.Read(ctx, id)
-		if err != nil {
-			return storeErr("read service state "+id, err)
-		}
-		cur = &rec
-	}
-	undo, err := m.snapshot(ctx, m.st.ServiceLBs.Key(id), m.st.Providers.Key(id))
-	if err != nil {
-		return err
-	}
-	tx.OnAbort(undo)
-	tx.OnAbort(func() { c.restore(id, cur, had) })
-	delete(c.services, id)
-	if err := m.st.Providers.Clear(ctx, id); err != nil {
-		return fmt.Errorf("withdraw providers of %q: %w", id, err)
-	}
-	if err := m.st.ServiceLBs.Clear(ctx, id); err != nil {
-		return fmt.Errorf("delete service state %q: %w", id, err)
-	}
-	if cur.IPAddress == "" {
-		return nil
-	}
-	return m.dropVIP(ctx, tx, netStateID(cur.Tenant, cur.Network), cur.IPAddress)
-}
-
-// restore puts a cache entry back (an undo).
-func (c *svcLBCache) restore(id string, svc *state.ServiceLB, had bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if had {
-		c.services[id] = svc
-	} else {
-		delete(c.services, id)
-	}
+	return m.svcLB.Restore(ctx, eps)
 }
 
 // vipRecord names the service as the owner of its VIP in the address
@@ -127,7 +52,7 @@ func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, req
 	defer m.topo.RUnlock()
 	ns, err := m.netState(ctx, netID)
 	if err != nil {
-		return netip.Addr{}, storeErr("read network state "+netID, err)
+		return netip.Addr{}, apierr.Store("read network state "+netID, err)
 	}
 	a, err := m.allocV4(ctx, &ns, netID, requested)
 	if err != nil {

@@ -1,8 +1,8 @@
-// Package docknettest serves a fake contiv libnetwork remote plugin
+// Package dockernetstest serves a fake contiv libnetwork remote plugin
 // (network driver + IPAM driver, docs/daemons.md §8.1) on a unique socket under
 // /run/docker/plugins, so tests can make a real Docker Engine create and
 // delete networks of "our" driver and check what it was asked.
-package docknettest
+package dockernetstest
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netmaster/docknet"
+	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 )
 
@@ -52,14 +52,14 @@ type Plugin struct {
 
 // RequireEngine returns a client of the local engine, skipping the test
 // when it is not reachable (failing it when CI=true).
-func RequireEngine(t testing.TB) *docknet.Client {
+func RequireEngine(t testing.TB) *dockernets.Client {
 	t.Helper()
-	c := docknet.NewClient("")
+	c := dockernets.NewClient("")
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := c.APIVersion(ctx)
-	objdbtest.RequireComponent(t, "docker engine at "+docknet.DefaultSocket, err)
+	objdbtest.RequireComponent(t, "docker engine at "+dockernets.DefaultSocket, err)
 	return c
 }
 
@@ -165,19 +165,19 @@ func answer(path string, body []byte) (any, int) {
 
 // RemoveAtCleanup removes the docker network named name (if present) when
 // the test ends, whatever its outcome.
-func RemoveAtCleanup(t testing.TB, c *docknet.Client, name string) {
+func RemoveAtCleanup(t testing.TB, c *dockernets.Client, name string) {
 	t.Helper()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		nw, err := c.FindNetwork(ctx, name)
-		if errors.Is(err, docknet.ErrNotFound) {
+		if errors.Is(err, dockernets.ErrNotFound) {
 			return
 		}
 		if err == nil {
 			err = c.RemoveNetwork(ctx, nw.ID)
 		}
-		if err != nil && !errors.Is(err, docknet.ErrNotFound) {
+		if err != nil && !errors.Is(err, dockernets.ErrNotFound) {
 			t.Errorf("clean up docker network %q: %v", name, err)
 		}
 	})
