@@ -61,7 +61,7 @@ func BenchmarkCNIAddCRI(b *testing.B) {
 				}
 			}
 		}
-		c50, c99, r50, r99 := pct(tc, 50), pct(tc, 99), pct(tr, 50), pct(tr, 99)
+		c50, c99, r50, r99 := benchstat.PercentileMs(tc, 50), benchstat.PercentileMs(tc, 99), benchstat.PercentileMs(tr, 50), benchstat.PercentileMs(tr, 99)
 		b.ReportMetric(c50, "contivk8s-ms-p50")
 		b.ReportMetric(c99, "contivk8s-ms-p99")
 		b.ReportMetric(r50, "bridge-ms-p50")
