@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/testbed"
 )
 
