@@ -6,11 +6,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 
-	"github.com/contiv/netplugin/ofnet/ofrpc"
 	of "github.com/contiv/netplugin/ofnet/openflow13"
 	"github.com/contiv/netplugin/ofnet/packet"
 	"github.com/contiv/netplugin/test/ovstest"
@@ -89,33 +87,7 @@ func FuzzDNSPacketIn(f *testing.F) {
 	f.Add(dnsQueryFrame(mac, net.ParseIP("10.1.1.5").To4(), net.ParseIP("10.1.1.1").To4(), []byte("known-q")), uint32(3), uint64(0))
 	f.Add(dnsQueryFrame(mac, net.ParseIP("10.1.1.5").To4(), net.ParseIP("10.1.1.1").To4(), []byte("x")), uint32(7), uint64(5000))
 	f.Add([]byte{0xff, 0xff}, uint32(0), uint64(1))
-	ctx := testCtx(f)
-	var agents []*Agent
-	for _, dp := range []string{DatapathVxlan, DatapathVrouter, DatapathVlan} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			f.Fatal(err)
-		}
-		defer ln.Close()
-		a, err := New(Config{Datapath: dp, LocalIP: net.ParseIP("198.18.0.1"), OFListener: ln, Logger: testLogger(f), DNSLookup: echoLookup})
-		if err != nil {
-			f.Fatal(err)
-		}
-		defer a.pool.Close()
-		var vni uint32 = 5000
-		if dp == DatapathVlan {
-			vni = 0
-			_ = a.AddUplink(ctx, 7, "eth2")
-		} else {
-			_ = a.AddVtepPort(ctx, 7, net.ParseIP("198.18.0.2"))
-		}
-		_ = a.AddNetwork(ctx, 1, vni, "10.1.1.1", "t1")
-		_ = a.AddLocalEndpoint(ctx, EndpointInfo{PortNo: 3, MacAddr: mac, IpAddr: net.ParseIP("10.1.1.5"), Vlan: 1})
-		_ = a.AddRemoteEndpoint(ctx, ofrpc.OfnetEndpoint{EndpointID: "10.1.1.9:t1", IpAddr: net.ParseIP("10.1.1.9"),
-			Vrf: "t1", MacAddrStr: "02:02:0a:01:01:09", Vlan: 1, Vni: vni,
-			OriginatorIp: net.ParseIP("198.18.0.2"), Timestamp: time.Now()})
-		agents = append(agents, a)
-	}
+	agents := fuzzAgents(f, mac, echoLookup, nil)
 	f.Fuzz(func(t *testing.T, frame []byte, port uint32, tun uint64) {
 		pi := &of.PacketIn{Data: frame, Match: of.NewMatch(of.OXMInPort(port), of.OXMTunnelID(tun))}
 		for _, a := range agents {
