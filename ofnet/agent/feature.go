@@ -78,7 +78,7 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.IPTable] = pipeline.MissGoto(pipeline.HostSNATTable)
 		common[pipeline.HostSNATTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
+			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}, featureNetpol{}}
 	case DatapathVlrouter:
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.IPTable)
