@@ -35,7 +35,7 @@ type NetpolPod struct {
 }
 
 // ErrNetpolUnsupported is SetNetworkPolicy's error on a routing datapath.
-var ErrNetpolUnsupported = errors.New("NetworkPolicy is enforced on the vxlan bridging and routing datapaths only")
+var ErrNetpolUnsupported = errors.New("NetworkPolicy is not enforced on the vlrouter datapath")
 
 // netpolState is the agent's NetworkPolicy input: nil until SetNetworkPolicy.
 type netpolState struct {
@@ -45,11 +45,10 @@ type netpolState struct {
 // SetNetworkPolicy replaces the NetworkPolicy rules, keyed by pod IPv4
 // address; the rules of pods attached to this bridge are enforced. The first
 // call turns enforcement on: from then on the connections of every local
-// endpoint pass the connection tracker. Only the vxlan datapaths (bridging and
-// routing) enforce NetworkPolicy; bad input is an error and changes nothing.
+// endpoint pass the connection tracker. VLAN routing does not enforce
+// NetworkPolicy; bad input is an error and changes nothing.
 func (a *Agent) SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]NetpolPod) error {
-	// The VLAN datapaths are not tested with NetworkPolicy yet: they refuse.
-	if a.cfg.Datapath != DatapathVxlan && a.cfg.Datapath != DatapathVrouter {
+	if a.cfg.Datapath == DatapathVlrouter {
 		return fmt.Errorf("agent %s (%s): %w", a.cfg.Bridge, a.cfg.Datapath, ErrNetpolUnsupported)
 	}
 	for ip, p := range pods {

@@ -46,11 +46,12 @@ func TestPortMasks(t *testing.T) {
 
 func TestNetworkPolicyVxlanBridge(t *testing.T)  { testNetworkPolicyLocal(t, DatapathVxlan) }
 func TestNetworkPolicyVxlanRouting(t *testing.T) { testNetworkPolicyLocal(t, DatapathVrouter) }
+func TestNetworkPolicyVlanBridge(t *testing.T)   { testNetworkPolicyLocal(t, DatapathVlan) }
 
 // TestNetworkPolicyRefusedOnOtherDatapaths: the datapaths that do not
 // enforce NetworkPolicy say so and install nothing.
 func TestNetworkPolicyRefusedOnOtherDatapaths(t *testing.T) {
-	for _, dp := range []string{DatapathVlan, DatapathVlrouter} {
+	for _, dp := range []string{DatapathVlrouter} {
 		a := &Agent{cfg: Config{Bridge: "b", Datapath: dp}}
 		if err := a.SetNetworkPolicy(testCtx(t), nil); !errors.Is(err, ErrNetpolUnsupported) {
 			t.Errorf("%s: SetNetworkPolicy = %v, want ErrNetpolUnsupported", dp, err)
