@@ -34,7 +34,7 @@ type NetpolPod struct {
 	Egress          []NetpolAllow
 }
 
-// ErrNetpolUnsupported is SetNetworkPolicy's error on a routing datapath.
+// ErrNetpolUnsupported is SetNetworkPolicy's error on the vlrouter datapath.
 var ErrNetpolUnsupported = errors.New("NetworkPolicy is not enforced on the vlrouter datapath")
 
 // netpolState is the agent's NetworkPolicy input: nil until SetNetworkPolicy.
