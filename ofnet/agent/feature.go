@@ -78,7 +78,7 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.IPTable] = pipeline.MissGoto(pipeline.HostSNATTable)
 		common[pipeline.HostSNATTable] = pipeline.MissDrop()
 		return pipeline.NewRegistry(common), []feature{featureBase{mcastDrop: true},
-			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}}
+			featureVxlanRouting{}, featureHostAccess{}, featurePolicy{ipv6: true}, featureARP{}, featureService{}, featureDNS{}, featureNetpol{}}
 	case DatapathVlrouter:
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.IPTable)
@@ -90,7 +90,7 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)
 		common[pipeline.MacDestTable] = pipeline.MissNormal()
 		return pipeline.NewRegistry(common), []feature{featureBase{},
-			featureVlanBridge{}, featurePolicy{}, featureARP{}, featureService{}, featureDNS{}}
+			featureVlanBridge{}, featurePolicy{}, featureARP{}, featureService{}, featureDNS{}, featureNetpol{}}
 	default: // DatapathVxlan
 		common[pipeline.VlanTable] = pipeline.MissDrop()
 		common[pipeline.SrvProxySNATTable] = pipeline.MissGoto(pipeline.MacDestTable)

@@ -34,8 +34,8 @@ type NetpolPod struct {
 	Egress          []NetpolAllow
 }
 
-// ErrNetpolUnsupported is SetNetworkPolicy's error on a routing datapath.
-var ErrNetpolUnsupported = errors.New("NetworkPolicy is enforced on the vxlan datapath only")
+// ErrNetpolUnsupported is SetNetworkPolicy's error on the vlrouter datapath.
+var ErrNetpolUnsupported = errors.New("NetworkPolicy is not enforced on the vlrouter datapath")
 
 // netpolState is the agent's NetworkPolicy input: nil until SetNetworkPolicy.
 type netpolState struct {
@@ -45,13 +45,10 @@ type netpolState struct {
 // SetNetworkPolicy replaces the NetworkPolicy rules, keyed by pod IPv4
 // address; the rules of pods attached to this bridge are enforced. The first
 // call turns enforcement on: from then on the connections of every local
-// endpoint pass the connection tracker. Only the vxlan datapath enforces
+// endpoint pass the connection tracker. VLAN routing does not enforce
 // NetworkPolicy; bad input is an error and changes nothing.
 func (a *Agent) SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]NetpolPod) error {
-	// The vlan bridge builds the same flows, but its ingress denies did not hold in
-	// TestNetworkPolicyVlanBridge (a denied connection got through NORMAL); until
-	// that is understood it refuses.
-	if a.cfg.Datapath != DatapathVxlan {
+	if a.cfg.Datapath == DatapathVlrouter {
 		return fmt.Errorf("agent %s (%s): %w", a.cfg.Bridge, a.cfg.Datapath, ErrNetpolUnsupported)
 	}
 	for ip, p := range pods {
@@ -76,6 +73,15 @@ func (a *Agent) SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]Netpol
 		a.netpol = st
 		return func() { a.netpol = old }
 	})
+}
+
+// netpolHookTable is the last table of the datapath's forwarding, where the
+// NetworkPolicy hook sits and where allowed packets go back to.
+func (a *Agent) netpolHookTable() pipeline.TableID {
+	if a.cfg.Datapath == DatapathVrouter {
+		return pipeline.IPTable
+	}
+	return pipeline.MacDestTable
 }
 
 // netpolZone is the conntrack zone of NetworkPolicy on this bridge (the
@@ -111,6 +117,7 @@ func (featureNetpol) flows(s *snapshot, d *desiredState) {
 		return
 	}
 	zone := a.netpolZone()
+	hookT := a.netpolHookTable()
 	cookie := pipeline.CookieOf(pipeline.CatNetpol, "netpol")
 	add := d.to("netpol")
 	state, egress := s.table(pipeline.NetpolStateTable), s.table(pipeline.NetpolEgressTable)
@@ -122,8 +129,8 @@ func (featureNetpol) flows(s *snapshot, d *desiredState) {
 		return state.BuildFlow(netpolPrioState).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 			MatchCtState(of.CtStateTrk|st, of.CtStateTrk|st).MatchCtZone(zone)
 	}
-	add(stateFlow(of.CtStateEst).Action().Resubmit(pipeline.MacDestTable).Done())
-	add(stateFlow(of.CtStateRel).Action().Resubmit(pipeline.MacDestTable).Done())
+	add(stateFlow(of.CtStateEst).Action().Resubmit(hookT).Done())
+	add(stateFlow(of.CtStateRel).Action().Resubmit(hookT).Done())
 	add(stateFlow(of.CtStateInv).Action().Drop().Done())
 	add(state.BuildFlow(netpolPrioState-10).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 		MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).MatchCtZone(zone).
@@ -135,9 +142,9 @@ func (featureNetpol) flows(s *snapshot, d *desiredState) {
 	// recirculation leaves the packet untracked again (OVS clears ct_state), and the
 	// hook would send it round once more.
 	add(commit.BuildFlow(pipeline.MissPriority).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).Action().
-		Conntrack(of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone, RecircTable: uint8(pipeline.MacDestTable)}).Done())
+		Conntrack(of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone, RecircTable: uint8(hookT)}).Done())
 
-	mac := s.table(pipeline.MacDestTable)
+	mac := s.table(hookT)
 	seenIP := map[netip.Addr]bool{}
 	for _, ep := range s.locals {
 		ip4 := ep.IP.To4()

@@ -48,7 +48,7 @@ func TestKubernetesNetworkPolicy(t *testing.T) {
 	}
 
 	tcp := func(from, to *pod, port int) bool {
-		return from.TCPEcho(to.ip(), port, 1024, 3*time.Second) == nil
+		return from.TCPEcho(to.ip(), port, 1024, 4*time.Second) == nil
 	}
 	udp := func(from, to *pod, port int) bool {
 		_, err := from.UDPEcho(to.ip(), port, 3*time.Second)
@@ -77,7 +77,11 @@ func TestKubernetesNetworkPolicy(t *testing.T) {
 			}
 		}
 		for _, ch := range checks {
-			if got := run(ch); got != ch.want {
+			got := run(ch)
+			for i := 0; i < 2 && ch.want && !got; i++ { // a slow exchange on the loaded machine is no verdict
+				got = run(ch)
+			}
+			if got != ch.want {
 				proto := "TCP"
 				if ch.udp {
 					proto = "UDP"
