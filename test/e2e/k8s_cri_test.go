@@ -218,6 +218,27 @@ func TestKubernetesNetpluginRestart(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	// Sandboxes of d whose ADD failed while netplugin was down could not
+	// be stopped then (their DEL failed too); the kubelet removes them
+	// once the plugin answers, and so does the test.
+	out, err := c0.Crictl("pods", "-q", "--name", "^d$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, id := range strings.Fields(out) {
+		if id == d.id {
+			continue
+		}
+		failed++
+		if _, err := c0.Crictl("stopp", id); err != nil {
+			t.Fatalf("stopp of a failed sandbox: %v", err)
+		}
+		if _, err := c0.Crictl("rmp", id); err != nil {
+			t.Fatalf("rmp of a failed sandbox: %v", err)
+		}
+	}
+	t.Logf("%d runp of d failed while netplugin restarted; their sandboxes removed", failed)
 	time.Sleep(3 * time.Second)
 	stopTCP()
 	wg.Wait()

@@ -28,7 +28,7 @@ func TestContainerImages(t *testing.T) {
 	cmd.Env = append(os.Environ(), "IMAGE_PREFIX="+prefix)
 	out, err := cmd.CombinedOutput()
 	t.Cleanup(func() {
-		_ = exec.Command("docker", "rmi", "-f", prefix+"netmaster:t", prefix+"netplugin:t").Run()
+		_ = exec.Command("docker", "rmi", "-f", prefix+"netmaster:t", prefix+"netplugin:t", prefix+"cni-install:t").Run()
 	})
 	if err != nil {
 		t.Fatalf("scripts/build-images.sh: %v\n%s", err, out)
@@ -43,6 +43,17 @@ func TestContainerImages(t *testing.T) {
 		if sh, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", img, "-c", "true").CombinedOutput(); err == nil {
 			t.Fatalf("%s has a shell; want a FROM scratch image:\n%s", img, sh)
 		}
+	}
+	// The DaemonSet's init container image (packaging/k8s/contiv.yaml)
+	// copies out a working contivk8s.
+	img, dir := prefix+"cni-install:t", t.TempDir()
+	if cp, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", "-v", dir+":/out", img, "cp", "/contivk8s", "/out/contivk8s").CombinedOutput(); err != nil {
+		t.Fatalf("docker run %s cp: %v\n%s", img, err, cp)
+	}
+	// (contivk8s is not stamped by scripts/version.sh's flags: it keeps
+	// its own main.version variables.)
+	if v, err := exec.CommandContext(ctx, dir+"/contivk8s", "-version").CombinedOutput(); err != nil || !strings.HasPrefix(string(v), "Version: ") {
+		t.Fatalf("contivk8s from %s -version: %v\n%s", img, err, v)
 	}
 }
 

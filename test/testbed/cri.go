@@ -269,7 +269,7 @@ func (c *CRI) RunPod(t testing.TB, pc PodConfig) *Pod {
 }
 
 // TryRunPod is RunPod returning the error ("crictl runp" failing when
-// the CNI ADD fails).
+// the CNI ADD fails; the failed sandbox is then stopped and removed).
 func (c *CRI) TryRunPod(pc PodConfig) (*Pod, error) {
 	if pc.Namespace == "" {
 		pc.Namespace = "default"
@@ -293,6 +293,15 @@ func (c *CRI) TryRunPod(pc PodConfig) (*Pod, error) {
 	}
 	out, err := c.Crictl("runp", f)
 	if err != nil {
+		// A sandbox whose CNI ADD failed stays, not ready; the kubelet
+		// stops and removes it before it tries again, and so does this.
+		if ids, lerr := c.Crictl("pods", "-q", "--name", "^"+pc.Name+"$", "--namespace", "^"+pc.Namespace+"$"); lerr == nil {
+			for _, id := range strings.Fields(ids) {
+				if _, serr := c.Crictl("stopp", id); serr == nil {
+					c.Crictl("rmp", id)
+				}
+			}
+		}
 		return nil, err
 	}
 	id := strings.TrimSpace(out)
