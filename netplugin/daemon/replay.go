@@ -37,11 +37,6 @@ func (d *Daemon) replay(ctx context.Context, nets *follower[state.Network], grou
 	if err := d.reconcileLocalEndpoints(ctx); err != nil {
 		return err
 	}
-	// The ports found keep the policing they had: their groups bring
-	// them to today's values.
-	for _, id := range groups.ids() {
-		d.rec.enqueue(kindGroup, id)
-	}
 	if err := eps.sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoints: %w", err)
 	}
@@ -124,16 +119,16 @@ func (d *Daemon) agentFor(nw state.Network) datapath {
 	return d.vl
 }
 
-// groupQoS is what a port found at restart has: the DSCP and meter its
-// group gives (AddLocalEndpoint installs them), the policing unknown.
+// groupQoS is what a port found at restart is taken to have: its group's
+// values (AddLocalEndpoint installs the DSCP and meter; the policing is the
+// port's since its creation). Re-applying policing to every port at start
+// would reconfigure them all while they forward.
 func (d *Daemon) groupQoS(ep state.Endpoint) endpointQoS {
 	d.mu.Lock()
 	g, ok := d.groups[ep.EndpointGroupKey]
 	d.mu.Unlock()
 	if !ok {
-		return endpointQoS{}
+		return endpointQoS{known: true}
 	}
-	q := qosOf(g)
-	q.known = false
-	return q
+	return qosOf(g)
 }
