@@ -21,12 +21,12 @@ import (
 // attached through cnitool land in the group their API server labels name,
 // not the one their CNI_ARGS name, and reach each other across hosts.
 func TestKubernetesAPIServerLabels(t *testing.T) {
-	tool := findCnitool(t)
+	tool := testbed.FindCnitool(t)
 	plugin, err := testbed.BuildCNIPlugin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, k := kubeTestbed(t, 2)
+	tb, k := testbed.StartKube(t, 2)
 
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.21.0/24", "--gateway", "198.19.21.254", "default-net")
 	netctl(t, tb, "group", "create", "default-net", "web")

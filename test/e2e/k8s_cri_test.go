@@ -94,7 +94,7 @@ func removePod(t *testing.T, p *criPod) {
 // stopping and removing the sandboxes (two DELs each) releases the
 // endpoints, OVS ports, attachment records and addresses.
 func TestKubernetesCRI(t *testing.T) {
-	tb, k := kubeTestbed(t, 2)
+	tb, k := testbed.StartKube(t, 2)
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.23.0/24", "--gateway", "198.19.23.254", "default-net")
 	netctl(t, tb, "group", "create", "default-net", "web")
 	start := networkOper(t, tb)
@@ -145,7 +145,7 @@ func TestKubernetesCRI(t *testing.T) {
 // the hosts lose nothing, the restarted netplugin attaches a new pod, and
 // once every sandbox is removed nothing is left.
 func TestKubernetesNetpluginRestart(t *testing.T) {
-	tb, k := kubeTestbed(t, 2)
+	tb, k := testbed.StartKube(t, 2)
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.24.0/24", "--gateway", "198.19.24.254", "default-net")
 	start := networkOper(t, tb)
 	h0 := tb.Hosts[0]

@@ -25,12 +25,12 @@ const netpolPort = testbed.TrafficPort + 1
 // real TCP (and UDP) connections between pods on different hosts
 // (docs/k8s.md, "NetworkPolicy").
 func TestKubernetesNetworkPolicy(t *testing.T) {
-	tool := findCnitool(t)
+	tool := testbed.FindCnitool(t)
 	plugin, err := testbed.BuildCNIPlugin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, k := kubeTestbed(t, 2)
+	tb, k := testbed.StartKube(t, 2)
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.31.0/24", "--gateway", "198.19.31.254", "default-net")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -74,12 +74,12 @@ func askUDPIdentity(c *ctr, addr string) (string, error) {
 // removed from the slice gets no new connections; deleting the Service
 // removes its flows and groups.
 func TestKubernetesService(t *testing.T) {
-	tool := findCnitool(t)
+	tool := testbed.FindCnitool(t)
 	plugin, err := testbed.BuildCNIPlugin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, k := kubeTestbed(t, 2)
+	tb, k := testbed.StartKube(t, 2)
 	defer tb.DumpOnFailure(t)
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.23.0/24", "--gateway", "198.19.23.254", "default-net")
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha512"
 	"errors"
 	"fmt"
-	"go/build"
 	"net"
 	"net/http"
 	"os"
@@ -27,24 +26,6 @@ import (
 
 // cniNet is the CNI network name of the tests' configurations.
 const cniNet = "contiv-net"
-
-// findCnitool returns the cnitool binary (scripts/install-deps.sh
-// installs it); missing, the test fails in CI and is skipped elsewhere.
-func findCnitool(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("cnitool"); err == nil {
-		return p
-	}
-	p := filepath.Join(build.Default.GOPATH, "bin", "cnitool")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("cnitool is required in CI (scripts/install-deps.sh installs it)")
-	}
-	t.Skip("cnitool not installed")
-	return ""
-}
 
 // cniHost is one host's CNI setup: a configuration folder whose
 // conflist points contivk8s at the host's netplugin.
@@ -156,7 +137,7 @@ func endpointPorts(t *testing.T, h *testbed.Host) []string {
 // back; GC removes what is not in the valid list; STATUS follows
 // netplugin; DEL twice releases everything; bad input gets CNI errors.
 func TestKubernetesCNI(t *testing.T) {
-	tool := findCnitool(t)
+	tool := testbed.FindCnitool(t)
 	plugin, err := testbed.BuildCNIPlugin()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"go/build"
 	"net"
 	"net/http"
 	"os"
@@ -278,4 +279,44 @@ func freePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// StartKube starts a testbed of hosts hosts whose netplugins run in
+// kubernetes mode and watch a real kube-apiserver started in the first
+// netmaster's namespace (--k8s-config); extra netplugin arguments go in
+// npArgs. Every Kubernetes end-to-end test and benchmark sets up through here.
+func StartKube(t testing.TB, hosts int, npArgs ...string) (*Testbed, *KubeAPIServer) {
+	t.Helper()
+	args := append([]string{"--mode", "kubernetes"}, npArgs...)
+	tb := New(t, Config{Hosts: hosts, SkipNetplugin: true, NetpluginArgs: args})
+	m := tb.Masters[0]
+	k := StartKubeAPIServer(t, KubeOptions{NS: m.NS, IP: m.IP, Port: 6443, EtcdPort: 23790})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- kube-apiserver ---\n%s", k.Logs(30))
+		}
+	})
+	tb.Config.NetpluginArgs = append(tb.Config.NetpluginArgs, "--k8s-config", k.Kubeconfig)
+	for _, h := range tb.Hosts {
+		h.StartNetplugin(t)
+	}
+	tb.WaitNetplugins(t, hosts, 90*time.Second)
+	return tb, k
+}
+
+// FindCnitool returns the cnitool binary (scripts/install-deps.sh installs
+// it into /usr/local/bin; `go install` puts it in GOPATH/bin); missing, the
+// caller fails in CI and is skipped elsewhere.
+func FindCnitool(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("cnitool")
+	if err == nil {
+		return p
+	}
+	alt := filepath.Join(build.Default.GOPATH, "bin", "cnitool")
+	if _, serr := os.Stat(alt); serr == nil {
+		return alt
+	}
+	RequireComponent(t, "cnitool (scripts/install-deps.sh)", err)
+	return ""
 }

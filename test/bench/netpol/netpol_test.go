@@ -22,7 +22,6 @@ package netpol
 import (
 	"context"
 	"fmt"
-	"go/build"
 	"net"
 	"os"
 	"os/exec"
@@ -71,21 +70,6 @@ const (
 	// that the whole set is installed.
 	markerPort = testbed.TrafficPort + 1
 )
-
-// findCnitool returns the cnitool binary (scripts/install-deps.sh installs
-// it); missing, the benchmark fails in CI and is skipped elsewhere.
-func findCnitool(b *testing.B) string {
-	b.Helper()
-	p, err := exec.LookPath("cnitool")
-	if err != nil {
-		alt := filepath.Join(build.Default.GOPATH, "bin", "cnitool")
-		if _, serr := os.Stat(alt); serr == nil {
-			return alt
-		}
-	}
-	testbed.RequireComponent(b, "cnitool (scripts/install-deps.sh)", err)
-	return p
-}
 
 // pod is a container namespace attached through contivk8s.
 type pod struct {
@@ -259,24 +243,12 @@ func netpolFlows(h *testbed.Host) (int, error) {
 }
 
 func BenchmarkNetworkPolicyEnforcement(b *testing.B) {
-	tool := findCnitool(b)
+	tool := testbed.FindCnitool(b)
 	plugin, err := testbed.BuildCNIPlugin()
 	if err != nil {
 		b.Fatal(err)
 	}
-	tb := testbed.New(b, testbed.Config{Hosts: 2, SkipNetplugin: true, NetpluginArgs: []string{"--mode", "kubernetes"}})
-	m := tb.Masters[0]
-	k := testbed.StartKubeAPIServer(b, testbed.KubeOptions{NS: m.NS, IP: m.IP, Port: 6443, EtcdPort: 23790})
-	b.Cleanup(func() {
-		if b.Failed() {
-			b.Logf("--- kube-apiserver ---\n%s", k.Logs(30))
-		}
-	})
-	tb.Config.NetpluginArgs = append(tb.Config.NetpluginArgs, "--k8s-config", k.Kubeconfig)
-	for _, h := range tb.Hosts {
-		h.StartNetplugin(b)
-	}
-	tb.WaitNetplugins(b, 2, 90*time.Second)
+	tb, k := testbed.StartKube(b, 2)
 	if out, err := tb.Netctl("net", "create", "--encap", "vxlan", "--subnet", "198.19.52.0/24", "--gateway", "198.19.52.254", network); err != nil {
 		b.Fatalf("net create: %v\n%s", err, out)
 	}
