@@ -1,6 +1,7 @@
 // Command contivk8s is Contiv's Kubernetes CNI plugin (docs/daemons.md
 // §8.3), installed as /opt/cni/bin/contivk8s. The runtime runs it with
-// CNI_COMMAND set; "contivk8s -version" prints the build.
+// CNI_COMMAND set; "contivk8s -version" prints the build stamped into
+// utils/version by scripts/version.sh, like the daemons' --version.
 package main
 
 import (
@@ -8,19 +9,18 @@ import (
 	"os"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
-)
-
-// Build-time values, set with -ldflags "-X main.version=...".
-var (
-	version   = "devbuild"
-	gitCommit = "unknown"
-	buildTime = "unknown"
+	"github.com/contiv/netplugin/utils/version"
 )
 
 func main() {
+	v := version.Get()
 	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
-		fmt.Printf("Version: %s\nGitCommit: %s\nBuildTime: %s\n", version, gitCommit, buildTime)
+		fmt.Print(v.Lines())
 		return
 	}
-	cniplugin.Main("Contiv CNI plugin contivk8s " + version)
+	about := "Contiv CNI plugin contivk8s"
+	if v.Version != "" {
+		about += " " + v.Version
+	}
+	cniplugin.Main(about)
 }
