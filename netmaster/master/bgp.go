@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -47,7 +48,7 @@ func validAS(s string) bool {
 // the transaction aborts.
 func (c bgpCtl) writeBgp(ctx context.Context, tx *contivmodel.Tx, b *contivmodel.Bgp) error {
 	m := c.m
-	undo, err := m.snapshot(ctx, m.st.Bgp.Key(b.Hostname))
+	undo, err := m.eps.Snapshot(ctx, m.st.Bgp.Key(b.Hostname))
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func (c bgpCtl) Delete(ctx context.Context, tx *contivmodel.Tx, b *contivmodel.B
 	if _, err := m.st.Bgp.Read(ctx, b.Hostname); err != nil {
 		return err
 	}
-	undo, err := m.snapshot(ctx, m.st.Bgp.Key(b.Hostname))
+	undo, err := m.eps.Snapshot(ctx, m.st.Bgp.Key(b.Hostname))
 	if err != nil {
 		return err
 	}
@@ -134,11 +135,11 @@ type bgpInspect struct {
 // Oper fetches the live BGP state from the host's agent.
 func (c bgpCtl) Oper(ctx context.Context, _ *contivmodel.Tx, b *contivmodel.Bgp) (any, error) {
 	addr := c.bgpAgentAddr(ctx, b.Hostname)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.m.netpluginURL(addr, "/inspect/bgp"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.m.eps.NetpluginURL(addr, "/inspect/bgp"), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := agentHTTPClient(bgpInspectTimeout).Do(req)
+	resp, err := endpoints.AgentHTTPClient(bgpInspectTimeout).Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetch bgp state of %s: %w", b.Hostname, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/dockernets"
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
@@ -59,7 +60,7 @@ func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state
 	}
 	if created {
 		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
+			ctx, cancel := endpoints.UndoContext()
 			defer cancel()
 			if err := m.docker.RemoveNetwork(ctx, id); err != nil && !errors.Is(err, dockernets.ErrNotFound) {
 				m.log.WithError(err).WithField("docknet", id).Error("roll back docker network")
@@ -67,7 +68,7 @@ func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state
 		})
 	}
 	sid := dockernets.StateID(ns.Tenant, ns.NetworkName, group)
-	undo, err := m.snapshot(ctx, m.st.Docknets.Key(sid))
+	undo, err := m.eps.Snapshot(ctx, m.st.Docknets.Key(sid))
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, 
 	} else if err != nil {
 		return fmt.Errorf("read docknet state %q: %w", sid, err)
 	}
-	undo, err := m.snapshot(ctx, m.st.Docknets.Key(sid))
+	undo, err := m.eps.Snapshot(ctx, m.st.Docknets.Key(sid))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/state"
 )
@@ -43,8 +44,8 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	} else if ok {
 		return contivmodel.Errorf("Network %s conflicts with the endpointGroup name", g.GroupName)
 	}
-	netID := netStateID(g.TenantName, g.NetworkName)
-	epgID := epgStateID(g.TenantName, g.GroupName)
+	netID := state.NetworkID(g.TenantName, g.NetworkName)
+	epgID := state.GroupID(g.TenantName, g.GroupName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
 		return apierr.Store("read network state "+netID, err)
@@ -63,16 +64,16 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		return contivmodel.Errorf("network type must be VLAN for ACI mode")
 	}
 
-	m.topo.Lock()
-	defer m.topo.Unlock()
-	undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID))
+	m.eps.LockTopology()
+	defer m.eps.UnlockTopology()
+	undo, err := m.eps.Snapshot(ctx, m.st.EndpointGroups.Key(epgID))
 	if err != nil {
 		return err
 	}
 	tx.OnAbort(undo)
 	if g.IpPool != "" {
 		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
+			ctx, cancel := endpoints.UndoContext()
 			defer cancel()
 			if err := m.v4.DeletePool(ctx, epgID); err != nil {
 				m.log.WithError(err).Error("roll back group ip pool")
@@ -92,7 +93,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		return err
 	}
 	tx.OnAbort(func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := endpoints.UndoContext()
 		defer cancel()
 		if err := m.freeEPGID(ctx, id); err != nil {
 			m.log.WithError(err).Error("roll back group id")
@@ -112,7 +113,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 			return err
 		}
 		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
+			ctx, cancel := endpoints.UndoContext()
 			defer cancel()
 			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
 				m.log.WithError(err).Error("roll back group vlan")
@@ -136,8 +137,8 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if err := linkContracts(tx, g, g.ExtContractsGrps); err != nil {
 		return err
 	}
-	m.epgCache.Delete(epgID)
-	tx.OnAbort(func() { m.epgCache.Delete(epgID) })
+	m.eps.ForgetGroup(epgID)
+	tx.OnAbort(func() { m.eps.ForgetGroup(epgID) })
 	if _, err := m.st.EndpointGroups.Write(ctx, gs); err != nil {
 		return fmt.Errorf("write group state %q: %w", epgID, err)
 	}
@@ -254,7 +255,7 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 	if req.IpPool != stored.IpPool {
 		return contivmodel.Errorf("Cannot change IP pool after epg is created.")
 	}
-	epgID := epgStateID(stored.TenantName, stored.GroupName)
+	epgID := state.GroupID(stored.TenantName, stored.GroupName)
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
 		return apierr.Store("read group state "+epgID, err)
@@ -301,12 +302,12 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 	if err := linkContracts(tx, stored, req.ExtContractsGrps); err != nil {
 		return err
 	}
-	undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID))
+	undo, err := m.eps.Snapshot(ctx, m.st.EndpointGroups.Key(epgID))
 	if err != nil {
 		return err
 	}
 	tx.OnAbort(undo)
-	if _, err := casUpdate(ctx, m.st.EndpointGroups, epgID, func(cur *state.EndpointGroup) error {
+	if _, err := m.st.EndpointGroups.Update(ctx, epgID, func(cur *state.EndpointGroup) error {
 		cur.DSCP, cur.Bandwidth, cur.Burst = gs.DSCP, gs.Bandwidth, gs.Burst
 		return nil
 	}); err != nil {
@@ -326,9 +327,9 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if err := m.refuseSwarmDelete(ctx, "group", g.GroupName, g.TenantName, g.NetworkName, g.GroupName); err != nil {
 		return err
 	}
-	epgID := epgStateID(g.TenantName, g.GroupName)
-	m.topo.Lock()
-	defer m.topo.Unlock()
+	epgID := state.GroupID(g.TenantName, g.GroupName)
+	m.eps.LockTopology()
+	defer m.eps.UnlockTopology()
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
 		return apierr.Store("read group state "+epgID, err)
@@ -376,13 +377,13 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 			return err
 		}
 	}
-	undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID), epgIDKey(gs.EndpointGroupID))
+	undo, err := m.eps.Snapshot(ctx, m.st.EndpointGroups.Key(epgID), epgIDKey(gs.EndpointGroupID))
 	if err != nil {
 		return err
 	}
 	tx.OnAbort(undo)
-	m.epgCache.Delete(epgID)
-	tx.OnAbort(func() { m.epgCache.Delete(epgID) })
+	m.eps.ForgetGroup(epgID)
+	tx.OnAbort(func() { m.eps.ForgetGroup(epgID) })
 	if err := m.st.EndpointGroups.Clear(ctx, epgID); err != nil {
 		return fmt.Errorf("delete group state %q: %w", epgID, err)
 	}
@@ -409,7 +410,7 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 
 // Oper reports the group's tags, endpoints and pool usage.
 func (c epgCtl) Oper(ctx context.Context, _ *contivmodel.Tx, g *contivmodel.EndpointGroup) (any, error) {
-	eps, err := c.m.allEndpoints(ctx)
+	eps, err := c.m.eps.AllEndpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -417,12 +418,12 @@ func (c epgCtl) Oper(ctx context.Context, _ *contivmodel.Tx, g *contivmodel.Endp
 }
 
 func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, eps []state.Endpoint, full bool) (*contivmodel.EndpointGroupOper, error) {
-	epgID := epgStateID(g.TenantName, g.GroupName)
+	epgID := state.GroupID(g.TenantName, g.GroupName)
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
 		return nil, apierr.Store("read group state "+epgID, err)
 	}
-	netID := netStateID(g.TenantName, g.NetworkName)
+	netID := state.NetworkID(g.TenantName, g.NetworkName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
 		return nil, apierr.Store("read network state "+netID, err)
@@ -434,7 +435,7 @@ func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, ep
 	}
 	for _, ep := range eps {
 		if ep.EndpointGroupKey == epgID {
-			op.Endpoints = append(op.Endpoints, endpointOper(ep))
+			op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
 		}
 	}
 	if full {

@@ -27,7 +27,7 @@ func (m *master) globalKeys() []string {
 }
 
 func (c globalCtl) guard(ctx context.Context, tx *contivmodel.Tx) error {
-	undo, err := c.m.snapshot(ctx, c.m.globalKeys()...)
+	undo, err := c.m.eps.Snapshot(ctx, c.m.globalKeys()...)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (m *master) heldTags(ctx context.Context) (resources.Held, error) {
 	for _, g := range groups {
 		// A group shares its network's tags, except in ACI mode, where
 		// it has a VLAN of its own from the VLAN pool.
-		if g.PktTag > 0 && g.PktTag != netTag[netStateID(g.TenantName, g.NetworkName)] {
+		if g.PktTag > 0 && g.PktTag != netTag[state.NetworkID(g.TenantName, g.NetworkName)] {
 			h.VLANs = append(h.VLANs, uint(g.PktTag))
 		}
 	}

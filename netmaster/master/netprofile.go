@@ -7,6 +7,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -49,13 +50,13 @@ func (c netprofileCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, r
 		} else if err != nil {
 			return err
 		}
-		epgID := epgStateID(g.TenantName, g.GroupName)
-		undo, err := m.snapshot(ctx, m.st.EndpointGroups.Key(epgID))
+		epgID := state.GroupID(g.TenantName, g.GroupName)
+		undo, err := m.eps.Snapshot(ctx, m.st.EndpointGroups.Key(epgID))
 		if err != nil {
 			return err
 		}
 		tx.OnAbort(undo)
-		if _, err := casUpdate(ctx, m.st.EndpointGroups, epgID, func(gs *state.EndpointGroup) error {
+		if _, err := m.st.EndpointGroups.Update(ctx, epgID, func(gs *state.EndpointGroup) error {
 			gs.DSCP, gs.Bandwidth, gs.Burst = req.DSCP, req.Bandwidth, req.Burst
 			return nil
 		}); err != nil {
@@ -138,7 +139,7 @@ func (policyCtl) Delete(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 
 // Oper lists the endpoints of the groups the policy is attached to.
 func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) (any, error) {
-	eps, err := c.m.allEndpoints(ctx)
+	eps, err := c.m.eps.AllEndpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 		if err != nil {
 			return nil, err
 		}
-		epgID := epgStateID(g.TenantName, g.GroupName)
+		epgID := state.GroupID(g.TenantName, g.GroupName)
 		gs, err := c.m.st.EndpointGroups.Read(ctx, epgID)
 		if err != nil {
 			return nil, apierr.Store("read group state "+epgID, err)
@@ -156,7 +157,7 @@ func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 		op.NumEndpoints += gs.EpCount
 		for _, ep := range eps {
 			if ep.EndpointGroupKey == epgID {
-				op.Endpoints = append(op.Endpoints, endpointOper(ep))
+				op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
@@ -20,12 +21,6 @@ import (
 // §4.7). A refused create leaves nothing behind: every side effect is
 // undone when a later step (or the model commit) fails.
 type networkCtl struct{ m *master }
-
-// netStateID is "<net>.<tenant>".
-func netStateID(tenant, net string) string { return net + "." + tenant }
-
-// epgStateID is "<group>:<tenant>".
-func epgStateID(tenant, group string) string { return group + ":" + tenant }
 
 func modelKey(tenant, name string) string { return tenant + ":" + name }
 
@@ -135,7 +130,7 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if err := checkGateways(nw, sn, v6); err != nil {
 		return err
 	}
-	netID := netStateID(nw.TenantName, nw.NetworkName)
+	netID := state.NetworkID(nw.TenantName, nw.NetworkName)
 	ns := state.Network{
 		Common: state.Common{ID: netID}, Tenant: nw.TenantName, NetworkName: nw.NetworkName,
 		NwType: nw.NwType, PktTagType: nw.Encap, SubnetIP: sn.Base.String(), SubnetLen: uint(sn.Len),
@@ -163,7 +158,7 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 		popts = append(popts, ipam.WithGateway(nw.Gateway))
 	}
 	tx.OnAbort(func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := endpoints.UndoContext()
 		defer cancel()
 		if err := m.v4.DeletePool(ctx, netID); err != nil {
 			m.log.WithError(err).Error("roll back ipv4 pool")
@@ -184,12 +179,12 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 			return err
 		}
 	}
-	undo, err := m.snapshot(ctx, m.st.Networks.Key(netID))
+	undo, err := m.eps.Snapshot(ctx, m.st.Networks.Key(netID))
 	if err != nil {
 		return err
 	}
 	tx.OnAbort(undo)
-	m.netCache.Delete(netID)
+	m.eps.ForgetNetwork(netID)
 	if _, err := m.st.Networks.Write(ctx, ns); err != nil {
 		return fmt.Errorf("write network state %q: %w", netID, err)
 	}
@@ -219,7 +214,7 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 			return err
 		}
 		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
+			ctx, cancel := endpoints.UndoContext()
 			defer cancel()
 			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
 				m.log.WithError(err).Error("roll back vlan")
@@ -232,7 +227,7 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 			return err
 		}
 		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
+			ctx, cancel := endpoints.UndoContext()
 			defer cancel()
 			if err := m.res.FreeVXLAN(ctx, vni, local); err != nil {
 				m.log.WithError(err).Error("roll back vxlan")
@@ -267,9 +262,9 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if err := m.refuseSwarmDelete(ctx, "network", nw.NetworkName, nw.TenantName, nw.NetworkName, ""); err != nil {
 		return err
 	}
-	netID := netStateID(nw.TenantName, nw.NetworkName)
-	m.topo.Lock()
-	defer m.topo.Unlock()
+	netID := state.NetworkID(nw.TenantName, nw.NetworkName)
+	m.eps.LockTopology()
+	defer m.eps.UnlockTopology()
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
 		return apierr.Store("read network state "+netID, err)
@@ -282,13 +277,13 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 			return err
 		}
 	}
-	undo, err := m.snapshot(ctx, m.st.Networks.Key(netID))
+	undo, err := m.eps.Snapshot(ctx, m.st.Networks.Key(netID))
 	if err != nil {
 		return err
 	}
 	tx.OnAbort(undo)
-	m.netCache.Delete(netID)
-	tx.OnAbort(func() { m.netCache.Delete(netID) })
+	m.eps.ForgetNetwork(netID)
+	tx.OnAbort(func() { m.eps.ForgetNetwork(netID) })
 	if err := m.st.Networks.Clear(ctx, netID); err != nil {
 		return fmt.Errorf("delete network state %q: %w", netID, err)
 	}
@@ -298,7 +293,7 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 			return fmt.Errorf("free vlan %d: %w", ns.PktTag, err)
 		}
 		tx.OnAbort(func() {
-			ctx, cancel := undoCtx()
+			ctx, cancel := endpoints.UndoContext()
 			defer cancel()
 			if _, err := m.res.AllocateVLAN(ctx, uint(ns.PktTag)); err != nil {
 				m.log.WithError(err).Error("roll back vlan free")
@@ -326,7 +321,7 @@ func (c networkCtl) Delete(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 
 // Oper reports the network's tags, counters, addresses and endpoints.
 func (c networkCtl) Oper(ctx context.Context, _ *contivmodel.Tx, nw *contivmodel.Network) (any, error) {
-	eps, err := c.m.allEndpoints(ctx)
+	eps, err := c.m.eps.AllEndpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +329,7 @@ func (c networkCtl) Oper(ctx context.Context, _ *contivmodel.Tx, nw *contivmodel
 }
 
 func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps []state.Endpoint, withTag bool) (*contivmodel.NetworkOper, error) {
-	netID := netStateID(nw.TenantName, nw.NetworkName)
+	netID := state.NetworkID(nw.TenantName, nw.NetworkName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
 		return nil, apierr.Store("read network state "+netID, err)
@@ -353,7 +348,7 @@ func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps [
 	}
 	for _, ep := range eps {
 		if ep.NetID == netID {
-			op.Endpoints = append(op.Endpoints, endpointOper(ep))
+			op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
 		}
 	}
 	return op, nil
@@ -367,34 +362,4 @@ func (m *master) poolLists(ctx context.Context, poolID string) (used, free strin
 		return "", "", apierr.Store("list available addresses", err)
 	}
 	return used, free, nil
-}
-
-func (m *master) allEndpoints(ctx context.Context) ([]state.Endpoint, error) {
-	eps, _, err := m.st.Endpoints.ReadAll(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read endpoints: %w", err)
-	}
-	return eps, nil
-}
-
-// endpointOper is the §2.0 view of an endpoint state.
-func endpointOper(ep state.Endpoint) contivmodel.EndpointOper {
-	op := contivmodel.EndpointOper{
-		Network:          ep.NetID,
-		EndpointID:       ep.EndpointID,
-		ServiceName:      ep.ServiceName,
-		EndpointGroupID:  ep.EndpointGroupID,
-		EndpointGroupKey: ep.EndpointGroupKey,
-		MacAddress:       ep.MacAddress,
-		HomingHost:       ep.HomingHost,
-		IntfName:         ep.IntfName,
-		VtepIP:           ep.VtepIP,
-		Labels:           fmt.Sprint(ep.Labels),
-		ContainerID:      ep.ContainerID,
-		ContainerName:    ep.EPCommonName,
-	}
-	if ep.IPAddress != "" || ep.IPv6Address != "" {
-		op.IpAddress = []string{ep.IPAddress, ep.IPv6Address}
-	}
-	return op
 }

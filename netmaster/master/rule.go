@@ -140,8 +140,8 @@ func (m *master) checkRuleToIP(ctx context.Context, tx *contivmodel.Tx, r *conti
 	if err != nil {
 		return err
 	}
-	epgID := epgStateID(g.TenantName, g.GroupName)
-	eps, err := m.allEndpoints(ctx)
+	epgID := state.GroupID(g.TenantName, g.GroupName)
+	eps, err := m.eps.AllEndpoints(ctx)
 	if err != nil || len(eps) == 0 {
 		return contivmodel.Errorf("failed to configure %s, unable to read endpoint state", r.ToIpAddress)
 	}
@@ -229,7 +229,7 @@ func (m *master) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey stri
 	remote := 0
 	switch {
 	case r.FromEndpointGroup != "" || r.ToEndpointGroup != "":
-		rid := epgStateID(r.TenantName, matchedGroup(r))
+		rid := state.GroupID(r.TenantName, matchedGroup(r))
 		if gs, err := m.st.EndpointGroups.Read(ctx, rid); err == nil {
 			remote = gs.EndpointGroupID
 		} else {
@@ -327,7 +327,7 @@ func (m *master) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.E
 	for id := range ofr {
 		keys = append(keys, m.st.PolicyRules.Key(id))
 	}
-	undo, err := m.snapshot(ctx, keys...)
+	undo, err := m.eps.Snapshot(ctx, keys...)
 	if err != nil {
 		return err
 	}
@@ -363,7 +363,7 @@ func (m *master) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, rule
 	for rid := range rm.OfnetRules {
 		keys = append(keys, m.st.PolicyRules.Key(rid))
 	}
-	undo, err := m.snapshot(ctx, keys...)
+	undo, err := m.eps.Snapshot(ctx, keys...)
 	if err != nil {
 		return err
 	}
@@ -392,7 +392,7 @@ func (m *master) attachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *con
 		return err
 	}
 	id := epgPolicyID(g.TenantName, g.GroupName, policy)
-	undo, err := m.snapshot(ctx, m.st.EpgPolicies.Key(id))
+	undo, err := m.eps.Snapshot(ctx, m.st.EpgPolicies.Key(id))
 	if err != nil {
 		return err
 	}
@@ -429,7 +429,7 @@ func (m *master) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *con
 			keys = append(keys, m.st.PolicyRules.Key(rid))
 		}
 	}
-	undo, err := m.snapshot(ctx, keys...)
+	undo, err := m.eps.Snapshot(ctx, keys...)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/svclb"
 )
 
@@ -198,7 +199,7 @@ func (c serviceLBCtl) Oper(ctx context.Context, _ *contivmodel.Tx, s *contivmode
 		p := svc.Providers[k]
 		var eo contivmodel.EndpointOper
 		if ep, err := m.st.Endpoints.Read(ctx, p.EpIDKey); err == nil {
-			eo = endpointOper(ep)
+			eo = endpoints.Oper(ep)
 		} else {
 			eo = contivmodel.EndpointOper{IpAddress: []string{p.IPAddress, ""}, ContainerID: p.ContainerID,
 				Labels: fmt.Sprint(p.Labels)}

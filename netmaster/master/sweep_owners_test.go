@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/ipam"
-	"github.com/contiv/netplugin/netmaster/master"
 )
 
 // A leader's sweep finds addresses with two owners and reports them (log
@@ -43,7 +43,7 @@ func TestSweepReportsTwoOwners(t *testing.T) {
 
 	e.stop()
 	e.start()
-	var rep master.SweepReport
+	var rep endpoints.SweepReport
 	if err := json.Unmarshal([]byte(e.ok("GET", "/debug/sweep", "")), &rep); err != nil {
 		t.Fatal(err)
 	}

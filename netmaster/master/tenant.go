@@ -54,7 +54,7 @@ func (c tenantCtl) Oper(ctx context.Context, tx *contivmodel.Tx, t *contivmodel.
 		TotalAppProfiles: len(ls.AppProfiles),
 		TotalServicelbs:  len(ls.Servicelbs),
 	}
-	eps, _ := c.m.allEndpoints(ctx)
+	eps, _ := c.m.eps.AllEndpoints(ctx)
 	for _, key := range sortedKeys(ls.Networks) {
 		nw, err := contivmodel.Get[contivmodel.Network](tx, key)
 		if err != nil {

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"errors"
@@ -24,11 +24,11 @@ const maxTraceAnswer = 4 << 20
 // addTraceRoute adds GET /trace?endpoint=&dst=&proto=&port= (docs/
 // operations.md, "Packet trace"): netmaster finds the endpoint's host and
 // relays the question to that host's netplugin, whose answer it returns.
-func (m *master) addTraceRoute(r *mux.Router) {
+func (m *Service) addTraceRoute(r *mux.Router) {
 	r.Methods(http.MethodGet).Path("/trace").HandlerFunc(m.serveTrace)
 }
 
-func (m *master) serveTrace(w http.ResponseWriter, r *http.Request) {
+func (m *Service) serveTrace(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key := strings.TrimSpace(q.Get("endpoint"))
 	if key == "" {
@@ -55,13 +55,13 @@ func (m *master) serveTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Set("endpoint", ep.ID)
-	u := m.netpluginURL(addr, "/inspect/trace?"+q.Encode())
+	u := m.NetpluginURL(addr, "/inspect/trace?"+q.Encode())
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
 	if err != nil {
 		http.Error(w, "trace: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	resp, err := agentHTTPClient(traceTimeout).Do(req)
+	resp, err := AgentHTTPClient(traceTimeout).Do(req)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("trace: ask the netplugin of host %s: %v", ep.HomingHost, err), http.StatusBadGateway)
 		return
@@ -81,7 +81,7 @@ func (m *master) serveTrace(w http.ResponseWriter, r *http.Request) {
 
 // findEndpoint reads the endpoint with id key, else the one whose
 // container id is key, else the only one whose id contains key.
-func (m *master) findEndpoint(r *http.Request, key string) (state.Endpoint, error) {
+func (m *Service) findEndpoint(r *http.Request, key string) (state.Endpoint, error) {
 	if ep, err := m.st.Endpoints.Read(r.Context(), key); err == nil {
 		return ep, nil
 	} else if !errors.Is(err, objdb.ErrNotFound) {

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -32,18 +32,18 @@ const (
 
 // errNothingToClean answers a cleanup of a network or group without
 // endpoints (the original's empty 200).
-var errNothingToClean = errors.New("master: no endpoints to clean up")
+var errNothingToClean = errors.New("endpoints: no endpoints to clean up")
 
 // addEpCleanupRoute serves DELETE /debug/epcleanup/tenant/{tenant}/{category}/{id}
 // (docs/daemons.md §4.10.4, docs/rest-api.md §3.10).
-func (m *master) addEpCleanupRoute(r *mux.Router) {
+func (m *Service) addEpCleanupRoute(r *mux.Router) {
 	r.Methods(http.MethodDelete).Path("/debug/epcleanup/tenant/{tenant}/{category}/{id}").HandlerFunc(m.serveEpCleanup)
 }
 
 // serveEpCleanup always answers 200: the text line when every selected
 // endpoint was deleted and reclaimed, an empty body otherwise (failures
 // are logged; docs/rest-api.md Appendix A Q12).
-func (m *master) serveEpCleanup(w http.ResponseWriter, r *http.Request) {
+func (m *Service) serveEpCleanup(w http.ResponseWriter, r *http.Request) {
 	log := m.log.WithField("path", r.URL.Path)
 	var vals [3]string
 	var err error
@@ -69,12 +69,12 @@ func (m *master) serveEpCleanup(w http.ResponseWriter, r *http.Request) {
 
 // epCleanup deletes the endpoints a cleanup request selects and asks
 // their hosts to reclaim them; it returns the answer's text line.
-func (m *master) epCleanup(ctx context.Context, tenant, category, id string) (string, error) {
+func (m *Service) epCleanup(ctx context.Context, tenant, category, id string) (string, error) {
 	var match func(state.Endpoint) bool
 	var what string
 	switch category {
 	case "net":
-		netID := netStateID(tenant, id)
+		netID := state.NetworkID(tenant, id)
 		ns, err := m.st.Networks.Read(ctx, netID) // not netCache: epCount is needed
 		if err != nil {
 			return "", fmt.Errorf("read network state %q: %w", netID, err)
@@ -85,7 +85,7 @@ func (m *master) epCleanup(ctx context.Context, tenant, category, id string) (st
 		match = func(ep state.Endpoint) bool { return ep.NetID == netID }
 		what = "Network"
 	case "group":
-		epgID := epgStateID(tenant, id)
+		epgID := state.GroupID(tenant, id)
 		gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 		if err != nil {
 			return "", fmt.Errorf("read group state %q: %w", epgID, err)
@@ -102,7 +102,7 @@ func (m *master) epCleanup(ctx context.Context, tenant, category, id string) (st
 	default:
 		return "", fmt.Errorf("unknown cleanup category %q", category)
 	}
-	eps, err := m.allEndpoints(ctx)
+	eps, err := m.AllEndpoints(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -123,12 +123,12 @@ func (m *master) epCleanup(ctx context.Context, tenant, category, id string) (st
 // cleanupEndpoints deletes each endpoint (as /plugin/deleteEndpoint does)
 // and asks the netplugin of its homing host to reclaim it. It goes on
 // after a failure and returns all failures.
-func (m *master) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) error {
+func (m *Service) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) error {
 	vteps, err := m.vtepsByHost(ctx)
 	if err != nil {
 		return err
 	}
-	client := agentHTTPClient(reclaimTimeout)
+	client := AgentHTTPClient(reclaimTimeout)
 	var errs []error
 	for _, ep := range eps {
 		if _, err := m.removeEndpoint(ctx, ep.NetID, ep.ID); err != nil && !errors.Is(err, objdb.ErrNotFound) {
@@ -151,9 +151,9 @@ func (m *master) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) err
 
 // vtepsByHost maps host names to the VTEP address their netplugin
 // registered.
-func (m *master) vtepsByHost(ctx context.Context) (map[string]string, error) {
+func (m *Service) vtepsByHost(ctx context.Context) (map[string]string, error) {
 	if m.svc == nil {
-		return nil, errors.New("master: no service registry")
+		return nil, errors.New("endpoints: no service registry")
 	}
 	list, err := m.svc.GetService(ctx, agents.ServiceVtep)
 	if err != nil {
@@ -168,8 +168,8 @@ func (m *master) vtepsByHost(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// netpluginURL is path on the REST server of the netplugin at addr.
-func (m *master) netpluginURL(addr, path string) string {
+// NetpluginURL is path on the REST server of the netplugin at addr.
+func (m *Service) NetpluginURL(addr, path string) string {
 	port := m.cfg.NetpluginPort
 	if port == 0 {
 		port = DefaultNetpluginPort
@@ -177,10 +177,10 @@ func (m *master) netpluginURL(addr, path string) string {
 	return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + path
 }
 
-// agentHTTPClient is a client for netplugin's REST server: bounded by
+// AgentHTTPClient is a client for netplugin's REST server: bounded by
 // timeout, dials bounded by reclaimDialTimeout, no idle connection left
 // behind.
-func agentHTTPClient(timeout time.Duration) *http.Client {
+func AgentHTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
@@ -192,8 +192,8 @@ func agentHTTPClient(timeout time.Duration) *http.Client {
 
 // reclaimEndpoint sends DELETE /debug/reclaimEndpoint/<epID> to the
 // netplugin at vtep.
-func (m *master) reclaimEndpoint(ctx context.Context, client *http.Client, vtep, epID string) error {
-	u := m.netpluginURL(vtep, "/debug/reclaimEndpoint/"+url.PathEscape(epID))
+func (m *Service) reclaimEndpoint(ctx context.Context, client *http.Client, vtep, epID string) error {
+	u := m.NetpluginURL(vtep, "/debug/reclaimEndpoint/"+url.PathEscape(epID))
 	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodDelete, u, nil)

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"bytes"
@@ -22,21 +22,21 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
-func (m *master) addPluginRoutes(r *mux.Router) {
-	contivmodel.HandlePlugin(r, pluginapi.PathAllocAddress, pluginHandler(m, m.allocAddress))
-	contivmodel.HandlePlugin(r, pluginapi.PathReleaseAddress, pluginHandler(m, m.releaseAddress))
-	contivmodel.HandlePlugin(r, pluginapi.PathCreateEndpoint, pluginHandler(m, m.createEndpoint))
-	contivmodel.HandlePlugin(r, pluginapi.PathDeleteEndpoint, pluginHandler(m, m.deleteEndpoint))
-	contivmodel.HandlePlugin(r, pluginapi.PathUpdateEndpoint, pluginHandler(m, m.updateEndpoint))
+func (m *Service) addPluginRoutes(r *mux.Router, reg *contivmodel.Registry) {
+	contivmodel.HandlePlugin(r, pluginapi.PathAllocAddress, pluginHandler(m, reg, m.allocAddress))
+	contivmodel.HandlePlugin(r, pluginapi.PathReleaseAddress, pluginHandler(m, reg, m.releaseAddress))
+	contivmodel.HandlePlugin(r, pluginapi.PathCreateEndpoint, pluginHandler(m, reg, m.createEndpoint))
+	contivmodel.HandlePlugin(r, pluginapi.PathDeleteEndpoint, pluginHandler(m, reg, m.deleteEndpoint))
+	contivmodel.HandlePlugin(r, pluginapi.PathUpdateEndpoint, pluginHandler(m, reg, m.updateEndpoint))
 }
 
 // pluginHandler decodes the request (case-insensitive member names), runs
 // fn and answers 200 JSON + "\n", or text/plain with the message and the
 // status of the registry's classification (docs/rest-errors.md).
-func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *Req) (Resp, error)) http.Handler {
+func pluginHandler[Req, Resp any](m *Service, reg *contivmodel.Registry, fn func(ctx context.Context, req *Req) (Resp, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		body, err := contivmodel.ReadBody(w, r, m.reg.MaxBodyBytes())
+		body, err := contivmodel.ReadBody(w, r, reg.MaxBodyBytes())
 		if err == nil {
 			if uerr := json.Unmarshal(body, &req); uerr != nil {
 				err = &contivmodel.Error{Msg: "decode request: " + uerr.Error(), Err: fmt.Errorf("%w: %w", contivmodel.ErrInvalid, uerr)}
@@ -50,7 +50,7 @@ func pluginHandler[Req, Resp any](m *master, fn func(ctx context.Context, req *R
 			}
 		}
 		if err != nil {
-			status := m.reg.Status(err)
+			status := reg.Status(err)
 			m.log.WithError(err).WithFields(map[string]any{"path": r.URL.Path, "status": status}).Info("plugin request failed")
 			http.Error(w, pluginMessage(err), status)
 			return
@@ -99,7 +99,7 @@ func parseAddressPool(s string) (netip.Prefix, string, bool) {
 	return p.Masked(), s[i+1:], true
 }
 
-func (m *master) findNetworkByPool(ctx context.Context, pfx netip.Prefix, tenant string) (string, error) {
+func (m *Service) findNetworkByPool(ctx context.Context, pfx netip.Prefix, tenant string) (string, error) {
 	nets, _, err := m.st.Networks.ReadAll(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read networks: %w", err)
@@ -122,7 +122,7 @@ func (m *master) findNetworkByPool(ctx context.Context, pfx netip.Prefix, tenant
 }
 
 // poolOf returns the IPv4 pool addresses of (network, group) come from.
-func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
+func (m *Service) poolOf(ctx context.Context, ref netRef) (string, error) {
 	if ref.epgID == "" {
 		return ref.netID, nil
 	}
@@ -136,7 +136,7 @@ func (m *master) poolOf(ctx context.Context, ref netRef) (string, error) {
 	return ref.netID, nil
 }
 
-func (m *master) allocAddress(ctx context.Context, req *pluginapi.AddressAllocRequest) (pluginapi.AddressAllocResponse, error) {
+func (m *Service) allocAddress(ctx context.Context, req *pluginapi.AddressAllocRequest) (pluginapi.AddressAllocResponse, error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	resp := pluginapi.AddressAllocResponse{NetworkID: req.NetworkID}
@@ -214,7 +214,7 @@ func (m *master) allocAddress(ctx context.Context, req *pluginapi.AddressAllocRe
 
 // allocV4 takes the preferred address (refused when in use) or the lowest
 // free one of pool.
-func (m *master) allocV4(ctx context.Context, ns *state.Network, pool, preferred string) (netip.Addr, error) {
+func (m *Service) allocV4(ctx context.Context, ns *state.Network, pool, preferred string) (netip.Addr, error) {
 	if preferred == "" {
 		a, err := m.v4.Allocate(ctx, pool)
 		if err != nil {
@@ -237,7 +237,7 @@ func (m *master) allocV4(ctx context.Context, ns *state.Network, pool, preferred
 	return a, nil
 }
 
-func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Addr, error) {
+func (m *Service) allocV6(ctx context.Context, netID, preferred string) (netip.Addr, error) {
 	if preferred == "" {
 		a, err := m.v6.Allocate(ctx, netID)
 		return a, err
@@ -253,7 +253,7 @@ func (m *master) allocV6(ctx context.Context, netID, preferred string) (netip.Ad
 // takeV6 allocates the IPv6 address of endpoint epID: the preferred one
 // (if given) may also be one epID holds already or one allocAddress handed
 // out and no endpoint holds. fresh reports a new allocation.
-func (m *master) takeV6(ctx context.Context, netID, epID, preferred string) (a netip.Addr, fresh bool, err error) {
+func (m *Service) takeV6(ctx context.Context, netID, epID, preferred string) (a netip.Addr, fresh bool, err error) {
 	a, err = m.allocV6(ctx, netID, preferred)
 	if !errors.Is(err, ipam.ErrInUse) {
 		return a, err == nil, err
@@ -277,8 +277,8 @@ func (m *master) takeV6(ctx context.Context, netID, epID, preferred string) (a n
 }
 
 // releaseV6 gives an IPv6 address back during a rollback.
-func (m *master) releaseV6(netID string, a netip.Addr) {
-	ctx, cancel := undoCtx()
+func (m *Service) releaseV6(netID string, a netip.Addr) {
+	ctx, cancel := UndoContext()
 	defer cancel()
 	if _, err := m.v6.Release(ctx, netID, a); err != nil {
 		m.log.WithError(err).WithField("network", netID).Error("roll back ipv6 address")
@@ -288,7 +288,7 @@ func (m *master) releaseV6(netID string, a netip.Addr) {
 // takeOverRecord removes the allocAddress record of ip for the endpoint
 // now holding the address; a record already gone was released
 // concurrently, and the create fails.
-func (m *master) takeOverRecord(ctx context.Context, pool string, ip netip.Addr) error {
+func (m *Service) takeOverRecord(ctx context.Context, pool string, ip netip.Addr) error {
 	var prev objdb.KeyValue
 	if err := m.kv.Delete(ctx, ipallocKey(pool, ip), objdb.WithPrevKV(&prev)); err != nil {
 		return fmt.Errorf("take over address record %s: %w", ip, err)
@@ -300,8 +300,8 @@ func (m *master) takeOverRecord(ctx context.Context, pool string, ip netip.Addr)
 }
 
 // forgetRecord removes the allocAddress record of a during a rollback.
-func (m *master) forgetRecord(pool string, a netip.Addr) error {
-	ctx, cancel := undoCtx()
+func (m *Service) forgetRecord(pool string, a netip.Addr) error {
+	ctx, cancel := UndoContext()
 	defer cancel()
 	if err := m.kv.Delete(ctx, ipallocKey(pool, a)); err != nil {
 		m.log.WithError(err).WithField("pool", pool).Error("roll back address record")
@@ -311,8 +311,8 @@ func (m *master) forgetRecord(pool string, a netip.Addr) error {
 }
 
 // releaseV4 gives an address back during a rollback.
-func (m *master) releaseV4(netID, pool string, a netip.Addr) {
-	ctx, cancel := undoCtx()
+func (m *Service) releaseV4(netID, pool string, a netip.Addr) {
+	ctx, cancel := UndoContext()
 	defer cancel()
 	if _, err := m.v4.Release(ctx, pool, a); err != nil {
 		m.log.WithError(err).WithField("network", netID).Error("roll back address")
@@ -323,7 +323,7 @@ func (m *master) releaseV4(netID, pool string, a netip.Addr) {
 // any owner. An endpoint's address, a gateway, a service VIP or an address
 // of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
 // changes (docs/allocation-integrity.md).
-func (m *master) releaseAddress(ctx context.Context, req *pluginapi.AddressReleaseRequest) (pluginapi.AddressReleaseResponse, error) {
+func (m *Service) releaseAddress(ctx context.Context, req *pluginapi.AddressReleaseRequest) (pluginapi.AddressReleaseResponse, error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	m.topo.RLock()
@@ -372,8 +372,8 @@ func macFor(a netip.Addr) string {
 }
 
 // endpointHolding returns the id of an endpoint of netID holding ip, or "".
-func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Addr) (string, error) {
-	eps, err := m.allEndpoints(ctx)
+func (m *Service) endpointHolding(ctx context.Context, netID string, ip netip.Addr) (string, error) {
+	eps, err := m.AllEndpoints(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -385,7 +385,7 @@ func (m *master) endpointHolding(ctx context.Context, netID string, ip netip.Add
 	return "", nil
 }
 
-func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpointRequest) (resp pluginapi.EndpointResponse, err error) {
+func (m *Service) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpointRequest) (resp pluginapi.EndpointResponse, err error) {
 	if err := checkCreateEndpoint(req); err != nil {
 		return resp, err
 	}
@@ -393,7 +393,7 @@ func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpoi
 	defer cancel()
 	m.topo.RLock()
 	defer m.topo.RUnlock()
-	netID := netStateID(req.TenantName, req.NetworkName)
+	netID := state.NetworkID(req.TenantName, req.NetworkName)
 	ns, err := m.netState(ctx, netID)
 	if err != nil {
 		return resp, apierr.Store("read network state "+netID, err)
@@ -414,7 +414,7 @@ func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpoi
 	var gs state.EndpointGroup
 	pool := netID
 	if group != "" {
-		epgID := epgStateID(req.TenantName, group)
+		epgID := state.GroupID(req.TenantName, group)
 		if gs, err = m.epgState(ctx, epgID); err != nil {
 			if r, ok := existing(); ok {
 				return r, nil
@@ -541,7 +541,7 @@ func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpoi
 		return resp, fmt.Errorf("write endpoint %q: %w", epID, err)
 	}
 	undo = append(undo, func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := UndoContext()
 		defer cancel()
 		if err := m.st.Endpoints.Clear(ctx, epID); err != nil {
 			m.log.WithError(err).Error("roll back endpoint state")
@@ -567,18 +567,18 @@ func (m *master) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpoi
 	return pluginapi.EndpointResponse{EndpointConfig: ep}, nil
 }
 
-func (m *master) deleteEndpoint(ctx context.Context, req *pluginapi.DeleteEndpointRequest) (pluginapi.EndpointResponse, error) {
+func (m *Service) deleteEndpoint(ctx context.Context, req *pluginapi.DeleteEndpointRequest) (pluginapi.EndpointResponse, error) {
 	if err := required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "EndpointID", req.EndpointID); err != nil {
 		return pluginapi.EndpointResponse{}, err
 	}
-	netID := netStateID(req.TenantName, req.NetworkName)
+	netID := state.NetworkID(req.TenantName, req.NetworkName)
 	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
 }
 
 // removeEndpoint deletes endpoint state epID of network netID and gives
 // its addresses and counts back (docs/daemons.md §4.10.2); the debug
 // cleanup and the host garbage collection use it too.
-func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp pluginapi.EndpointResponse, err error) {
+func (m *Service) removeEndpoint(ctx context.Context, netID, epID string) (resp pluginapi.EndpointResponse, err error) {
 	ctx, cancel := opCtx(ctx)
 	defer cancel()
 	m.topo.RLock()
@@ -652,23 +652,23 @@ func (m *master) removeEndpoint(ctx context.Context, netID, epID string) (resp p
 // docs/rest-api.md §3.5, docs/daemons.md §4.12): a started container's labels, id
 // and name go into its endpoint and it becomes a provider of the matching
 // services; a "die" withdraws it ("null" for a container never started).
-func (m *master) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpointRequest) (*pluginapi.UpdateEndpointResponse, error) {
+func (m *Service) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpointRequest) (*pluginapi.UpdateEndpointResponse, error) {
 	resp := &pluginapi.UpdateEndpointResponse{IPAddress: req.IPAddress}
 	switch req.Event {
 	case "start":
-		netID := netStateID(req.Tenant, req.Network)
+		netID := state.NetworkID(req.Tenant, req.Network)
 		if _, err := m.st.Networks.Read(ctx, netID); errors.Is(err, objdb.ErrNotFound) {
-			epgID := epgStateID(req.Tenant, req.Network)
+			epgID := state.GroupID(req.Tenant, req.Network)
 			gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 			if err != nil {
 				return nil, apierr.Store("read group state "+epgID, err)
 			}
-			netID = netStateID(req.Tenant, gs.NetworkName)
+			netID = state.NetworkID(req.Tenant, gs.NetworkName)
 		} else if err != nil {
 			return nil, fmt.Errorf("read network state %q: %w", netID, err)
 		}
 		epID := netID + "-" + req.EndpointID
-		ep, err := casUpdate(ctx, m.st.Endpoints, epID, func(ep *state.Endpoint) error {
+		ep, err := m.st.Endpoints.Update(ctx, epID, func(ep *state.Endpoint) error {
 			if ep.Labels == nil && len(req.Labels) > 0 {
 				ep.Labels = map[string]string{}
 			}

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
-	"github.com/contiv/netplugin/state"
 )
 
 // Host garbage collection (docs/daemons.md §4.10.3, leader only per §10
@@ -20,17 +19,17 @@ import (
 // hostGCTimeout bounds the store work of one collection.
 const hostGCTimeout = 5 * time.Minute
 
-// collectHost deletes every endpoint homed on hostname, giving its
+// CollectHost deletes every endpoint homed on hostname, giving its
 // addresses and counts back as /plugin/deleteEndpoint does, and every
 // oper/eps entry of the host. It goes on after a failure and returns all
 // failures; n is the number of endpoints deleted.
-func (m *master) collectHost(ctx context.Context, hostname string) (n int, err error) {
+func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err error) {
 	if hostname == "" {
-		return 0, errors.New("master: host GC without a host name")
+		return 0, errors.New("endpoints: host GC without a host name")
 	}
 	ctx, cancel := context.WithTimeout(ctx, hostGCTimeout)
 	defer cancel()
-	eps, err := m.allEndpoints(ctx)
+	eps, err := m.AllEndpoints(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -63,16 +62,4 @@ func (m *master) collectHost(ctx context.Context, hostname string) (n int, err e
 		}
 	}
 	return n, errors.Join(errs...)
-}
-
-// hostGC lets the agent follower (netmaster/agents) list endpoints and
-// collect a departed host.
-type hostGC struct{ m *master }
-
-func (h hostGC) AllEndpoints(ctx context.Context) ([]state.Endpoint, error) {
-	return h.m.allEndpoints(ctx)
-}
-
-func (h hostGC) CollectHost(ctx context.Context, hostname string) (int, error) {
-	return h.m.collectHost(ctx, hostname)
 }

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // the counters of network netID and eps endpoints to those of group epgID
 // (none when ""), writing the two objects concurrently. It reports each
 // write's outcome, so that a caller rolling back undoes only what was stored.
-func (m *master) bumpEndpointCounters(ctx context.Context, netID, epgID string, eps, addrs int) (netErr, groupErr error) {
+func (m *Service) bumpEndpointCounters(ctx context.Context, netID, epgID string, eps, addrs int) (netErr, groupErr error) {
 	if epgID == "" {
 		return m.bumpNetwork(ctx, netID, eps, addrs), nil
 	}
@@ -31,16 +31,16 @@ func (m *master) bumpEndpointCounters(ctx context.Context, netID, epgID string, 
 
 // undoNetworkBump and undoGroupBump add a rollback's deltas, on a context
 // that outlives the request.
-func (m *master) undoNetworkBump(netID string, eps, addrs int) {
-	ctx, cancel := undoCtx()
+func (m *Service) undoNetworkBump(netID string, eps, addrs int) {
+	ctx, cancel := UndoContext()
 	defer cancel()
 	if err := m.bumpNetwork(ctx, netID, eps, addrs); err != nil {
 		m.log.WithError(err).Error("roll back network counters")
 	}
 }
 
-func (m *master) undoGroupBump(epgID string, eps int) {
-	ctx, cancel := undoCtx()
+func (m *Service) undoGroupBump(epgID string, eps int) {
+	ctx, cancel := UndoContext()
 	defer cancel()
 	if err := m.bumpGroup(ctx, epgID, eps); err != nil {
 		m.log.WithError(err).Error("roll back group count")

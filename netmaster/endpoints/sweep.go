@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
 )
 
 // Addresses handed out by /plugin/allocAddress are recorded under
@@ -47,13 +48,13 @@ type SweepReport struct {
 }
 
 // lastSweep returns the report of the term's last sweep (nil before it).
-func (m *master) lastSweep() *SweepReport {
+func (m *Service) lastSweep() *SweepReport {
 	m.sweepMu.Lock()
 	defer m.sweepMu.Unlock()
 	return m.sweepRep
 }
 
-func (m *master) addSweepRoute(r *mux.Router) {
+func (m *Service) addSweepRoute(r *mux.Router) {
 	r.Methods(http.MethodGet).Path("/debug/sweep").HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		rep := m.lastSweep()
 		if rep == nil {
@@ -71,7 +72,7 @@ func (m *master) addSweepRoute(r *mux.Router) {
 // without an owner, reports those with two or more, and takes again owned
 // ones found free; then it corrects the counters. Endpoint operations of
 // this process wait meanwhile. The report is kept for /debug/sweep.
-func (m *master) sweepLeaks(ctx context.Context) (err error) {
+func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 	m.topo.Lock()
 	defer m.topo.Unlock()
 	rep := &SweepReport{Released: []string{}, DoubleOwned: []string{}, Retaken: []string{}}
@@ -92,7 +93,7 @@ func (m *master) sweepLeaks(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("sweep: read groups: %w", err)
 	}
-	eps, err := m.allEndpoints(ctx)
+	eps, err := m.AllEndpoints(ctx)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (m *master) sweepLeaks(ctx context.Context) (err error) {
 			a, err1 := netip.ParseAddr(lo)
 			b, err2 := netip.ParseAddr(hi)
 			if err1 == nil && err2 == nil {
-				id := netStateID(g.TenantName, g.NetworkName)
+				id := state.NetworkID(g.TenantName, g.NetworkName)
 				carved[id] = append(carved[id], span{a, b})
 			}
 		}
@@ -274,7 +275,7 @@ func sortedAddrs[V any](m map[netip.Addr]V) []netip.Addr {
 }
 
 // sweepV6 releases the addresses of the IPv6 pool of netID not kept.
-func (m *master) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) (released []netip.Addr, err error) {
+func (m *Service) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) (released []netip.Addr, err error) {
 	taken, err := m.v6.Allocated(ctx, netID)
 	if errors.Is(err, ipam.ErrPoolNotFound) {
 		return nil, nil

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // vipOwner gives the service load balancer (netmaster/svclb) its VIPs from
 // the networks' pools, with the address records the sweep honours.
-type vipOwner struct{ m *master }
+type vipOwner struct{ m *Service }
 
 func (v vipOwner) TakeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, requested string) (netip.Addr, error) {
 	return v.m.takeVIP(ctx, tx, id, netID, requested)
@@ -24,13 +24,13 @@ func (v vipOwner) DropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip st
 }
 
 func (v vipOwner) Snapshot(ctx context.Context, keys ...string) (func(), error) {
-	return v.m.snapshot(ctx, keys...)
+	return v.m.Snapshot(ctx, keys...)
 }
 
 // restoreServices rebuilds the service load balancer from the store at
 // the start of a term.
-func (m *master) restoreServices(ctx context.Context) error {
-	eps, err := m.allEndpoints(ctx)
+func (m *Service) restoreServices(ctx context.Context) error {
+	eps, err := m.AllEndpoints(ctx)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ const vipRecordPrefix = "serviceLB "
 // takeVIP allocates a service VIP in the network's pool (the requested
 // address, refused when outside the subnet or taken, or the lowest free
 // one), records its owner and counts it as handed out.
-func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, requested string) (netip.Addr, error) {
+func (m *Service) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, requested string) (netip.Addr, error) {
 	m.topo.RLock() // against the sweep, between allocation and record
 	defer m.topo.RUnlock()
 	ns, err := m.netState(ctx, netID)
@@ -72,7 +72,7 @@ func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, req
 		return a, fmt.Errorf("record service address %s: %w", a, err)
 	}
 	tx.OnAbort(func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := UndoContext()
 		defer cancel()
 		if err := m.kv.Delete(ctx, ipallocKey(netID, a)); err != nil {
 			m.log.WithError(err).Error("roll back service address record")
@@ -82,7 +82,7 @@ func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, req
 		return a, err
 	}
 	tx.OnAbort(func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := UndoContext()
 		defer cancel()
 		if err := m.bumpNetwork(ctx, netID, 0, -1); err != nil {
 			m.log.WithError(err).Error("roll back address count")
@@ -93,7 +93,7 @@ func (m *master) takeVIP(ctx context.Context, tx *contivmodel.Tx, id, netID, req
 
 // dropVIP releases a service VIP, its owner record and its count; an
 // abort takes it back.
-func (m *master) dropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip string) error {
+func (m *Service) dropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip string) error {
 	a, err := netip.ParseAddr(vip)
 	if err != nil {
 		return fmt.Errorf("service address %q: %w", vip, err)
@@ -104,7 +104,7 @@ func (m *master) dropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip str
 	// free while a record names it (docs/allocation-integrity.md). An
 	// abort takes the address again and puts the record back only if it
 	// got the address back.
-	rec, err := m.snapshot(ctx, ipallocKey(netID, a))
+	rec, err := m.Snapshot(ctx, ipallocKey(netID, a))
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (m *master) dropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip str
 		return nil
 	}
 	tx.OnAbort(func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := UndoContext()
 		defer cancel()
 		if _, err := m.v4.AllocateSpecific(ctx, netID, a); err != nil {
 			m.log.WithError(err).Error("roll back service address release: the address was taken meanwhile, the service keeps no VIP record")
@@ -134,7 +134,7 @@ func (m *master) dropVIP(ctx context.Context, tx *contivmodel.Tx, netID, vip str
 		return err
 	}
 	tx.OnAbort(func() {
-		ctx, cancel := undoCtx()
+		ctx, cancel := UndoContext()
 		defer cancel()
 		if err := m.bumpNetwork(ctx, netID, 0, 1); err != nil {
 			m.log.WithError(err).Error("roll back address count")

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const repairDelay = time.Second
 // can be one off. The recount runs in the background under the exclusive
 // endpoint lock, from the records (reconcileCounters); several requests
 // share one recount. See docs/allocation-integrity.md.
-func (m *master) needRepair(err error) {
+func (m *Service) needRepair(err error) {
 	if err == nil || !errors.Is(err, objdb.ErrUncertain) {
 		return
 	}

@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/usererr"
 )
 
@@ -17,7 +18,7 @@ import (
 // a group's IP pool. Only an address allocAddress handed out (its record
 // names the network) or one without any owner is released
 // (docs/allocation-integrity.md). It wraps ipam.ErrInUse.
-var ErrOwned = fmt.Errorf("master: address has another owner: %w", ipam.ErrInUse)
+var ErrOwned = fmt.Errorf("endpoints: address has another owner: %w", ipam.ErrInUse)
 
 // ownedBy refuses a release of ip, naming its owner.
 func ownedBy(ip netip.Addr, owner string) error {
@@ -28,7 +29,7 @@ func ownedBy(ip netip.Addr, owner string) error {
 // /plugin/releaseAddress ("" when there is none): the gateway of netID, a
 // range carved out for a group's IP pool (when releasing from the network's
 // own pool), an endpoint, or a service VIP record.
-func (m *master) releaseOwner(ctx context.Context, netID, pool string, ip netip.Addr, gw, gw6 string) (string, error) {
+func (m *Service) releaseOwner(ctx context.Context, netID, pool string, ip netip.Addr, gw, gw6 string) (string, error) {
 	if g, err := netip.ParseAddr(gw); err == nil && g == ip {
 		return "the gateway of network " + netID, nil
 	}
@@ -41,7 +42,7 @@ func (m *master) releaseOwner(ctx context.Context, netID, pool string, ip netip.
 			return "", fmt.Errorf("read endpoint groups: %w", err)
 		}
 		for _, g := range groups {
-			if g.IPPool == "" || netStateID(g.TenantName, g.NetworkName) != netID {
+			if g.IPPool == "" || state.NetworkID(g.TenantName, g.NetworkName) != netID {
 				continue
 			}
 			lo, hi, _ := strings.Cut(g.IPPool, "-")
@@ -75,7 +76,7 @@ func (m *master) releaseOwner(ctx context.Context, netID, pool string, ip netip.
 // of a release and an endpoint taking the address over, exactly one gets
 // the record. had reports whether there was one; a service VIP record is
 // put back and refused.
-func (m *master) takeRecord(ctx context.Context, pool string, ip netip.Addr) (had bool, err error) {
+func (m *Service) takeRecord(ctx context.Context, pool string, ip netip.Addr) (had bool, err error) {
 	var prev objdb.KeyValue
 	if err := m.kv.Delete(ctx, ipallocKey(pool, ip), objdb.WithPrevKV(&prev)); err != nil {
 		if errors.Is(err, objdb.ErrNotFound) && !errors.Is(err, objdb.ErrUncertain) {
@@ -97,8 +98,8 @@ func (m *master) takeRecord(ctx context.Context, pool string, ip netip.Addr) (ha
 
 // putRecordBack restores an address record taken by a release that is then
 // refused.
-func (m *master) putRecordBack(pool string, ip netip.Addr, val []byte) error {
-	ctx, cancel := undoCtx()
+func (m *Service) putRecordBack(pool string, ip netip.Addr, val []byte) error {
+	ctx, cancel := UndoContext()
 	defer cancel()
 	if _, err := m.kv.Put(ctx, ipallocKey(pool, ip), val, objdb.WithCreateOnly()); err != nil && !errors.Is(err, objdb.ErrConflict) {
 		m.log.WithError(err).WithField("pool", pool).Error("put address record back")
@@ -109,7 +110,7 @@ func (m *master) putRecordBack(pool string, ip netip.Addr, val []byte) error {
 
 // releaseChecked frees ip in pool (IPv4) or in netID's IPv6 pool after the
 // ownership checks; released reports whether it was taken.
-func (m *master) releaseChecked(ctx context.Context, netID, pool string, ip netip.Addr, gw, gw6 string) (released bool, err error) {
+func (m *Service) releaseChecked(ctx context.Context, netID, pool string, ip netip.Addr, gw, gw6 string) (released bool, err error) {
 	owner, err := m.releaseOwner(ctx, netID, pool, ip, gw, gw6)
 	if err != nil {
 		return false, err

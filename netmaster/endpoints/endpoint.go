@@ -1,24 +1,32 @@
-package master
+package endpoints
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
 )
+
+// InspectCallbacks is the contivmodel controller of the endpoint kind:
+// inspect only.
+func (m *Service) InspectCallbacks() contivmodel.Callbacks[contivmodel.Endpoint] {
+	return endpointCtl{m: m}
+}
 
 // endpointCtl serves endpoint inspect (docs/rest-api.md §2.13).
 type endpointCtl struct {
 	contivmodel.NoopCallbacks[contivmodel.Endpoint]
-	m *master
+	m *Service
 }
 
 // Oper returns the first endpoint (in store order) whose id, container id
 // or container name contains the requested id.
 func (c endpointCtl) Oper(ctx context.Context, _ *contivmodel.Tx, obj *contivmodel.Endpoint) (any, error) {
-	eps, err := c.m.allEndpoints(ctx)
+	eps, err := c.m.AllEndpoints(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +36,7 @@ func (c endpointCtl) Oper(ctx context.Context, _ *contivmodel.Tx, obj *contivmod
 			!strings.Contains(ep.EPCommonName, id) && !strings.Contains(ep.EndpointID, id) {
 			continue
 		}
-		op := endpointOper(ep)
+		op := Oper(ep)
 		op.Key = id
 		if oper, err := c.m.st.EndpointOper.Read(ctx, ep.ID); err == nil && oper.PortName != "" {
 			op.VirtualPort = "v" + oper.PortName
@@ -38,4 +46,26 @@ func (c endpointCtl) Oper(ctx context.Context, _ *contivmodel.Tx, obj *contivmod
 		return &op, nil
 	}
 	return nil, contivmodel.NotFound(contivmodel.TypeEndpoint)
+}
+
+// Oper is the §2.0 view of an endpoint state.
+func Oper(ep state.Endpoint) contivmodel.EndpointOper {
+	op := contivmodel.EndpointOper{
+		Network:          ep.NetID,
+		EndpointID:       ep.EndpointID,
+		ServiceName:      ep.ServiceName,
+		EndpointGroupID:  ep.EndpointGroupID,
+		EndpointGroupKey: ep.EndpointGroupKey,
+		MacAddress:       ep.MacAddress,
+		HomingHost:       ep.HomingHost,
+		IntfName:         ep.IntfName,
+		VtepIP:           ep.VtepIP,
+		Labels:           fmt.Sprint(ep.Labels),
+		ContainerID:      ep.ContainerID,
+		ContainerName:    ep.EPCommonName,
+	}
+	if ep.IPAddress != "" || ep.IPv6Address != "" {
+		op.IpAddress = []string{ep.IPAddress, ep.IPv6Address}
+	}
+	return op
 }

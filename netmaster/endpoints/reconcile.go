@@ -1,4 +1,4 @@
-package master
+package endpoints
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 // separate store writes (the store API has no multi-key transaction), so a
 // netmaster killed in the middle of a create or delete can leave a counter
 // off by the endpoints it was handling; the records are the truth.
-func (m *master) reconcileCounters(ctx context.Context) error {
-	eps, err := m.allEndpoints(ctx)
+func (m *Service) reconcileCounters(ctx context.Context) error {
+	eps, err := m.AllEndpoints(ctx)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (m *master) reconcileCounters(ctx context.Context) error {
 	for _, g := range groups {
 		if g.EpCount != grpEPs[g.ID] {
 			m.log.WithField("group", g.ID).Warnf("endpoint count %d corrected to %d", g.EpCount, grpEPs[g.ID])
-			if _, err := casUpdate(ctx, m.st.EndpointGroups, g.ID, func(cur *state.EndpointGroup) error {
+			if _, err := m.st.EndpointGroups.Update(ctx, g.ID, func(cur *state.EndpointGroup) error {
 				cur.EpCount = grpEPs[g.ID]
 				return nil
 			}); err != nil {
@@ -47,7 +47,7 @@ func (m *master) reconcileCounters(ctx context.Context) error {
 			}
 		}
 		if g.IPPool != "" {
-			id := netStateID(g.TenantName, g.NetworkName)
+			id := state.NetworkID(g.TenantName, g.NetworkName)
 			subPools[id] = append(subPools[id], g.ID)
 		}
 	}
@@ -65,7 +65,7 @@ func (m *master) reconcileCounters(ctx context.Context) error {
 		}
 		m.log.WithField("network", n.ID).Warnf("counters (%d endpoints, %d addresses) corrected to (%d, %d)",
 			n.EpCount, n.EpAddrCount, netEPs[n.ID], addrs)
-		if _, err := casUpdate(ctx, m.st.Networks, n.ID, func(cur *state.Network) error {
+		if _, err := m.st.Networks.Update(ctx, n.ID, func(cur *state.Network) error {
 			cur.EpCount, cur.EpAddrCount = netEPs[n.ID], addrs
 			return nil
 		}); err != nil {
@@ -78,7 +78,7 @@ func (m *master) reconcileCounters(ctx context.Context) error {
 // handedOut counts the addresses of a network given out by allocation:
 // taken in its pool, minus the gateway and the groups' pool ranges, plus
 // what the groups' pools gave out.
-func (m *master) handedOut(ctx context.Context, n state.Network, groupPools []string) (int, error) {
+func (m *Service) handedOut(ctx context.Context, n state.Network, groupPools []string) (int, error) {
 	u, err := m.v4.Usage(ctx, n.ID)
 	if errors.Is(err, ipam.ErrPoolNotFound) || errors.Is(err, objdb.ErrNotFound) {
 		return n.EpAddrCount, nil
