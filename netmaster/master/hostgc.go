@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
@@ -69,8 +71,17 @@ func (m *master) collectHost(ctx context.Context, hostname string) (n int, err e
 // collect a departed host.
 type hostGC struct{ m *master }
 
-func (h hostGC) AllEndpoints(ctx context.Context) ([]state.Endpoint, error) {
-	return h.m.allEndpoints(ctx)
+// EndpointHosts walks the endpoints a page at a time and keeps only
+// their hosts (docs/scale.md).
+func (h hostGC) EndpointHosts(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	if _, err := h.m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
+		seen[ep.HomingHost] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 func (h hostGC) CollectHost(ctx context.Context, hostname string) (int, error) {
