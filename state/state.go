@@ -195,6 +195,42 @@ func (c Collection[T]) ReadAll(ctx context.Context) ([]T, int64, error) {
 	return out, maxVer, nil
 }
 
+// Each calls fn with every object directly under the prefix, in ID order,
+// as ReadAll returns them, but reads and decodes them a page at a time
+// (objdb.ListPages, objdb.DefaultPageSize keys): a walk over many objects
+// (every endpoint at a term start) holds one page of them, not all. The
+// walk is one snapshot where the store pages (etcd). It returns the
+// highest version seen; an error of fn stops the walk and is returned as
+// it is.
+func (c Collection[T]) Each(ctx context.Context, fn func(T) error) (int64, error) {
+	var maxVer int64
+	var stop error // fn's or a decode error: returned as it is
+	err := objdb.ListPages(ctx, c.kv, c.prefix, objdb.DefaultPageSize, func(page []objdb.KeyValue) error {
+		for _, kv := range page {
+			maxVer = max(maxVer, kv.Version)
+			if strings.Contains(strings.TrimPrefix(kv.Key, c.prefix), "/") {
+				continue
+			}
+			v, err := c.decode(kv)
+			if err == nil {
+				err = fn(v)
+			}
+			if err != nil {
+				stop = err
+				return err
+			}
+		}
+		return nil
+	})
+	if stop != nil {
+		return 0, stop
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read state under %q: %w", c.prefix, err)
+	}
+	return maxVer, nil
+}
+
 // Change is one watched change. Curr is nil on delete; Prev is nil on
 // create (or when the store did not know the previous value).
 type Change[T Object] struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -271,5 +272,48 @@ func TestReadAllAndWatch(t *testing.T) {
 	}
 	cancel()
 	for range ch {
+	}
+}
+
+// Each walks what ReadAll returns, in the same order, a page at a time.
+func TestEachMatchesReadAll(t *testing.T) {
+	ctx := ctxT(t)
+	s, kv := open(t)
+	n := objdb.DefaultPageSize + 5 // more than one page
+	for i := range n {
+		ep := state.Endpoint{Common: state.Common{ID: fmt.Sprintf("e%05d", i)}, NetID: "n.default", IPAddress: "198.18.0.1"}
+		if _, err := s.Endpoints.Write(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kv.Put(ctx, "state/eps/sub/x", []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	all, allVer, err := s.Endpoints.ReadAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	ver, err := s.Endpoints.Each(ctx, func(ep state.Endpoint) error {
+		ids = append(ids, ep.ID)
+		return nil
+	})
+	if err != nil || ver != allVer || len(ids) != len(all) {
+		t.Fatalf("each: %d objects version %d (%v), read all: %d version %d", len(ids), ver, err, len(all), allVer)
+	}
+	for i := range all {
+		if ids[i] != all[i].ID {
+			t.Fatalf("object %d: each %s, read all %s", i, ids[i], all[i].ID)
+		}
+	}
+	stop := errors.New("stop")
+	if _, err := s.Endpoints.Each(ctx, func(state.Endpoint) error { return stop }); err != stop {
+		t.Fatalf("fn's error: %v", err)
+	}
+	if _, err := kv.Put(ctx, "state/eps/zz", []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Endpoints.Each(ctx, func(state.Endpoint) error { return nil }); err == nil || !strings.Contains(err.Error(), "decode state") {
+		t.Fatalf("undecodable record: %v", err)
 	}
 }

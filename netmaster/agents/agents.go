@@ -50,7 +50,9 @@ type Config struct {
 // Hosts is what the agent follower needs of the endpoint side: the
 // endpoints in the store and the deletion of a departed host's endpoints.
 type Hosts interface {
-	AllEndpoints(ctx context.Context) ([]state.Endpoint, error)
+	// EndpointHosts lists, sorted, the distinct homing hosts of the
+	// endpoints in the store ("" included when an endpoint has none).
+	EndpointHosts(ctx context.Context) ([]string, error)
 	CollectHost(ctx context.Context, hostname string) (n int, err error)
 }
 

@@ -70,7 +70,7 @@ func (f *agentFollower) hostRegistered(ctx context.Context, host string) (bool, 
 // the previous leader ended with its term). A host that registers cancels
 // its wait as usual.
 func (f *agentFollower) scheduleOrphans(ctx context.Context) {
-	eps, err := f.a.hosts.AllEndpoints(ctx)
+	hosts, err := f.a.hosts.EndpointHosts(ctx)
 	if err != nil {
 		f.log.WithError(err).Warn("host GC: read endpoints")
 		return
@@ -86,8 +86,7 @@ func (f *agentFollower) scheduleOrphans(ctx context.Context) {
 	for _, s := range list {
 		present[hostKey(s)] = true
 	}
-	for _, ep := range eps {
-		h := ep.HomingHost
+	for _, h := range hosts {
 		if h == "" || present[h] || f.ports[h] != nil || f.clears[h] != nil {
 			continue
 		}

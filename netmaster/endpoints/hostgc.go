@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
 )
 
 // Host garbage collection (docs/daemons.md §4.10.3, leader only per §10
@@ -62,4 +65,18 @@ func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err 
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// EndpointHosts lists, sorted, the distinct homing hosts of the endpoints,
+// walking them a page at a time (docs/scale.md); the agent follower
+// (netmaster/agents) uses it to find hosts that left endpoints behind.
+func (m *Service) EndpointHosts(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
+		seen[ep.HomingHost] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }

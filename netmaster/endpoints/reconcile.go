@@ -20,16 +20,17 @@ import (
 // netmaster killed in the middle of a create or delete can leave a counter
 // off by the endpoints it was handling; the records are the truth.
 func (m *Service) reconcileCounters(ctx context.Context) error {
-	eps, err := m.AllEndpoints(ctx)
-	if err != nil {
-		return err
-	}
+	// The records are counted a page at a time: a term start over many
+	// endpoints does not hold them all (docs/scale.md).
 	netEPs, grpEPs := map[string]int{}, map[string]int{}
-	for _, ep := range eps {
+	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
 		netEPs[ep.NetID]++
 		if ep.EndpointGroupKey != "" {
 			grpEPs[ep.EndpointGroupKey]++
 		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read endpoints: %w", err)
 	}
 	groups, _, err := m.st.EndpointGroups.ReadAll(ctx)
 	if err != nil {

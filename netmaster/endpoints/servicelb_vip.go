@@ -9,6 +9,7 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/state"
 )
 
 // vipOwner gives the service load balancer (netmaster/svclb) its VIPs from
@@ -30,9 +31,17 @@ func (v vipOwner) Snapshot(ctx context.Context, keys ...string) (func(), error) 
 // restoreServices rebuilds the service load balancer from the store at
 // the start of a term.
 func (m *Service) restoreServices(ctx context.Context) error {
-	eps, err := m.AllEndpoints(ctx)
-	if err != nil {
-		return err
+	// Only an endpoint with labels and a container can be a provider
+	// (svclb.Cache.Restore): only those are kept, so the term start does
+	// not hold every endpoint at once (docs/scale.md).
+	var eps []state.Endpoint
+	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
+		if len(ep.Labels) > 0 && ep.ContainerID != "" {
+			eps = append(eps, ep)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("read endpoints: %w", err)
 	}
 	return m.svcLB.Restore(ctx, eps)
 }

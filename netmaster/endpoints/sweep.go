@@ -93,14 +93,6 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("sweep: read groups: %w", err)
 	}
-	eps, err := m.AllEndpoints(ctx)
-	if err != nil {
-		return err
-	}
-	recs, err := m.kv.List(ctx, ipallocPrefix)
-	if err != nil {
-		return fmt.Errorf("sweep: read address records: %w", err)
-	}
 	owners := owned{}
 	groupPool := map[string]string{} // group state id -> pool id
 	type span struct{ lo, hi netip.Addr }
@@ -119,33 +111,43 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 			}
 		}
 	}
-	for _, ep := range eps {
+	// Endpoint and address records are read a page at a time: only the
+	// owners index is kept, not every record (docs/scale.md).
+	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
 		if a, err := netip.ParseAddr(ep.IPv6Address); err == nil {
 			owners.add(ep.NetID, a, "endpoint "+ep.ID) // IPv6 pools are per network
 		}
 		a, err := netip.ParseAddr(ep.IPAddress)
 		if err != nil {
-			continue
+			return nil
 		}
 		pool := ep.NetID
 		if p, ok := groupPool[ep.EndpointGroupKey]; ok {
 			pool = p
 		}
 		owners.add(pool, a, "endpoint "+ep.ID)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("sweep: read endpoints: %w", err)
 	}
-	for _, r := range recs {
-		rest := strings.TrimPrefix(r.Key, ipallocPrefix)
-		i := strings.LastIndex(rest, "/")
-		if i < 0 {
-			continue
-		}
-		if a, err := netip.ParseAddr(rest[i+1:]); err == nil {
-			who := "allocAddress record"
-			if v := string(r.Value); strings.HasPrefix(v, vipRecordPrefix) {
-				who = "service " + strings.TrimPrefix(v, vipRecordPrefix)
+	if err := objdb.ListPages(ctx, m.kv, ipallocPrefix, objdb.DefaultPageSize, func(recs []objdb.KeyValue) error {
+		for _, r := range recs {
+			rest := strings.TrimPrefix(r.Key, ipallocPrefix)
+			i := strings.LastIndex(rest, "/")
+			if i < 0 {
+				continue
 			}
-			owners.add(rest[:i], a, who)
+			if a, err := netip.ParseAddr(rest[i+1:]); err == nil {
+				who := "allocAddress record"
+				if v := string(r.Value); strings.HasPrefix(v, vipRecordPrefix) {
+					who = "service " + strings.TrimPrefix(v, vipRecordPrefix)
+				}
+				owners.add(rest[:i], a, who)
+			}
 		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("sweep: read address records: %w", err)
 	}
 	for _, n := range nets {
 		if gw, err := netip.ParseAddr(n.Gateway); err == nil {

@@ -198,6 +198,47 @@ func (c *Client) list(ctx context.Context, prefix string) ([]objdb.KeyValue, int
 	return out, resp.Header.Revision, nil
 }
 
+var _ objdb.Pager = (*Client)(nil)
+
+// ListPage implements objdb.Pager: one range request with a limit, at
+// revision rev when it is not 0. A revision compacted away between pages
+// fails the call (etcd's "required revision has been compacted").
+func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]objdb.KeyValue, int64, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return nil, 0, fmt.Errorf("list page: %w", err)
+	}
+	if limit <= 0 {
+		return nil, 0, fmt.Errorf("list page: %w: limit %d", objdb.ErrInvalid, limit)
+	}
+	from := c.full(prefix)
+	end := clientv3.GetPrefixRangeEnd(from)
+	if after != "" {
+		from = c.full(after) + "\x00"
+	}
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(limit)),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	var resp *clientv3.GetResponse
+	err := c.do(ctx, "list", prefix, func(actx context.Context) (err error) {
+		resp, err = c.cli.Get(actx, from, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]objdb.KeyValue, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out = append(out, objdb.KeyValue{Key: c.rel(kv.Key), Value: kv.Value, Version: kv.ModRevision})
+	}
+	at := rev
+	if at == 0 {
+		at = resp.Header.Revision
+	}
+	return out, at, nil
+}
+
 // currentRevision returns the store's current revision.
 func (c *Client) currentRevision(ctx context.Context, prefix string) (int64, error) {
 	var rev int64

@@ -34,6 +34,7 @@ func RunSuite(t *testing.T, b Backend, s Server) {
 		fn   func(t *testing.T, b Backend, s Server)
 	}{
 		{"KV", testKV},
+		{"ListPages", testListPages},
 		{"BadInput", testBadInput},
 		{"RootsAreIsolated", testRootsIsolated},
 		{"CAS", testCAS},
@@ -132,6 +133,70 @@ func testKV(t *testing.T, b Backend, s Server) {
 	}
 	if _, err := st.Get(ctx, "a/z"); !errors.Is(err, objdb.ErrNotFound) {
 		t.Fatalf("get deleted: %v", err)
+	}
+}
+
+// testListPages walks a prefix in pages: every key once, in key order,
+// none from outside the prefix; on a backend that pages (objdb.Pager) the
+// walk is one snapshot, so a key written during it is not seen.
+func testListPages(t *testing.T, b Backend, s Server) {
+	ctx := Context(t, 30*time.Second)
+	st := Open(t, b, s.Endpoint, UniqueRoot(t))
+	var want []string
+	for i := range 7 {
+		k := fmt.Sprintf("p/k%02d", i)
+		want = append(want, k)
+		if _, err := st.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"o/x", "q/x", "p2/x"} {
+		if _, err := st.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, pages := st.(objdb.Pager)
+	for _, size := range []int{1, 3, 7, 100} {
+		var got []string
+		var sizes []int
+		err := objdb.ListPages(ctx, st, "p/", size, func(page []objdb.KeyValue) error {
+			sizes = append(sizes, len(page))
+			for _, kv := range page {
+				if string(kv.Value) != kv.Key || kv.Version == 0 {
+					t.Errorf("page entry %+v", kv)
+				}
+				got = append(got, kv.Key)
+			}
+			if pages && len(sizes) == 1 {
+				if _, err := st.Put(ctx, "p/k99", []byte("p/k99")); err != nil {
+					return err
+				}
+				t.Cleanup(func() { _ = st.Delete(context.Background(), "p/k99") })
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("size %d: got %v, want %v", size, got, want)
+		}
+		for i, n := range sizes {
+			if n > size || (i < len(sizes)-1 && n != size) {
+				t.Fatalf("size %d: page sizes %v", size, sizes)
+			}
+		}
+		if err := st.Delete(ctx, "p/k99"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := objdb.ListPages(ctx, st, "p/", 2, func([]objdb.KeyValue) error { n++; return stop }); err != stop || n != 1 {
+		t.Fatalf("an error of fn must end the walk: %v after %d pages", err, n)
+	}
+	if err := objdb.ListPages(ctx, st, "nothing/", 2, func([]objdb.KeyValue) error { return stop }); err != nil {
+		t.Fatalf("missing prefix: %v", err)
 	}
 }
 

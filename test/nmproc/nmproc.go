@@ -137,6 +137,14 @@ func (p *Proc) URL() string { return "http://" + p.Addr }
 // Output is the process's log so far (of its current run).
 func (p *Proc) Output() string { return p.out.String() }
 
+// PID is the process id of the current run (0 before it started).
+func (p *Proc) PID() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Done is closed when the current run of the process has ended.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 

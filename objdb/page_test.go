@@ -1,0 +1,49 @@
+package objdb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/contiv/netplugin/objdb"
+)
+
+// listOnly is a KV that cannot page: only List answers.
+type listOnly struct {
+	objdb.KV
+	kvs []objdb.KeyValue
+}
+
+func (l listOnly) List(context.Context, string) ([]objdb.KeyValue, error) { return l.kvs, nil }
+
+// unsupported pages like a wrapper over a store that cannot.
+type unsupported struct{ listOnly }
+
+func (unsupported) ListPage(context.Context, string, string, int, int64) ([]objdb.KeyValue, int64, error) {
+	return nil, 0, fmt.Errorf("wrapped: %w", errors.ErrUnsupported)
+}
+
+func TestListPagesFallsBackToList(t *testing.T) {
+	var kvs []objdb.KeyValue
+	for i := range 5 {
+		kvs = append(kvs, objdb.KeyValue{Key: fmt.Sprintf("p/%d", i), Value: []byte{byte(i)}, Version: int64(i + 1)})
+	}
+	for _, kv := range []objdb.KV{listOnly{kvs: kvs}, unsupported{listOnly{kvs: append([]objdb.KeyValue(nil), kvs...)}}} {
+		var sizes []int
+		var keys []string
+		err := objdb.ListPages(context.Background(), kv, "p/", 2, func(page []objdb.KeyValue) error {
+			sizes = append(sizes, len(page))
+			for _, e := range page {
+				keys = append(keys, e.Key)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(sizes) != "[2 2 1]" || fmt.Sprint(keys) != "[p/0 p/1 p/2 p/3 p/4]" {
+			t.Fatalf("%T: pages %v keys %v", kv, sizes, keys)
+		}
+	}
+}
