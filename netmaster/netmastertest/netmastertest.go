@@ -6,7 +6,6 @@ package netmastertest
 
 import (
 	"context"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/logtest"
 )
 
 // Daemon is a netmaster running in the test process.
@@ -27,13 +27,12 @@ type Daemon struct {
 
 // Start runs a netmaster in test mode (vxlan, forwarding mode fwdMode,
 // infra default) on the etcd at endpoint and a free 127.0.0.1 port until
-// the test ends, and returns once it leads. log nil: no log.
+// the test ends, and returns once it leads. log nil: warnings and errors
+// go to the test's log under -v (utils/logtest).
 func Start(t testing.TB, endpoint, fwdMode string, log *logrus.Entry) *Daemon {
 	t.Helper()
 	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = logrus.NewEntry(l)
+		log = logrus.NewEntry(logtest.New(t, logrus.WarnLevel))
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
