@@ -31,7 +31,7 @@ func App(newLeader NewLeader) *cli.App {
 		Name:  "netmaster",
 		Usage: "Contiv netmaster: the network control plane",
 		Bin:   "NETMASTER",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			cli.StringFlag{Name: "infra, infra-type", EnvVar: env("INFRA"), Value: "default", Usage: "infrastructure type: default or aci"},
 			cli.StringFlag{Name: "name, plugin-name", EnvVar: env("PLUGIN_NAME"), Value: "netplugin", Usage: "docker network and IPAM driver name (docker and swarm-mode)"},
 			cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket (docker mode)"},
@@ -49,11 +49,8 @@ func App(newLeader NewLeader) *cli.App {
 			cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
 			cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
 			cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
-			cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with the agents: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
-			cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
-			cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the agents' ofnet RPC certificates are checked against"},
 			cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
-		},
+		}, daemonflags.RPCTLSFlags("NETMASTER", "the agents")...),
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg server.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()

@@ -6,36 +6,22 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus"
-	ucli "github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/daemonflags/apptest"
 )
 
 // parse runs the app's flag parsing and validation without starting the
 // daemon: the leader constructor reports the parsed config and stops.
 func parse(t *testing.T, env map[string]string, args ...string) (server.Config, int, string) {
 	t.Helper()
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
 	var got server.Config
-	stop := errors.New("parsed")
 	app := App(func(cfg server.Config, _ *logrus.Entry) (server.Leader, error) {
 		got = cfg
-		return nil, stop
+		return nil, errors.New("parsed")
 	})
-	app.ExitErrHandler = func(*ucli.Context, error) {} // never os.Exit in tests
-	err := app.Run(append([]string{"netmaster"}, args...))
-	code := 0
-	var ec ucli.ExitCoder
-	if errors.As(err, &ec) {
-		code = ec.ExitCode()
-	}
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
+	code, msg := apptest.Run(t, app, env, args...)
 	return got, code, msg
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
-	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
 // TestSlowClientsCutOff: clients sending their body at a few bytes a
@@ -23,12 +22,8 @@ import (
 // and the server keeps answering others.
 func TestSlowClientsCutOff(t *testing.T) {
 	srv := objdbtest.StartEmbeddedEtcd(t)
-	addr := freeAddr(t)
-	cfg := Config{
-		Common:          daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "routing", EtcdEndpoints: []string{srv.Endpoint}},
-		ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 2 * time.Second,
-		HTTP: HTTPLimits{ReadTimeout: 400 * time.Millisecond},
-	}
+	cfg := testConfig(srv.Endpoint, freeAddr(t, "127.0.0.1"))
+	cfg.HTTP = HTTPLimits{ReadTimeout: 400 * time.Millisecond}
 	leader := LeaderFunc(func(ctx context.Context, st objdb.Store) (http.Handler, error) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if _, err := contivmodel.ReadBody(w, r, 1<<20); err != nil {
@@ -38,25 +33,12 @@ func TestSlowClientsCutOff(t *testing.T) {
 			fmt.Fprintln(w, "ok")
 		}), nil
 	})
-	d, err := New(cfg, leader, nil)
-	if err != nil {
-		t.Fatal(err)
+	r := launch(t, cfg, leader, "A")
+	if r.d.cfg.HTTP.WriteTimeout != DefaultHTTPLimits.WriteTimeout || r.d.cfg.HTTP.MaxBodyBytes != DefaultHTTPLimits.MaxBodyBytes {
+		t.Fatalf("defaults not applied: %+v", r.d.cfg.HTTP)
 	}
-	if d.cfg.HTTP.WriteTimeout != DefaultHTTPLimits.WriteTimeout || d.cfg.HTTP.MaxBodyBytes != DefaultHTTPLimits.MaxBodyBytes {
-		t.Fatalf("defaults not applied: %+v", d.cfg.HTTP)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("daemon did not stop")
-		}
-	})
-	waitFor(t, 10*time.Second, "leadership", func() bool { return d.State() == RoleLeader })
+	waitFor(t, 10*time.Second, "leadership", func() bool { return r.d.State() == RoleLeader })
+	addr := r.addr
 
 	const clients, bodyLen = 5, 40 // 40 bytes at 10 bytes/s: 4 s, ten times the timeout
 	var wg sync.WaitGroup

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
-	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
 // Only the leader runs an ofnet master, so only the leader is listed in
@@ -54,31 +52,6 @@ func TestRPCServiceOnlyForLeader(t *testing.T) {
 // netmasters do not share service keys).
 func startDaemonOn(t *testing.T, endpoint, ip string) *running {
 	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cfg := Config{
-		Common:          daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "bridge", EtcdEndpoints: []string{endpoint}},
-		ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 2 * time.Second,
-	}
 	leader := LeaderFunc(func(ctx context.Context, st objdb.Store) (http.Handler, error) { return http.NotFoundHandler(), nil })
-	d, err := New(cfg, leader, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{d: d, cancel: cancel, done: make(chan error, 1), addr: addr}
-	go func() { r.done <- d.Run(ctx) }()
-	select {
-	case <-d.Ready():
-	case err := <-r.done:
-		t.Fatalf("daemon on %s exited: %v", ip, err)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("daemon on %s not ready", ip)
-	}
-	t.Cleanup(r.stop)
-	return r
+	return launch(t, testConfig(endpoint, freeAddr(t, ip)), leader, "on "+ip)
 }

@@ -19,9 +19,11 @@ import (
 	"github.com/contiv/netplugin/utils/version"
 )
 
-func freeAddr(t *testing.T) string {
+// freeAddr returns a free TCP address on ip (a loopback address, so two
+// netmasters do not share service keys).
+func freeAddr(t *testing.T, ip string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,27 +39,26 @@ type running struct {
 	once   sync.Once
 }
 
-// startDaemon runs a netmaster whose leader API answers "leader <name>".
-func startDaemon(t *testing.T, endpoint, name string) *running {
-	t.Helper()
-	addr := freeAddr(t)
-	cfg := Config{
+// testConfig is a test netmaster on addr using the etcd at endpoint.
+func testConfig(endpoint, addr string) Config {
+	return Config{
 		Common:          daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "routing", EtcdEndpoints: []string{endpoint}},
 		ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 2 * time.Second,
-		Version: version.Info{Version: "v-test"},
 	}
-	leader := LeaderFunc(func(ctx context.Context, st objdb.Store) (http.Handler, error) {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			io.WriteString(w, "leader "+name+" "+r.Method+" "+r.URL.RequestURI())
-		}), nil
-	})
+}
+
+// launch runs a netmaster with cfg and leader until the test ends and
+// returns once it is ready; name tags its failures.
+func launch(t *testing.T, cfg Config, leader Leader, name string) *running {
+	t.Helper()
 	d, err := New(cfg, leader, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{d: d, cancel: cancel, done: make(chan error, 1), addr: addr}
+	r := &running{d: d, cancel: cancel, done: make(chan error, 1), addr: cfg.ExternalAddress}
 	go func() { r.done <- d.Run(ctx) }()
+	t.Cleanup(r.stop)
 	select {
 	case <-d.Ready():
 	case err := <-r.done:
@@ -65,8 +66,20 @@ func startDaemon(t *testing.T, endpoint, name string) *running {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("daemon %s not ready", name)
 	}
-	t.Cleanup(r.stop)
 	return r
+}
+
+// startDaemon runs a netmaster whose leader API answers "leader <name>".
+func startDaemon(t *testing.T, endpoint, name string) *running {
+	t.Helper()
+	cfg := testConfig(endpoint, freeAddr(t, "127.0.0.1"))
+	cfg.Version = version.Info{Version: "v-test"}
+	leader := LeaderFunc(func(ctx context.Context, st objdb.Store) (http.Handler, error) {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "leader "+name+" "+r.Method+" "+r.URL.RequestURI())
+		}), nil
+	})
+	return launch(t, cfg, leader, name)
 }
 
 func (r *running) stop() { r.once.Do(r.stopOnce) }

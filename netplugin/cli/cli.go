@@ -33,7 +33,7 @@ func App(run Runner) *cli.App {
 		Name:  "netplugin",
 		Usage: "Contiv netplugin: the per-host network agent",
 		Bin:   "NETPLUGIN",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			cli.StringFlag{Name: "host, host-label", EnvVar: env("HOST"), Usage: "identity of this host (default: the kernel hostname)"},
 			cli.StringFlag{Name: "vtep-ip", EnvVar: env("VTEP_IP"), Usage: "VXLAN tunnel source address (default: the host's address)"},
 			cli.StringFlag{Name: "ctrl-ip", EnvVar: env("CONTROL_IP"), Usage: "address registered for the netplugin service (default: the host's address)"},
@@ -51,14 +51,11 @@ func App(run Runner) *cli.App {
 			cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
 			cli.BoolFlag{Name: "host-access", EnvVar: env("HOST_ACCESS"), Usage: "routing mode: containers reach the host and, masqueraded by it, what is beyond it through contivh0 (adds a host NAT rule)"},
 			cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
-			cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with netmaster: this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
-			cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
-			cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs netmaster's ofnet RPC certificate is checked against"},
 			cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
 			cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
 			cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
 			cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
-		},
+		}, daemonflags.RPCTLSFlags("NETPLUGIN", "netmaster")...),
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg daemon.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()

@@ -7,35 +7,22 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus"
-	ucli "github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/daemonflags/apptest"
 )
 
 // parse runs flag parsing and validation; the runner reports the parsed
 // config instead of starting the daemon.
 func parse(t *testing.T, env map[string]string, args ...string) (daemon.Config, int, string) {
 	t.Helper()
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
 	var got daemon.Config
 	app := App(func(_ context.Context, cfg daemon.Config, _ *logrus.Entry) error {
 		got = cfg
 		return errors.New("parsed")
 	})
-	app.ExitErrHandler = func(*ucli.Context, error) {}
-	err := app.Run(append([]string{"netplugin"}, args...))
-	code := 0
-	var ec ucli.ExitCoder
-	if errors.As(err, &ec) {
-		code = ec.ExitCode()
-	}
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
+	code, msg := apptest.Run(t, app, env, args...)
 	return got, code, msg
 }
 

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/logtest"
 )
 
 // testDaemon is a Daemon on fakes (or on what the test gives it), its
@@ -29,22 +29,8 @@ type testDaemon struct {
 	done     chan struct{}
 }
 
-func testLog(t testing.TB) logrus.FieldLogger {
-	l := logrus.New()
-	l.SetOutput(io.Discard)
-	if testing.Verbose() {
-		l.SetOutput(logWriter{t})
-		l.SetLevel(logrus.DebugLevel)
-	}
-	return l
-}
-
-type logWriter struct{ t testing.TB }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+// testLog is silent unless the test runs with -v.
+func testLog(t testing.TB) logrus.FieldLogger { return logtest.New(t, logrus.DebugLevel) }
 
 // newTestDaemon builds a daemon on the given datapaths and driver with a
 // fast backoff (1 ms to 20 ms) and no resync unless resync > 0.

@@ -15,11 +15,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/netmastertest"
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
-	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
 func TestMain(m *testing.M) {
@@ -99,38 +99,15 @@ func startNetmasterDaemon(t *testing.T) (objdb.Store, string) {
 	t.Helper()
 	srv := objdbtest.StartEmbeddedEtcd(t)
 	st := objdbtest.Open(t, etcdBackend, srv.Endpoint, objdb.DefaultRoot)
-	addr := freeAddr(t)
-	cfg := server.Config{
-		Common: daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "bridge",
-			EtcdEndpoints: []string{srv.Endpoint}, LogLevel: "error"},
-		Infra: "default", ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 5 * time.Second,
-	}
-	leader, err := master.NewLeader(cfg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := server.New(cfg, leader, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("netmaster did not stop")
-		}
-	})
+	nm := netmastertest.Start(t, srv.Endpoint, "bridge", quietLog())
+	addr := nm.Addr
 	lock, err := st.NewLock(server.LeaderLock, "test-observer", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
 		h, err := lock.Holder(objdbtest.Context(t, 5*time.Second))
-		if err == nil && h == addr && d.State() == server.RoleLeader {
+		if err == nil && h == addr && nm.State() == server.RoleLeader {
 			return st, addr
 		}
 		if i == 300 {

@@ -18,6 +18,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/pipeline"
 	"github.com/contiv/netplugin/test/ovstest"
 	"github.com/contiv/netplugin/utils/logtest"
+	"github.com/contiv/netplugin/utils/runtest"
 	"github.com/sirupsen/logrus"
 )
 
@@ -76,18 +77,7 @@ func (h *host) runAgent(t testing.TB, datapath string, opts ...hostOpt) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := a.Run(ctx); err != nil {
-			t.Errorf("agent Run: %v", err)
-		}
-	}()
-	var once sync.Once
-	h.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(h.stop)
+	h.stop = runtest.Go(t, "agent Run", a.Run)
 	h.agent = a
 	out, err := h.ovs.Vsctl("set-controller", h.bridge, "tcp:"+ofln.Addr().String(),
 		"--", "set", "controller", h.bridge, "max_backoff=1000", "inactivity_probe=5000")

@@ -7,27 +7,37 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
-// localPair starts a host with two containers on one network (vlan 10, VNI 7000 for
-// VXLAN datapaths, VRF t1) in EPGs 1 and 2, registered with the agent.
-func localPair(t *testing.T, datapath string) (*host, *container, *container) {
+// localNet starts a host with network 10 (vlan 10, VNI 7000 for VXLAN datapaths,
+// VRF t1) and returns it with the vlan tag its containers' ports carry.
+func localNet(t *testing.T, datapath string) (*host, uint16) {
 	h := startHost(t, datapath, "198.18.0.1")
-	ctx := testCtx(t)
 	var vni uint32 = 7000
 	var tag uint16
 	if datapath == DatapathVlan {
 		vni, tag = 0, 10
 	}
-	if err := h.agent.AddNetwork(ctx, 10, vni, "198.18.10.254", "t1"); err != nil {
+	if err := h.agent.AddNetwork(testCtx(t), 10, vni, "198.18.10.254", "t1"); err != nil {
 		t.Fatal(err)
 	}
-	c1 := h.addContainer(t, "198.18.10.1", 24, tag, 0)
-	c2 := h.addContainer(t, "198.18.10.2", 24, tag, 0)
-	for i, c := range []*container{c1, c2} {
-		if err := h.agent.AddLocalEndpoint(ctx, c.endpointInfo(10, i+1)); err != nil {
-			t.Fatal(err)
-		}
+	return h, tag
+}
+
+// addEndpoint adds a container with ip/24 on network 10 (tag from localNet) and
+// registers it with the agent in EPG epg.
+func (h *host) addEndpoint(t *testing.T, ip string, tag uint16, epg int) *container {
+	t.Helper()
+	c := h.addContainer(t, ip, 24, tag, 0)
+	if err := h.agent.AddLocalEndpoint(testCtx(t), c.endpointInfo(10, epg)); err != nil {
+		t.Fatal(err)
 	}
-	return h, c1, c2
+	return c
+}
+
+// localPair starts a host with two containers on network 10 (see localNet) in
+// EPGs 1 and 2, registered with the agent.
+func localPair(t *testing.T, datapath string) (*host, *container, *container) {
+	h, tag := localNet(t, datapath)
+	return h, h.addEndpoint(t, "198.18.10.1", tag, 1), h.addEndpoint(t, "198.18.10.2", tag, 2)
 }
 
 func (h *host) dumpOnFail(t *testing.T) string {

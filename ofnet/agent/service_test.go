@@ -18,6 +18,19 @@ func (c *container) txOffloadOff(t testing.TB) {
 	run(t, "ip", "netns", "exec", c.ns, "ethtool", "-K", "vc"+c.ovsIf[2:], "tx", "off")
 }
 
+// serviceTrio starts a host with three containers on network 10 (see localNet)
+// in EPGs 1 to 3, with TX checksum offload off: a client and two providers.
+func serviceTrio(t *testing.T, datapath string) (*host, []*container) {
+	h, tag := localNet(t, datapath)
+	var cs []*container
+	for i, ip := range []string{"198.18.10.1", "198.18.10.2", "198.18.10.3"} {
+		c := h.addEndpoint(t, ip, tag, i+1)
+		c.txOffloadOff(t)
+		cs = append(cs, c)
+	}
+	return h, cs
+}
+
 // serveIdentity answers every TCP connection on port in the container's namespace with
 // the container's address and a newline, until the test ends.
 func (c *container) serveIdentity(t *testing.T, port int) {
@@ -110,25 +123,8 @@ func (c *container) dial(addr string, timeout time.Duration) (string, error) {
 // two providers, a removed provider gets no new connections, the counters count,
 // and deleting the service removes its flows and group.
 func testServiceLBLocal(t *testing.T, datapath string) {
-	h := startHost(t, datapath, "198.18.0.1")
+	h, cs := serviceTrio(t, datapath)
 	ctx := testCtx(t)
-	var vni uint32 = 7000
-	var tag uint16
-	if datapath == DatapathVlan {
-		vni, tag = 0, 10
-	}
-	if err := h.agent.AddNetwork(ctx, 10, vni, "198.18.10.254", "t1"); err != nil {
-		t.Fatal(err)
-	}
-	var cs []*container
-	for i, ip := range []string{"198.18.10.1", "198.18.10.2", "198.18.10.3"} {
-		c := h.addContainer(t, ip, 24, tag, 0)
-		c.txOffloadOff(t)
-		if err := h.agent.AddLocalEndpoint(ctx, c.endpointInfo(10, i+1)); err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-	}
 	client, p1, p2 := cs[0], cs[1], cs[2]
 	for _, p := range []*container{p1, p2} {
 		p.serveIdentity(t, 8080)
@@ -278,20 +274,8 @@ func (c *container) dialFrom(addr string, lport int, timeout time.Duration) (str
 // connection another source port (docs/services.md). The other order (VIP
 // first) is not covered by the fix and not tested here.
 func TestServiceLBSourcePortReuse(t *testing.T) {
-	h := startHost(t, DatapathVxlan, "198.18.0.1")
+	h, cs := serviceTrio(t, DatapathVxlan)
 	ctx := testCtx(t)
-	if err := h.agent.AddNetwork(ctx, 10, 7000, "198.18.10.254", "t1"); err != nil {
-		t.Fatal(err)
-	}
-	var cs []*container
-	for i, ip := range []string{"198.18.10.1", "198.18.10.2", "198.18.10.3"} {
-		c := h.addContainer(t, ip, 24, 0, 0)
-		c.txOffloadOff(t)
-		if err := h.agent.AddLocalEndpoint(ctx, c.endpointInfo(10, i+1)); err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, c)
-	}
 	client := cs[0]
 	for _, p := range cs[1:] {
 		p.serveIdentity(t, 8080)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	of "github.com/contiv/netplugin/ofnet/openflow13"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 // fakeSwitch is a tiny in-memory OpenFlow 1.3 switch for protocol tests that need no
@@ -168,15 +169,7 @@ func startCtrl(t testing.TB, cfg Config) (*Controller, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runtest.Go(t, "Run", c.Run)
 	return c, ln.Addr().String()
 }
 

@@ -8,13 +8,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	of "github.com/contiv/netplugin/ofnet/openflow13"
 	"github.com/contiv/netplugin/test/ovstest"
 	"github.com/contiv/netplugin/utils/logtest"
+	"github.com/contiv/netplugin/utils/runtest"
 	"github.com/sirupsen/logrus"
 )
 
@@ -74,16 +74,7 @@ func startEnv(t testing.TB, opts ...envOpt) *testEnv {
 		t.Fatal(err)
 	}
 	e.ctrl = ctrl
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ctrl.Run(ctx); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	runtest.Go(t, "Run", ctrl.Run)
 
 	out, err := o.Vsctl("add-br", e.bridge,
 		"--", "set", "bridge", e.bridge, "datapath_type=netdev", "protocols=OpenFlow13",

@@ -104,33 +104,45 @@ func (b *FlowBuilder) MatchEthType(t uint16) *FlowBuilder {
 	return b
 }
 
+// withEthType matches eth_type t (a prerequisite) and then f.
+func (b *FlowBuilder) withEthType(t uint16, f of.OXM) *FlowBuilder {
+	b.MatchEthType(t)
+	b.fields = append(b.fields, f)
+	return b
+}
+
+// withIPProto matches ip_proto p (a prerequisite) and then f.
+func (b *FlowBuilder) withIPProto(p uint8, f of.OXM) *FlowBuilder {
+	b.MatchIPProto(p)
+	b.fields = append(b.fields, f)
+	return b
+}
+
+// isIP tells whether the match has eth_type ip or ipv6.
+func (b *FlowBuilder) isIP() bool { return b.ethType == EthTypeIPv4 || b.ethType == EthTypeIPv6 }
+
 // MatchARPOp matches ARP packets with the given opcode.
 func (b *FlowBuilder) MatchARPOp(op uint16) *FlowBuilder {
-	b.MatchEthType(EthTypeARP)
-	b.fields = append(b.fields, of.OXMARPOp(op))
-	return b
+	return b.withEthType(EthTypeARP, of.OXMARPOp(op))
+}
+
+// matchIPv4 matches the IPv4 address field what (nw_src, nw_dst) built by oxm.
+func (b *FlowBuilder) matchIPv4(what string, ip net.IP, mask net.IPMask, oxm func(net.IP, net.IPMask) of.OXM) *FlowBuilder {
+	if ip.To4() == nil {
+		b.fail("match %s %v: %w: not IPv4", what, ip, ErrInconsistent)
+		return b
+	}
+	return b.withEthType(EthTypeIPv4, oxm(ip.To4(), fullMask(mask)))
 }
 
 // MatchIPv4Dst matches IPv4 packets to ip/mask (nil mask: the host).
 func (b *FlowBuilder) MatchIPv4Dst(ip net.IP, mask net.IPMask) *FlowBuilder {
-	if ip.To4() == nil {
-		b.fail("match nw_dst %v: %w: not IPv4", ip, ErrInconsistent)
-		return b
-	}
-	b.MatchEthType(EthTypeIPv4)
-	b.fields = append(b.fields, of.OXMIPv4Dst(ip.To4(), fullMask(mask)))
-	return b
+	return b.matchIPv4("nw_dst", ip, mask, of.OXMIPv4Dst)
 }
 
 // MatchIPv4Src matches IPv4 packets from ip/mask (nil mask: the host).
 func (b *FlowBuilder) MatchIPv4Src(ip net.IP, mask net.IPMask) *FlowBuilder {
-	if ip.To4() == nil {
-		b.fail("match nw_src %v: %w: not IPv4", ip, ErrInconsistent)
-		return b
-	}
-	b.MatchEthType(EthTypeIPv4)
-	b.fields = append(b.fields, of.OXMIPv4Src(ip.To4(), fullMask(mask)))
-	return b
+	return b.matchIPv4("nw_src", ip, mask, of.OXMIPv4Src)
 }
 
 // MatchIPv6Dst matches IPv6 packets to ip (exact).
@@ -139,9 +151,7 @@ func (b *FlowBuilder) MatchIPv6Dst(ip net.IP) *FlowBuilder {
 		b.fail("match ipv6_dst %v: %w: not IPv6", ip, ErrInconsistent)
 		return b
 	}
-	b.MatchEthType(EthTypeIPv6)
-	b.fields = append(b.fields, of.OXMIPv6Dst(ip.To16(), nil))
-	return b
+	return b.withEthType(EthTypeIPv6, of.OXMIPv6Dst(ip.To16(), nil))
 }
 
 // fullMask drops an all-ones mask (OVS prints an exact match then).
@@ -160,7 +170,7 @@ func (b *FlowBuilder) MatchIPProto(p uint8) *FlowBuilder {
 	if b.ethType == 0 {
 		b.MatchEthType(EthTypeIPv4)
 	}
-	if b.ethType != EthTypeIPv4 && b.ethType != EthTypeIPv6 {
+	if !b.isIP() {
 		b.fail("match ip_proto %d on eth_type %#04x: %w", p, b.ethType, ErrInconsistent)
 		return b
 	}
@@ -177,15 +187,11 @@ func (b *FlowBuilder) MatchIPProto(p uint8) *FlowBuilder {
 
 // MatchTCPSrc, MatchTCPDst, MatchUDPSrc, MatchUDPDst match L4 ports (adding ip_proto).
 func (b *FlowBuilder) MatchTCPSrc(p uint16) *FlowBuilder {
-	b.MatchIPProto(ProtoTCP)
-	b.fields = append(b.fields, of.OXMTCPSrc(p))
-	return b
+	return b.withIPProto(ProtoTCP, of.OXMTCPSrc(p))
 }
 
 func (b *FlowBuilder) MatchTCPDst(p uint16) *FlowBuilder {
-	b.MatchIPProto(ProtoTCP)
-	b.fields = append(b.fields, of.OXMTCPDst(p))
-	return b
+	return b.withIPProto(ProtoTCP, of.OXMTCPDst(p))
 }
 
 // MatchL4DstMasked matches the TCP or UDP (proto) destination port under a mask
@@ -204,22 +210,16 @@ func (b *FlowBuilder) MatchL4DstMasked(proto uint8, p, mask uint16) *FlowBuilder
 }
 
 func (b *FlowBuilder) MatchUDPSrc(p uint16) *FlowBuilder {
-	b.MatchIPProto(ProtoUDP)
-	b.fields = append(b.fields, of.OXMUDPSrc(p))
-	return b
+	return b.withIPProto(ProtoUDP, of.OXMUDPSrc(p))
 }
 
 func (b *FlowBuilder) MatchUDPDst(p uint16) *FlowBuilder {
-	b.MatchIPProto(ProtoUDP)
-	b.fields = append(b.fields, of.OXMUDPDst(p))
-	return b
+	return b.withIPProto(ProtoUDP, of.OXMUDPDst(p))
 }
 
 // MatchTCPFlags matches TCP flags under mask (adds ip_proto tcp).
 func (b *FlowBuilder) MatchTCPFlags(flags, mask uint16) *FlowBuilder {
-	b.MatchIPProto(ProtoTCP)
-	b.fields = append(b.fields, of.OXMTCPFlags(flags, mask))
-	return b
+	return b.withIPProto(ProtoTCP, of.OXMTCPFlags(flags, mask))
 }
 
 // MatchTunnelID matches the tunnel key (VNI).
@@ -260,14 +260,19 @@ func (b *FlowBuilder) Action() *ActionBuilder { return &ActionBuilder{b: b} }
 // Action is a no-op that lets chains read `.Action().X().Action().GotoTable(t)`.
 func (a *ActionBuilder) Action() *ActionBuilder { return a }
 
+// setField appends a set_field action writing f.
+func (a *ActionBuilder) setField(f of.OXM) *ActionBuilder {
+	a.b.actions = append(a.b.actions, of.ActionSetField{Field: f})
+	return a
+}
+
 // PushVlan pushes an 802.1Q header with vlan id vid.
 func (a *ActionBuilder) PushVlan(vid uint16) *ActionBuilder {
 	if vid == 0 || vid > 4094 {
 		a.b.fail("push vlan %d: %w: vlan id must be 1..4094", vid, ErrInconsistent)
 	}
-	a.b.actions = append(a.b.actions, of.ActionPushVLAN{EtherType: 0x8100},
-		of.ActionSetField{Field: of.OXMVlanVID(vid)})
-	return a
+	a.b.actions = append(a.b.actions, of.ActionPushVLAN{EtherType: 0x8100})
+	return a.setField(of.OXMVlanVID(vid))
 }
 
 // PopVlan removes the 802.1Q header; the flow must match a vlan.
@@ -281,57 +286,49 @@ func (a *ActionBuilder) PopVlan() *ActionBuilder {
 
 // SetTunnelID sets the tunnel key (VNI) for a following tunnel output.
 func (a *ActionBuilder) SetTunnelID(id uint64) *ActionBuilder {
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMTunnelID(id)})
-	return a
+	return a.setField(of.OXMTunnelID(id))
 }
 
 // SetEthSrc and SetEthDst rewrite the MAC addresses.
 func (a *ActionBuilder) SetEthSrc(mac net.HardwareAddr) *ActionBuilder {
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMEthSrc(mac)})
-	return a
+	return a.setField(of.OXMEthSrc(mac))
 }
 
 func (a *ActionBuilder) SetEthDst(mac net.HardwareAddr) *ActionBuilder {
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMEthDst(mac)})
-	return a
+	return a.setField(of.OXMEthDst(mac))
 }
 
 // SetIPv4Src and SetIPv4Dst rewrite IPv4 addresses; the flow must match eth_type ip.
 func (a *ActionBuilder) SetIPv4Src(ip net.IP) *ActionBuilder {
 	a.needEthType(EthTypeIPv4, "ip_src")
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMIPv4Src(ip.To4(), nil)})
-	return a
+	return a.setField(of.OXMIPv4Src(ip.To4(), nil))
 }
 
 func (a *ActionBuilder) SetIPv4Dst(ip net.IP) *ActionBuilder {
 	a.needEthType(EthTypeIPv4, "ip_dst")
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMIPv4Dst(ip.To4(), nil)})
-	return a
+	return a.setField(of.OXMIPv4Dst(ip.To4(), nil))
 }
 
 // SetDSCP sets the 6-bit DSCP; the flow must match eth_type ip or ipv6.
 func (a *ActionBuilder) SetDSCP(d uint8) *ActionBuilder {
-	if a.b.ethType != EthTypeIPv4 && a.b.ethType != EthTypeIPv6 {
+	if !a.b.isIP() {
 		a.b.fail("set ip_dscp without an ip/ipv6 match: %w", ErrInconsistent)
 	}
 	if d > 63 {
 		a.b.fail("set ip_dscp %d: %w: DSCP is 0..63", d, ErrInconsistent)
 	}
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMIPDSCP(d)})
-	return a
+	return a.setField(of.OXMIPDSCP(d))
 }
 
 // SetTCPDst, SetTCPSrc rewrite TCP ports; the flow must match ip_proto tcp.
 func (a *ActionBuilder) SetTCPDst(p uint16) *ActionBuilder {
 	a.needProto(ProtoTCP, "tcp_dst")
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMTCPDst(p)})
-	return a
+	return a.setField(of.OXMTCPDst(p))
 }
 
 func (a *ActionBuilder) SetTCPSrc(p uint16) *ActionBuilder {
 	a.needProto(ProtoTCP, "tcp_src")
-	a.b.actions = append(a.b.actions, of.ActionSetField{Field: of.OXMTCPSrc(p)})
-	return a
+	return a.setField(of.OXMTCPSrc(p))
 }
 
 func (a *ActionBuilder) needEthType(t uint16, what string) {
@@ -365,7 +362,7 @@ func (a *ActionBuilder) Normal() *ActionBuilder { return a.Output(of.OFPPNormal)
 // Conntrack sends the packet through the connection tracker (OVS ct); the flow must
 // match eth_type ip or ipv6, as OVS requires.
 func (a *ActionBuilder) Conntrack(ct of.ActionConntrack) *ActionBuilder {
-	if a.b.ethType != EthTypeIPv4 && a.b.ethType != EthTypeIPv6 {
+	if !a.b.isIP() {
 		a.b.fail("ct without an ip/ipv6 match: %w", ErrInconsistent)
 	}
 	a.b.actions = append(a.b.actions, ct)
@@ -417,8 +414,17 @@ func (a *ActionBuilder) Drop() *ActionBuilder { a.b.drop = true; return a }
 // Done returns the immutable flow, or the first error found while building it.
 func (a *ActionBuilder) Done() (ofctrl.Flow, error) {
 	b := a.b
+	f, err := b.flow()
+	if err != nil {
+		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: %w", b.table.ID, b.priority, err)
+	}
+	return f, nil
+}
+
+// flow assembles the match and the instructions.
+func (b *FlowBuilder) flow() (ofctrl.Flow, error) {
 	if b.err != nil {
-		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: %w", b.table.ID, b.priority, b.err)
+		return ofctrl.Flow{}, b.err
 	}
 	fields := append([]of.OXM(nil), b.fields...)
 	if b.metaMask != 0 {
@@ -427,16 +433,16 @@ func (a *ActionBuilder) Done() (ofctrl.Flow, error) {
 	f := ofctrl.Flow{Table: uint8(b.table.ID), Priority: b.priority, Cookie: b.cookie,
 		Match: of.NewMatch(fields...)}
 	if err := f.Match.CheckPrereqs(); err != nil {
-		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: %w: %w", b.table.ID, b.priority, ErrInconsistent, err)
+		return ofctrl.Flow{}, fmt.Errorf("%w: %w", ErrInconsistent, err)
 	}
 	if b.drop {
 		if len(b.actions) > 0 || b.wmMask != 0 || b.gotoTable != nil || b.meter != 0 {
-			return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: drop flow with actions: %w", b.table.ID, b.priority, ErrInconsistent)
+			return ofctrl.Flow{}, fmt.Errorf("drop flow with actions: %w", ErrInconsistent)
 		}
 		return f, nil
 	}
 	if len(b.actions) == 0 && b.wmMask == 0 && b.gotoTable == nil {
-		return ofctrl.Flow{}, fmt.Errorf("table %s priority %d: no actions (use Drop): %w", b.table.ID, b.priority, ErrInconsistent)
+		return ofctrl.Flow{}, fmt.Errorf("no actions (use Drop): %w", ErrInconsistent)
 	}
 	if b.meter != 0 {
 		f.Instructions = append(f.Instructions, of.InstrMeter{MeterID: b.meter})

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/daemonflags/apptest"
 )
 
 type appCfg struct{ Port int }
@@ -35,16 +36,7 @@ func run(t *testing.T, parseErr, runErr error, args ...string) (int, string, *ap
 			return runErr
 		},
 	})
-	app.ExitErrHandler = func(*cli.Context, error) {} // never os.Exit in tests
-	err := app.Run(append([]string{"testd", "--mode", "test", "--netmode", "vxlan", "--fwdmode", "routing"}, args...))
-	code, msg := 0, ""
-	var ec cli.ExitCoder
-	if errors.As(err, &ec) {
-		code = ec.ExitCode()
-	}
-	if err != nil {
-		msg = err.Error()
-	}
+	code, msg := apptest.Run(t, app, nil, append([]string{"--mode", "test", "--netmode", "vxlan", "--fwdmode", "routing"}, args...)...)
 	return code, msg, seen
 }
 

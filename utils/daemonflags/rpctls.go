@@ -10,6 +10,18 @@ import (
 	"github.com/contiv/netplugin/utils/tlsutil"
 )
 
+// RPCTLSFlags returns the flags RPCTLSFromContext reads, each with its
+// CONTIV_<BIN>_* environment twin (see Flags); peer names the other end of
+// the RPC in the help text ("the agents", "netmaster").
+func RPCTLSFlags(bin, peer string) []cli.Flag {
+	env := func(s string) string { return "CONTIV_" + bin + "_" + s }
+	return []cli.Flag{
+		cli.StringFlag{Name: "rpc-tls-cert-file", EnvVar: env("RPC_TLS_CERT_FILE"), Usage: "mutual TLS on the ofnet RPC with " + peer + ": this PEM certificate (with --rpc-tls-key-file, --rpc-tls-ca-file)"},
+		cli.StringFlag{Name: "rpc-tls-key-file", EnvVar: env("RPC_TLS_KEY_FILE"), Usage: "PEM key of --rpc-tls-cert-file"},
+		cli.StringFlag{Name: "rpc-tls-ca-file", EnvVar: env("RPC_TLS_CA_FILE"), Usage: "PEM CAs the ofnet RPC certificates of " + peer + " are checked against"},
+	}
+}
+
 // RPCTLSFromContext reads --rpc-tls-cert-file, --rpc-tls-key-file and
 // --rpc-tls-ca-file, the mutual TLS of the ofnet RPC between netmaster and
 // the agents (docs/daemons.md §1): the configuration serving the RPC and

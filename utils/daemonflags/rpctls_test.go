@@ -13,8 +13,8 @@ import (
 func rpcContext(t *testing.T, args ...string) *cli.Context {
 	t.Helper()
 	set := flag.NewFlagSet("t", flag.ContinueOnError)
-	for _, n := range []string{"rpc-tls-cert-file", "rpc-tls-key-file", "rpc-tls-ca-file"} {
-		set.String(n, "", "")
+	for _, f := range daemonflags.RPCTLSFlags("TEST", "the peer") {
+		f.Apply(set)
 	}
 	if err := set.Parse(args); err != nil {
 		t.Fatal(err)
@@ -41,5 +41,17 @@ func TestRPCTLSMissingFile(t *testing.T) {
 		"--rpc-tls-key-file", "/nonexistent/k.pem", "--rpc-tls-ca-file", "/nonexistent/ca.pem"))
 	if err == nil || !strings.Contains(err.Error(), "ofnet RPC TLS") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestRPCTLSEnvironmentTwin(t *testing.T) {
+	t.Setenv("CONTIV_TEST_RPC_TLS_KEY_FILE", "k.pem")
+	_, _, err := daemonflags.RPCTLSFromContext(rpcContext(t, "--rpc-tls-cert-file", "c.pem"))
+	if err == nil || !strings.Contains(err.Error(), "go together") {
+		t.Fatalf("got %v", err)
+	}
+	_, _, err = daemonflags.RPCTLSFromContext(rpcContext(t, "--rpc-tls-cert-file", "/nonexistent/c.pem", "--rpc-tls-ca-file", "/nonexistent/ca.pem"))
+	if err == nil || !strings.Contains(err.Error(), "ofnet RPC TLS") {
+		t.Fatalf("key from the environment not read: %v", err)
 	}
 }
