@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // networkCtl is the network controller (docs/rest-api.md §2.4, docs/daemons.md
 // §4.7). A refused create leaves nothing behind: every side effect is
 // undone when a later step (or the model commit) fails.
-type networkCtl struct{ m *master }
+type networkCtl struct{ m *Objects }
 
 func modelKey(tenant, name string) string { return tenant + ":" + name }
 
@@ -328,7 +328,7 @@ func (c networkCtl) Oper(ctx context.Context, _ *contivmodel.Tx, nw *contivmodel
 	return c.m.networkOper(ctx, nw, eps, true)
 }
 
-func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps []state.Endpoint, withTag bool) (*contivmodel.NetworkOper, error) {
+func (m *Objects) networkOper(ctx context.Context, nw *contivmodel.Network, eps []state.Endpoint, withTag bool) (*contivmodel.NetworkOper, error) {
 	netID := state.NetworkID(nw.TenantName, nw.NetworkName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
@@ -354,7 +354,7 @@ func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps [
 	return op, nil
 }
 
-func (m *master) poolLists(ctx context.Context, poolID string) (used, free string, err error) {
+func (m *Objects) poolLists(ctx context.Context, poolID string) (used, free string, err error) {
 	if used, err = m.v4.InUse(ctx, poolID); err != nil {
 		return "", "", apierr.Store("list addresses in use", err)
 	}

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // docs/daemons.md §4.9). Attaching a policy creates its (group, policy)
 // instance with every rule (rule.go); netprofile and ext-contracts
 // references are checked and linked. A refused create leaves nothing behind.
-type epgCtl struct{ m *master }
+type epgCtl struct{ m *Objects }
 
 func isACI(tx *contivmodel.Tx) bool {
 	g, err := contivmodel.Get[contivmodel.Global](tx, GlobalName)
@@ -417,7 +417,7 @@ func (c epgCtl) Oper(ctx context.Context, _ *contivmodel.Tx, g *contivmodel.Endp
 	return c.m.groupOper(ctx, g, eps, true)
 }
 
-func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, eps []state.Endpoint, full bool) (*contivmodel.EndpointGroupOper, error) {
+func (m *Objects) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, eps []state.Endpoint, full bool) (*contivmodel.EndpointGroupOper, error) {
 	epgID := state.GroupID(g.TenantName, g.GroupName)
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
