@@ -433,11 +433,7 @@ func (m *Objects) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, e
 		ExternalPktTag: ns.ExtPktTag,
 		NumEndpoints:   gs.EpCount,
 	}
-	for _, ep := range eps {
-		if ep.EndpointGroupKey == epgID {
-			op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
-		}
-	}
+	op.Endpoints = endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.EndpointGroupKey == epgID })
 	if full {
 		op.GroupTag = gs.GroupTag
 		if gs.IPPool != "" {

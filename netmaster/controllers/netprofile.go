@@ -155,11 +155,7 @@ func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 			return nil, apierr.Store("read group state "+epgID, err)
 		}
 		op.NumEndpoints += gs.EpCount
-		for _, ep := range eps {
-			if ep.EndpointGroupKey == epgID {
-				op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
-			}
-		}
+		op.Endpoints = append(op.Endpoints, endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.EndpointGroupKey == epgID })...)
 	}
 	return op, nil
 }

@@ -346,11 +346,7 @@ func (m *Objects) networkOper(ctx context.Context, nw *contivmodel.Network, eps 
 	if op.AllocatedIPAddresses, op.AvailableIPAddresses, err = m.poolLists(ctx, netID); err != nil {
 		return nil, err
 	}
-	for _, ep := range eps {
-		if ep.NetID == netID {
-			op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
-		}
-	}
+	op.Endpoints = endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.NetID == netID })
 	return op, nil
 }
 

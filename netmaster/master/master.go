@@ -125,45 +125,34 @@ func (l *Leader) Start(ctx context.Context, st objdb.Store) (http.Handler, error
 	return h, nil
 }
 
-// master is one leadership term.
+// master is one leadership term: the packages it wires together, and
+// what it closes when the term ends.
 type master struct {
 	cfg Config
 	log *logrus.Entry
 	kv  objdb.KV
+	svc objdb.ServiceRegistry // agent discovery (netmaster/agents)
 	st  *state.Store
 	v4  *ipam.V4
-	v6  *ipam.V6
-	res *resources.Manager
-	reg *contivmodel.Registry
+	reg *contivmodel.Registry // the term's model (built by start)
 
-	eps  *endpoints.Service   // the endpoint API and address ownership
-	objs *controllers.Objects // the object controllers
+	eps    *endpoints.Service   // the /plugin/* API and address ownership
+	objs   *controllers.Objects // the object controllers
+	agents *agents.Agents       // the term's ofnet master (started by start)
+	docker *dockernets.Client   // docker mode only
 
 	closeOnce sync.Once
-
-	svc    objdb.ServiceRegistry // agent discovery (netmaster/agents)
-	agents *agents.Agents        // the term's ofnet master (netmaster/agents)
-
-	docker *dockernets.Client // docker mode only
 }
 
 func newMaster(cfg Config, kv objdb.KV, svc objdb.ServiceRegistry, log *logrus.Entry) *master {
-	m := &master{
-		cfg: cfg,
-		log: log,
-		kv:  kv,
-		svc: svc,
-		st:  state.New(kv),
-		v4:  ipam.NewV4(kv),
-		v6:  ipam.NewV6(kv),
-		res: resources.New(kv),
-	}
-	m.eps = endpoints.New(endpoints.Config{KV: kv, State: m.st, V4: m.v4, V6: m.v6, Services: svc,
+	m := &master{cfg: cfg, log: log, kv: kv, svc: svc, st: state.New(kv), v4: ipam.NewV4(kv)}
+	v6 := ipam.NewV6(kv)
+	m.eps = endpoints.New(endpoints.Config{KV: kv, State: m.st, V4: m.v4, V6: v6, Services: svc,
 		ClusterMode: cfg.ClusterMode, NetpluginPort: cfg.NetpluginPort, Log: log})
 	if cfg.ClusterMode == daemonflags.ModeDocker {
 		m.docker = dockernets.NewClient(cfg.DockerSocket)
 	}
-	m.objs = controllers.New(controllers.Config{KV: kv, State: m.st, V4: m.v4, V6: m.v6, Resources: m.res,
+	m.objs = controllers.New(controllers.Config{KV: kv, State: m.st, V4: m.v4, V6: v6, Resources: resources.New(kv),
 		Endpoints: m.eps, ClusterMode: cfg.ClusterMode, PluginName: cfg.PluginName, Docker: m.docker, Log: log})
 	return m
 }
