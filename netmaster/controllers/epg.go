@@ -72,13 +72,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	}
 	tx.OnAbort(undo)
 	if g.IpPool != "" {
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.v4.DeletePool(ctx, epgID); err != nil {
-				m.log.WithError(err).Error("roll back group ip pool")
-			}
-		})
+		m.undoOnAbort(tx, "group ip pool", func(ctx context.Context) error { return m.v4.DeletePool(ctx, epgID) })
 		if _, err := m.v4.CreateSubPool(ctx, netID, epgID, g.IpPool); err != nil {
 			return err
 		}
@@ -92,13 +86,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if err != nil {
 		return err
 	}
-	tx.OnAbort(func() {
-		ctx, cancel := endpoints.UndoContext()
-		defer cancel()
-		if err := m.freeEPGID(ctx, id); err != nil {
-			m.log.WithError(err).Error("roll back group id")
-		}
-	})
+	m.undoOnAbort(tx, "group id", func(ctx context.Context) error { return m.freeEPGID(ctx, id) })
 	gs := state.EndpointGroup{
 		Common: state.Common{ID: epgID}, GroupName: g.GroupName, TenantName: g.TenantName,
 		NetworkName: g.NetworkName, EndpointGroupID: id, PktTagType: ns.PktTagType,
@@ -112,13 +100,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		if err != nil {
 			return err
 		}
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
-				m.log.WithError(err).Error("roll back group vlan")
-			}
-		})
+		m.undoOnAbort(tx, "group vlan", func(ctx context.Context) error { return m.res.FreeVLAN(ctx, vlan) })
 		gs.PktTag = int(vlan)
 	}
 	for _, p := range g.Policies {

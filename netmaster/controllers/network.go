@@ -213,26 +213,14 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 		if err != nil {
 			return err
 		}
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
-				m.log.WithError(err).Error("roll back vlan")
-			}
-		})
+		m.undoOnAbort(tx, "vlan", func(ctx context.Context) error { return m.res.FreeVLAN(ctx, vlan) })
 		ns.PktTag = int(vlan)
 	case "vxlan":
 		vni, local, err := m.res.AllocateVXLAN(ctx, req)
 		if err != nil {
 			return err
 		}
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.res.FreeVXLAN(ctx, vni, local); err != nil {
-				m.log.WithError(err).Error("roll back vxlan")
-			}
-		})
+		m.undoOnAbort(tx, "vxlan", func(ctx context.Context) error { return m.res.FreeVXLAN(ctx, vni, local) })
 		ns.PktTag, ns.ExtPktTag = int(local), int(vni)
 	default:
 		return contivmodel.Invalidf("invalid encap %s", nw.Encap)

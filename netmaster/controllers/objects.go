@@ -27,6 +27,8 @@ import (
 	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
+
+	"context"
 )
 
 // Config is what the controllers of a term work with.
@@ -97,3 +99,15 @@ func (m *Objects) Callbacks() contivmodel.Controllers {
 // AddRoutes serves the service load balancer views GET /services and
 // GET /service/{id} on r.
 func (m *Objects) AddRoutes(r *mux.Router) { m.addServiceRoutes(r) }
+
+// undoOnAbort runs undo, on a context that outlives the request, when tx
+// aborts; a failure is logged as "roll back <what>".
+func (m *Objects) undoOnAbort(tx *contivmodel.Tx, what string, undo func(ctx context.Context) error) {
+	tx.OnAbort(func() {
+		ctx, cancel := endpoints.UndoContext()
+		defer cancel()
+		if err := undo(ctx); err != nil {
+			m.log.WithError(err).Error("roll back " + what)
+		}
+	})
+}
