@@ -69,3 +69,15 @@ func Oper(ep state.Endpoint) contivmodel.EndpointOper {
 	}
 	return op
 }
+
+// Opers is the §2.0 view of the endpoints of eps that keep selects (nil
+// when none does).
+func Opers(eps []state.Endpoint, keep func(ep state.Endpoint) bool) []contivmodel.EndpointOper {
+	var out []contivmodel.EndpointOper
+	for _, ep := range eps {
+		if keep(ep) {
+			out = append(out, Oper(ep))
+		}
+	}
+	return out
+}

@@ -89,7 +89,8 @@ func openStore(t testing.TB, endpoint, root string) objdb.Store {
 }
 
 // env is one netmaster leadership term over a fresh root, served by
-// httptest.
+// httptest. The tests of this package drive whole terms through
+// HTTP and so cover netmaster/endpoints and netmaster/controllers too.
 type env struct {
 	t      testing.TB
 	root   string

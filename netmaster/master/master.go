@@ -1,16 +1,17 @@
-// Package master is the netmaster leader's logic (docs/rest-api.md §2, §3;
-// docs/daemons.md §4.5–§4.10): the contivmodel controllers for global, tenant,
-// network, endpoint group and endpoint inspect, the /plugin/* API the
-// netplugin agents call, and the Leader the netmaster daemon runs on every
-// leadership acquisition.
+// Package master wires one netmaster leadership term together (docs/daemons.md
+// §4): the Leader the netmaster daemon runs on every leadership
+// acquisition builds the term's store views, IPAM and tag managers, the
+// endpoint service (netmaster/endpoints: the /plugin/* API and address
+// ownership), the object controllers (netmaster/controllers) on a fresh
+// model registry, and the ofnet master (netmaster/agents); it writes the
+// global object and the default tenant when absent, registers the term's
+// metrics (metrics.go) and releases everything when the term ends.
 //
-// State lives in the store only: each leadership term builds a fresh model
-// registry, IPAM and tag managers over it and drops them when the term
-// ends, so a restarted or newly elected netmaster sees exactly what the
-// previous one wrote. Every allocation (addresses, tags, endpoint-group
-// ids, endpoint counters) is a compare-and-swap in the store, so two
-// netmasters that briefly both believe they lead never hand out one value
-// twice.
+// State lives in the store only, so a restarted or newly elected
+// netmaster sees exactly what the previous one wrote. Every allocation
+// (addresses, tags, endpoint-group ids, endpoint counters) is a
+// compare-and-swap in the store, so two netmasters that briefly both
+// believe they lead never hand out one value twice.
 package master
 
 import (
@@ -27,27 +28,16 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/agents"
+	"github.com/contiv/netplugin/netmaster/controllers"
 	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/netmaster/server"
-	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/httpmetrics"
-)
-
-// Built-in defaults of the global object written at first start (spec
-// docs/daemons.md §4.5).
-const (
-	DefaultArpMode   = "proxy"
-	DefaultPvtSubnet = "172.19.0.0/16"
-	DefaultVLANs     = "1-4094"
-	DefaultVXLANs    = "1-10000"
-	DefaultTenant    = "default"
-	GlobalName       = "global"
 )
 
 // Config is what the leader needs from the command line.
@@ -73,7 +63,7 @@ type Config struct {
 	// reclaim cleaned-up endpoints (0: endpoints.DefaultNetpluginPort).
 	NetpluginPort int
 	// PluginName is the docker network and IPAM driver name (--name;
-	// "": DefaultPluginName), used in docker mode only.
+	// "": controllers.DefaultPluginName), used in docker mode only.
 	PluginName string
 	// DockerSocket is the Docker Engine's API socket used in docker mode
 	// ("": dockernets.DefaultSocket). No other mode talks to Docker.
@@ -135,46 +125,35 @@ func (l *Leader) Start(ctx context.Context, st objdb.Store) (http.Handler, error
 	return h, nil
 }
 
-// master is one leadership term.
+// master is one leadership term: the packages it wires together, and
+// what it closes when the term ends.
 type master struct {
 	cfg Config
 	log *logrus.Entry
 	kv  objdb.KV
+	svc objdb.ServiceRegistry // agent discovery (netmaster/agents)
 	st  *state.Store
 	v4  *ipam.V4
-	v6  *ipam.V6
-	res *resources.Manager
-	reg *contivmodel.Registry
+	reg *contivmodel.Registry // the term's model (built by start)
 
-	eps *endpoints.Service // the endpoint API and address ownership
+	eps    *endpoints.Service   // the /plugin/* API and address ownership
+	objs   *controllers.Objects // the object controllers
+	agents *agents.Agents       // the term's ofnet master (started by start)
+	docker *dockernets.Client   // docker mode only
 
 	closeOnce sync.Once
-
-	svc    objdb.ServiceRegistry // agent discovery (netmaster/agents)
-	agents *agents.Agents        // the term's ofnet master (netmaster/agents)
-
-	svcLB *svclb.Cache // service load balancer (netmaster/svclb)
-
-	docker *dockernets.Client // docker mode only (docknet.go)
 }
 
 func newMaster(cfg Config, kv objdb.KV, svc objdb.ServiceRegistry, log *logrus.Entry) *master {
-	m := &master{
-		cfg: cfg,
-		log: log,
-		kv:  kv,
-		svc: svc,
-		st:  state.New(kv),
-		v4:  ipam.NewV4(kv),
-		v6:  ipam.NewV6(kv),
-		res: resources.New(kv),
-	}
-	m.eps = endpoints.New(endpoints.Config{KV: kv, State: m.st, V4: m.v4, V6: m.v6, Services: svc,
+	m := &master{cfg: cfg, log: log, kv: kv, svc: svc, st: state.New(kv), v4: ipam.NewV4(kv)}
+	v6 := ipam.NewV6(kv)
+	m.eps = endpoints.New(endpoints.Config{KV: kv, State: m.st, V4: m.v4, V6: v6, Services: svc,
 		ClusterMode: cfg.ClusterMode, NetpluginPort: cfg.NetpluginPort, Log: log})
-	m.svcLB = m.eps.ServiceLB()
 	if cfg.ClusterMode == daemonflags.ModeDocker {
 		m.docker = dockernets.NewClient(cfg.DockerSocket)
 	}
+	m.objs = controllers.New(controllers.Config{KV: kv, State: m.st, V4: m.v4, V6: v6, Resources: resources.New(kv),
+		Endpoints: m.eps, ClusterMode: cfg.ClusterMode, PluginName: cfg.PluginName, Docker: m.docker, Log: log})
 	return m
 }
 
@@ -189,30 +168,10 @@ func (m *master) close() {
 	})
 }
 
-// controllers are the callbacks this package implements. Types without one
-// answer "Invalid object type" (see docs/compat.md, "## netmaster").
-func (m *master) controllers() contivmodel.Controllers {
-	return contivmodel.Controllers{
-		Global:            globalCtl{m},
-		Tenant:            tenantCtl{m},
-		Network:           networkCtl{m},
-		EndpointGroup:     epgCtl{m},
-		Endpoint:          m.eps.InspectCallbacks(),
-		Netprofile:        netprofileCtl{m},
-		Policy:            policyCtl{m},
-		Rule:              ruleCtl{m},
-		AppProfile:        appProfileCtl{m},
-		AciGw:             aciGwCtl{m},
-		Bgp:               bgpCtl{m},
-		ExtContractsGroup: extContractsCtl{m},
-		ServiceLB:         serviceLBCtl{m},
-	}
-}
-
 func (m *master) start(ctx context.Context) (http.Handler, error) {
 	m.reg = contivmodel.NewRegistry(m.kv, contivmodel.WithLogger(m.log),
-		contivmodel.WithMaxBodyBytes(m.cfg.MaxBodyBytes), contivmodel.WithStatus(httpStatus))
-	if err := contivmodel.RegisterAll(m.reg, m.controllers()); err != nil {
+		contivmodel.WithMaxBodyBytes(m.cfg.MaxBodyBytes), contivmodel.WithStatus(controllers.Status))
+	if err := contivmodel.RegisterAll(m.reg, m.objs.Callbacks()); err != nil {
 		return nil, fmt.Errorf("register model kinds: %w", err)
 	}
 	if err := m.reg.Load(ctx); err != nil {
@@ -228,7 +187,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	router.Use(httpmetrics.MuxRoute)
 	m.registerTermMetrics(ctx, m.cfg.Metrics)
 	m.eps.AddRoutes(router, m.reg)
-	m.addServiceRoutes(router)
+	m.objs.AddRoutes(router)
 	m.agents = agents.New(agents.Config{IP: m.cfg.OfnetIP, Port: m.cfg.OfnetPort, ClearDelay: m.cfg.OfnetClearDelay, TLS: m.cfg.RPCTLS},
 		m.log, m.svc, m.st, m.eps)
 	m.agents.Start(ctx, router)
@@ -239,23 +198,23 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 // defaults, first creation only: a stored global is never reset, spec
 // docs/daemons.md §4.5, §10 #3) and the default tenant when absent.
 func (m *master) ensureDefaults(ctx context.Context) error {
-	if _, err := contivmodel.Read[contivmodel.Global](m.reg, GlobalName); errors.Is(err, contivmodel.ErrNotFound) {
-		g := &contivmodel.Global{Name: GlobalName, NetworkInfraType: m.cfg.Infra, FwdMode: m.cfg.FwdMode,
-			ArpMode: DefaultArpMode, PvtSubnet: DefaultPvtSubnet, Vlans: DefaultVLANs, Vxlans: DefaultVXLANs}
-		g.Key = GlobalName
+	if _, err := contivmodel.Read[contivmodel.Global](m.reg, controllers.GlobalName); errors.Is(err, contivmodel.ErrNotFound) {
+		g := &contivmodel.Global{Name: controllers.GlobalName, NetworkInfraType: m.cfg.Infra, FwdMode: m.cfg.FwdMode,
+			ArpMode: controllers.DefaultArpMode, PvtSubnet: controllers.DefaultPvtSubnet, Vlans: controllers.DefaultVLANs, Vxlans: controllers.DefaultVXLANs}
+		g.Key = controllers.GlobalName
 		if _, err := contivmodel.Upsert(ctx, m.reg, g); err != nil {
 			return fmt.Errorf("create global configuration: %w", err)
 		}
 	} else if err != nil {
 		return fmt.Errorf("read global configuration: %w", err)
 	}
-	if _, err := contivmodel.Read[contivmodel.Tenant](m.reg, DefaultTenant); errors.Is(err, contivmodel.ErrNotFound) {
-		t := &contivmodel.Tenant{Key: DefaultTenant, TenantName: DefaultTenant}
+	if _, err := contivmodel.Read[contivmodel.Tenant](m.reg, controllers.DefaultTenant); errors.Is(err, contivmodel.ErrNotFound) {
+		t := &contivmodel.Tenant{Key: controllers.DefaultTenant, TenantName: controllers.DefaultTenant}
 		if _, err := contivmodel.Upsert(ctx, m.reg, t); err != nil {
-			return fmt.Errorf("create tenant %q: %w", DefaultTenant, err)
+			return fmt.Errorf("create tenant %q: %w", controllers.DefaultTenant, err)
 		}
 	} else if err != nil {
-		return fmt.Errorf("read tenant %q: %w", DefaultTenant, err)
+		return fmt.Errorf("read tenant %q: %w", controllers.DefaultTenant, err)
 	}
 	return nil
 }

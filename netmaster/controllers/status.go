@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"errors"
@@ -10,11 +10,11 @@ import (
 	"github.com/contiv/netplugin/objdb"
 )
 
-// httpStatus classifies the refusals of the allocators for the REST and
+// Status classifies the refusals of the allocators for the REST and
 // /plugin answers (docs/rest-errors.md); 0 leaves the decision to
 // contivmodel.Status. Only errors carrying a client-visible message are
 // classified: anything else stays a server fault.
-func httpStatus(err error) int {
+func Status(err error) int {
 	var ue *contivmodel.Error
 	if !errors.As(err, &ue) {
 		return 0

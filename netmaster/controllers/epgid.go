@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func epgIDKey(id int) string { return epgIDPrefix + strconv.Itoa(id) }
 
 // allocEPGID takes the lowest id in 1…65535 that neither an id key nor an
 // existing group state holds.
-func (m *master) allocEPGID(ctx context.Context, owner string) (int, error) {
+func (m *Objects) allocEPGID(ctx context.Context, owner string) (int, error) {
 	for {
 		used := map[int]bool{}
 		kvs, err := m.kv.List(ctx, epgIDPrefix)
@@ -67,7 +67,7 @@ func (m *master) allocEPGID(ctx context.Context, owner string) (int, error) {
 }
 
 // freeEPGID gives an id back.
-func (m *master) freeEPGID(ctx context.Context, id int) error {
+func (m *Objects) freeEPGID(ctx context.Context, id int) error {
 	if id <= 0 {
 		return nil
 	}

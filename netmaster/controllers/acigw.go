@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 // aciGwCtl is the aciGw controller (docs/rest-api.md §2.2): a pure
 // configuration singleton whose delete is refused while app profiles exist.
-type aciGwCtl struct{ m *master }
+type aciGwCtl struct{ m *Objects }
 
 // numAppProfiles counts the app profiles of every tenant.
 func numAppProfiles(tx *contivmodel.Tx) (int, error) {

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // docs/daemons.md §4.12). Every refusal is decided before the first side
 // effect; the side effects (VIP, service record, provider list, cache) are
 // undone when the model commit fails.
-type serviceLBCtl struct{ m *master }
+type serviceLBCtl struct{ m *Objects }
 
 const msgBadPorts = "Invalid Port maping . Port format is - Port:TargetPort:Protocol"
 

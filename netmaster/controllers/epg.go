@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // docs/daemons.md §4.9). Attaching a policy creates its (group, policy)
 // instance with every rule (rule.go); netprofile and ext-contracts
 // references are checked and linked. A refused create leaves nothing behind.
-type epgCtl struct{ m *master }
+type epgCtl struct{ m *Objects }
 
 func isACI(tx *contivmodel.Tx) bool {
 	g, err := contivmodel.Get[contivmodel.Global](tx, GlobalName)
@@ -72,13 +72,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	}
 	tx.OnAbort(undo)
 	if g.IpPool != "" {
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.v4.DeletePool(ctx, epgID); err != nil {
-				m.log.WithError(err).Error("roll back group ip pool")
-			}
-		})
+		m.undoOnAbort(tx, "group ip pool", func(ctx context.Context) error { return m.v4.DeletePool(ctx, epgID) })
 		if _, err := m.v4.CreateSubPool(ctx, netID, epgID, g.IpPool); err != nil {
 			return err
 		}
@@ -92,13 +86,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if err != nil {
 		return err
 	}
-	tx.OnAbort(func() {
-		ctx, cancel := endpoints.UndoContext()
-		defer cancel()
-		if err := m.freeEPGID(ctx, id); err != nil {
-			m.log.WithError(err).Error("roll back group id")
-		}
-	})
+	m.undoOnAbort(tx, "group id", func(ctx context.Context) error { return m.freeEPGID(ctx, id) })
 	gs := state.EndpointGroup{
 		Common: state.Common{ID: epgID}, GroupName: g.GroupName, TenantName: g.TenantName,
 		NetworkName: g.NetworkName, EndpointGroupID: id, PktTagType: ns.PktTagType,
@@ -112,13 +100,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		if err != nil {
 			return err
 		}
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
-				m.log.WithError(err).Error("roll back group vlan")
-			}
-		})
+		m.undoOnAbort(tx, "group vlan", func(ctx context.Context) error { return m.res.FreeVLAN(ctx, vlan) })
 		gs.PktTag = int(vlan)
 	}
 	for _, p := range g.Policies {
@@ -417,7 +399,7 @@ func (c epgCtl) Oper(ctx context.Context, _ *contivmodel.Tx, g *contivmodel.Endp
 	return c.m.groupOper(ctx, g, eps, true)
 }
 
-func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, eps []state.Endpoint, full bool) (*contivmodel.EndpointGroupOper, error) {
+func (m *Objects) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, eps []state.Endpoint, full bool) (*contivmodel.EndpointGroupOper, error) {
 	epgID := state.GroupID(g.TenantName, g.GroupName)
 	gs, err := m.st.EndpointGroups.Read(ctx, epgID)
 	if err != nil {
@@ -433,11 +415,7 @@ func (m *master) groupOper(ctx context.Context, g *contivmodel.EndpointGroup, ep
 		ExternalPktTag: ns.ExtPktTag,
 		NumEndpoints:   gs.EpCount,
 	}
-	for _, ep := range eps {
-		if ep.EndpointGroupKey == epgID {
-			op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
-		}
-	}
+	op.Endpoints = endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.EndpointGroupKey == epgID })
 	if full {
 		op.GroupTag = gs.GroupTag
 		if gs.IPPool != "" {

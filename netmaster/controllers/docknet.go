@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -18,11 +18,11 @@ const DefaultPluginName = "netplugin"
 
 // dockerMode: this netmaster creates and removes docker networks (spec
 // docs/daemons.md §4.4, §4.14). Only then is m.docker set.
-func (m *master) dockerMode() bool { return m.cfg.ClusterMode == daemonflags.ModeDocker }
+func (m *Objects) dockerMode() bool { return m.cfg.ClusterMode == daemonflags.ModeDocker }
 
-func (m *master) swarmMode() bool { return m.cfg.ClusterMode == daemonflags.ModeSwarm }
+func (m *Objects) swarmMode() bool { return m.cfg.ClusterMode == daemonflags.ModeSwarm }
 
-func (m *master) pluginName() string {
+func (m *Objects) pluginName() string {
 	if m.cfg.PluginName == "" {
 		return DefaultPluginName
 	}
@@ -49,7 +49,7 @@ func docknetSpec(ns state.Network, group string) dockernets.Spec {
 // createDocknet creates (or reuses) the docker network of a contiv network
 // or group and records the mapping in oper/docknet; a later abort removes
 // a network it created and restores the mapping key.
-func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state.Network, group string) error {
+func (m *Objects) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state.Network, group string) error {
 	spec := docknetSpec(ns, group)
 	id, created, err := dockernets.Create(ctx, m.docker, m.pluginName(), spec)
 	if errors.Is(err, dockernets.ErrOtherDriver) {
@@ -85,7 +85,7 @@ func (m *master) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state
 // (absence tolerated) and its mapping. A missing mapping is an error only
 // when the docker network was still there (docs/daemons.md §4.14; the
 // docker removal itself cannot be rolled back).
-func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, network, group string) error {
+func (m *Objects) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, network, group string) error {
 	existed, err := dockernets.Remove(ctx, m.docker, tenant, network, group)
 	if err != nil {
 		return err
@@ -113,7 +113,7 @@ func (m *master) deleteDocknet(ctx context.Context, tx *contivmodel.Tx, tenant, 
 // refuseSwarmDelete refuses, in swarm mode, the delete of a contiv network
 // or group (kind "network" or "group", called name) that is mapped to a
 // docker network.
-func (m *master) refuseSwarmDelete(ctx context.Context, kind, name, tenant, network, group string) error {
+func (m *Objects) refuseSwarmDelete(ctx context.Context, kind, name, tenant, network, group string) error {
 	if !m.swarmMode() {
 		return nil
 	}

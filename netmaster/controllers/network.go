@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // networkCtl is the network controller (docs/rest-api.md §2.4, docs/daemons.md
 // §4.7). A refused create leaves nothing behind: every side effect is
 // undone when a later step (or the model commit) fails.
-type networkCtl struct{ m *master }
+type networkCtl struct{ m *Objects }
 
 func modelKey(tenant, name string) string { return tenant + ":" + name }
 
@@ -213,26 +213,14 @@ func (c networkCtl) allocTags(ctx context.Context, tx *contivmodel.Tx, _ *contiv
 		if err != nil {
 			return err
 		}
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.res.FreeVLAN(ctx, vlan); err != nil {
-				m.log.WithError(err).Error("roll back vlan")
-			}
-		})
+		m.undoOnAbort(tx, "vlan", func(ctx context.Context) error { return m.res.FreeVLAN(ctx, vlan) })
 		ns.PktTag = int(vlan)
 	case "vxlan":
 		vni, local, err := m.res.AllocateVXLAN(ctx, req)
 		if err != nil {
 			return err
 		}
-		tx.OnAbort(func() {
-			ctx, cancel := endpoints.UndoContext()
-			defer cancel()
-			if err := m.res.FreeVXLAN(ctx, vni, local); err != nil {
-				m.log.WithError(err).Error("roll back vxlan")
-			}
-		})
+		m.undoOnAbort(tx, "vxlan", func(ctx context.Context) error { return m.res.FreeVXLAN(ctx, vni, local) })
 		ns.PktTag, ns.ExtPktTag = int(local), int(vni)
 	default:
 		return contivmodel.Invalidf("invalid encap %s", nw.Encap)
@@ -328,7 +316,7 @@ func (c networkCtl) Oper(ctx context.Context, _ *contivmodel.Tx, nw *contivmodel
 	return c.m.networkOper(ctx, nw, eps, true)
 }
 
-func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps []state.Endpoint, withTag bool) (*contivmodel.NetworkOper, error) {
+func (m *Objects) networkOper(ctx context.Context, nw *contivmodel.Network, eps []state.Endpoint, withTag bool) (*contivmodel.NetworkOper, error) {
 	netID := state.NetworkID(nw.TenantName, nw.NetworkName)
 	ns, err := m.st.Networks.Read(ctx, netID)
 	if err != nil {
@@ -346,15 +334,11 @@ func (m *master) networkOper(ctx context.Context, nw *contivmodel.Network, eps [
 	if op.AllocatedIPAddresses, op.AvailableIPAddresses, err = m.poolLists(ctx, netID); err != nil {
 		return nil, err
 	}
-	for _, ep := range eps {
-		if ep.NetID == netID {
-			op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
-		}
-	}
+	op.Endpoints = endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.NetID == netID })
 	return op, nil
 }
 
-func (m *master) poolLists(ctx context.Context, poolID string) (used, free string, err error) {
+func (m *Objects) poolLists(ctx context.Context, poolID string) (used, free string, err error) {
 	if used, err = m.v4.InUse(ctx, poolID); err != nil {
 		return "", "", apierr.Store("list addresses in use", err)
 	}

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 )
 
 // tenantCtl is the tenant controller (docs/rest-api.md §2.3).
-type tenantCtl struct{ m *master }
+type tenantCtl struct{ m *Objects }
 
 // Create accepts a named tenant; it has no state of its own.
 func (tenantCtl) Create(_ context.Context, _ *contivmodel.Tx, t *contivmodel.Tenant) error {

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // bgpCtl is the Bgp controller (docs/rest-api.md §2.12, docs/daemons.md §4.13):
 // each object is mirrored to state/bgp/<hostname>, which the netplugin of
 // that host watches.
-type bgpCtl struct{ m *master }
+type bgpCtl struct{ m *Objects }
 
 // checkBgp applies the create/update refusals.
 func checkBgp(tx *contivmodel.Tx, b *contivmodel.Bgp) error {

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -12,13 +12,24 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
+// Built-in defaults of the global object written at first start (spec
+// docs/daemons.md §4.5).
+const (
+	GlobalName       = "global" // the one global object's name and key
+	DefaultArpMode   = "proxy"
+	DefaultPvtSubnet = "172.19.0.0/16"
+	DefaultVLANs     = "1-4094"
+	DefaultVXLANs    = "1-10000"
+	DefaultTenant    = "default"
+)
+
 // globalCtl is the global controller (docs/rest-api.md §2.1, docs/daemons.md
 // §4.5). Its state writes (GlobConfig, gstate Cfg/Oper, the tag pools) are
 // undone if the operation fails at any later step.
-type globalCtl struct{ m *master }
+type globalCtl struct{ m *Objects }
 
 // globalKeys are the store keys a global create, update or delete writes.
-func (m *master) globalKeys() []string {
+func (m *Objects) globalKeys() []string {
 	return []string{
 		m.st.GlobConfig.Key(GlobalName), m.st.GlobalCfg.Key(GlobalName), m.st.GlobalOper.Key(GlobalName),
 		state.PrefixVlanCfg + GlobalName, state.PrefixVlanOper + GlobalName,
@@ -73,7 +84,7 @@ func (c globalCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmode
 // as in the original) keeps them taken instead of handing them out a
 // second time; a new range that leaves one out is refused as an update's
 // is (docs/allocation-integrity.md).
-func (m *master) heldTags(ctx context.Context) (resources.Held, error) {
+func (m *Objects) heldTags(ctx context.Context) (resources.Held, error) {
 	var h resources.Held
 	nets, _, err := m.st.Networks.ReadAll(ctx)
 	if err != nil {
@@ -111,7 +122,7 @@ func (m *master) heldTags(ctx context.Context) (resources.Held, error) {
 	return h, nil
 }
 
-func (m *master) writeGlobalState(ctx context.Context, g *contivmodel.Global, vxlanStart uint) error {
+func (m *Objects) writeGlobalState(ctx context.Context, g *contivmodel.Global, vxlanStart uint) error {
 	if _, err := m.st.GlobalCfg.Write(ctx, state.GlobalCfg{Auto: state.GlobalAutoTags{VLANs: g.Vlans, VXLANs: g.Vxlans}}); err != nil {
 		return fmt.Errorf("write global tag config: %w", err)
 	}

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"net/netip"

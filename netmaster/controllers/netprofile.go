@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // netprofileCtl is the netprofile controller (docs/rest-api.md §2.6): QoS
 // settings copied into the state of the endpoint groups using them.
-type netprofileCtl struct{ m *master }
+type netprofileCtl struct{ m *Objects }
 
 // Create links a profile to its tenant.
 func (netprofileCtl) Create(_ context.Context, tx *contivmodel.Tx, np *contivmodel.Netprofile) error {
@@ -90,7 +90,7 @@ func (netprofileCtl) Oper(context.Context, *contivmodel.Tx, *contivmodel.Netprof
 // policyCtl is the policy controller (docs/rest-api.md §2.7). Its rules
 // are managed by the rule controller (rule.go); a policy delete runs each
 // rule's delete.
-type policyCtl struct{ m *master }
+type policyCtl struct{ m *Objects }
 
 // Create links a policy to its tenant.
 func (policyCtl) Create(_ context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) error {
@@ -155,11 +155,7 @@ func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.
 			return nil, apierr.Store("read group state "+epgID, err)
 		}
 		op.NumEndpoints += gs.EpCount
-		for _, ep := range eps {
-			if ep.EndpointGroupKey == epgID {
-				op.Endpoints = append(op.Endpoints, endpoints.Oper(ep))
-			}
-		}
+		op.Endpoints = append(op.Endpoints, endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.EndpointGroupKey == epgID })...)
 	}
 	return op, nil
 }

@@ -1,4 +1,4 @@
-package master
+package controllers
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // policy is attached to (docs/daemons.md §4.11, docs/dataplane.md §4.4); those are
 // persisted in state/policy/<epgPolicyID> and state/policyRule/<ruleID>.
 // The ofnet master push itself is not done here.
-type ruleCtl struct{ m *master }
+type ruleCtl struct{ m *Objects }
 
 // epgPolicyID is the state id of a (group, policy) attachment:
 // "<tenant>:<group>:<tenant>:<policy>".
@@ -131,7 +131,7 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 
 // checkRuleToIP is create step 4: an incoming rule with a destination IP
 // needs the policy on exactly one group holding an endpoint with that IP.
-func (m *master) checkRuleToIP(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule, pol *contivmodel.Policy) error {
+func (m *Objects) checkRuleToIP(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule, pol *contivmodel.Policy) error {
 	keys := sortedKeys(pol.LinkSets.EndpointGroups)
 	if len(keys) != 1 {
 		return contivmodel.Errorf("failed to configure %s, %d endpoint groups linked to policy %s ", r.ToIpAddress, len(keys), r.PolicyName)
@@ -224,7 +224,7 @@ func ruleProtocol(p string) uint8 {
 
 // ofnetRules expands rule r of policy polKey attached to the group with
 // model key epgKey and id gid into its directional ofnet rules.
-func (m *master) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey string, gid int, polKey string, r *contivmodel.Rule) (map[string]*state.OfnetPolicyRule, error) {
+func (m *Objects) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey string, gid int, polKey string, r *contivmodel.Rule) (map[string]*state.OfnetPolicyRule, error) {
 	fromIP, toIP := r.FromIpAddress, r.ToIpAddress
 	remote := 0
 	switch {
@@ -299,7 +299,7 @@ func (m *master) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey stri
 // installRule adds rule r to the (group, policy) instance: its ofnet rules
 // are written to state/policyRule and recorded in the EpgPolicy state. The
 // writes are undone if the transaction aborts.
-func (m *master) installRule(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, polKey string, r *contivmodel.Rule) error {
+func (m *Objects) installRule(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, polKey string, r *contivmodel.Rule) error {
 	id := epgPolicyID(g.TenantName, g.GroupName, r.PolicyName)
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
@@ -314,7 +314,7 @@ func (m *master) installRule(ctx context.Context, tx *contivmodel.Tx, g *contivm
 }
 
 // addRuleMap expands r into ep and writes the rule states and ep.
-func (m *master) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.EpgPolicy, epgKey, polKey string, r *contivmodel.Rule) error {
+func (m *Objects) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.EpgPolicy, epgKey, polKey string, r *contivmodel.Rule) error {
 	ofr, err := m.ofnetRules(ctx, tx, epgKey, ep.EndpointGroupID, polKey, r)
 	if err != nil {
 		return err
@@ -348,7 +348,7 @@ func (m *master) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.E
 }
 
 // uninstallRule removes rule ruleKey from the instance id.
-func (m *master) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, ruleKey string) error {
+func (m *Objects) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, ruleKey string) error {
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return contivmodel.Errorf("epg policy %s not found", id)
@@ -382,7 +382,7 @@ func (m *master) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, rule
 
 // attachEpgPolicy creates the (group, policy) instance with every rule of
 // the policy. gid is the group's id. Nothing is done in ACI mode.
-func (m *master) attachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gid int, policy string) error {
+func (m *Objects) attachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gid int, policy string) error {
 	if isACI(tx) {
 		return nil
 	}
@@ -415,7 +415,7 @@ func (m *master) attachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *con
 
 // detachEpgPolicy deletes the (group, policy) instance and its rule
 // states. A missing instance is not an error.
-func (m *master) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, policy string) error {
+func (m *Objects) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, policy string) error {
 	id := epgPolicyID(g.TenantName, g.GroupName, policy)
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
