@@ -14,21 +14,33 @@ type Pager interface {
 	// `after` ("" starts at the first), sorted by key, read at store
 	// version rev (0: the current one). It returns the version it read at:
 	// passed back as rev for the following pages, all pages are one
-	// snapshot, as one List is. A backend that cannot page (a wrapper over
-	// one that cannot) returns an error wrapping errors.ErrUnsupported.
-	ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]KeyValue, int64, error)
+	// snapshot, as one List is. remaining is how many keys the range held
+	// from `after` on, this page's included (-1: the backend does not
+	// know). A backend that cannot page (a wrapper over one that cannot)
+	// returns an error wrapping errors.ErrUnsupported.
+	ListPage(ctx context.Context, prefix, after string, limit int, rev int64) (kvs []KeyValue, atRev, remaining int64, err error)
 }
+
+// maxPages bounds the pages of one ListPages walk: the page size grows
+// with the prefix's size so that a walk reads it in at most this many
+// pages. etcd 3.4 servers walk their index over the whole rest of the
+// range for every limited read (to count it), so a fixed page size makes
+// a walk quadratic in the number of keys; with at most maxPages pages it
+// stays linear, and a page holds a sixteenth of the prefix at most.
+const maxPages = 16
 
 // DefaultPageSize is the page size of ListPages callers that have no
 // reason to pick another: large enough that a page's round trip is small
 // next to its decoding, small enough that a page of endpoint records is
-// well under a megabyte.
+// well under a megabyte. A walk over more than maxPages of them reads
+// larger pages.
 const DefaultPageSize = 1000
 
-// ListPages calls fn with successive pages of at most size keys under
-// prefix, in key order, together covering what List returns. On a Pager
-// the pages are read one at a time from one snapshot, so only one page is
-// in memory; otherwise the keys are listed at once and handed out in
+// ListPages calls fn with successive pages of at least size keys (the
+// last may be smaller; more than size when the prefix holds over maxPages
+// of them) under prefix, in key order, together covering what List
+// returns. On a Pager the pages are read one at a time from one snapshot,
+// so only one page is in memory; otherwise the keys are listed at once and handed out in
 // pages. fn must not keep the page's slice. An error of fn stops the walk
 // and is returned as it is.
 func ListPages(ctx context.Context, kv KV, prefix string, size int, fn func([]KeyValue) error) error {
@@ -38,7 +50,7 @@ func ListPages(ctx context.Context, kv KV, prefix string, size int, fn func([]Ke
 	if p, ok := kv.(Pager); ok {
 		after, rev := "", int64(0)
 		for {
-			page, at, err := p.ListPage(ctx, prefix, after, size, rev)
+			page, at, remaining, err := p.ListPage(ctx, prefix, after, size, rev)
 			if rev == 0 && errors.Is(err, errors.ErrUnsupported) {
 				break // fall back to List
 			}
@@ -48,12 +60,16 @@ func ListPages(ctx context.Context, kv KV, prefix string, size int, fn func([]Ke
 			if len(page) == 0 {
 				return nil
 			}
+			// The last page: the count says so, or (not counted) it is short.
+			if (remaining >= 0 && remaining <= int64(len(page))) || (remaining < 0 && len(page) < size) {
+				return fn(page)
+			}
+			if rev == 0 && remaining > int64(size)*maxPages {
+				size = int((remaining + maxPages - 1) / maxPages)
+			}
 			rev, after = at, page[len(page)-1].Key
 			if err := fn(page); err != nil {
 				return err
-			}
-			if len(page) < size {
-				return nil
 			}
 		}
 	}

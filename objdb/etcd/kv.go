@@ -203,12 +203,12 @@ var _ objdb.Pager = (*Client)(nil)
 // ListPage implements objdb.Pager: one range request with a limit, at
 // revision rev when it is not 0. A revision compacted away between pages
 // fails the call (etcd's "required revision has been compacted").
-func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]objdb.KeyValue, int64, error) {
+func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]objdb.KeyValue, int64, int64, error) {
 	if err := checkPrefix(prefix); err != nil {
-		return nil, 0, fmt.Errorf("list page: %w", err)
+		return nil, 0, 0, fmt.Errorf("list page: %w", err)
 	}
 	if limit <= 0 {
-		return nil, 0, fmt.Errorf("list page: %w: limit %d", objdb.ErrInvalid, limit)
+		return nil, 0, 0, fmt.Errorf("list page: %w: limit %d", objdb.ErrInvalid, limit)
 	}
 	from := c.full(prefix)
 	end := clientv3.GetPrefixRangeEnd(from)
@@ -226,7 +226,7 @@ func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int, 
 		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	out := make([]objdb.KeyValue, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -236,7 +236,7 @@ func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int, 
 	if at == 0 {
 		at = resp.Header.Revision
 	}
-	return out, at, nil
+	return out, at, resp.Count, nil
 }
 
 // currentRevision returns the store's current revision.

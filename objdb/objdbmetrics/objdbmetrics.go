@@ -91,15 +91,15 @@ func (s *Store) List(ctx context.Context, prefix string) ([]objdb.KeyValue, erro
 
 // ListPage implements objdb.Pager, measured as a list; it wraps
 // errors.ErrUnsupported when the wrapped store cannot page.
-func (s *Store) ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]objdb.KeyValue, int64, error) {
+func (s *Store) ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]objdb.KeyValue, int64, int64, error) {
 	p, ok := s.Store.(objdb.Pager)
 	if !ok {
-		return nil, 0, fmt.Errorf("list page: %w", errors.ErrUnsupported)
+		return nil, 0, 0, fmt.Errorf("list page: %w", errors.ErrUnsupported)
 	}
 	start := time.Now()
-	l, at, err := p.ListPage(ctx, prefix, after, limit, rev)
+	l, at, remaining, err := p.ListPage(ctx, prefix, after, limit, rev)
 	s.observe("list", start, err)
-	return l, at, err
+	return l, at, remaining, err
 }
 
 // Watch implements objdb.KV; the latency is that of setting the watch up.

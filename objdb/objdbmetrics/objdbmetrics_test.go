@@ -89,19 +89,19 @@ contiv_store_errors_total{operation="watch"} 0
 // pagerFake pages: every ListPage answers one key.
 type pagerFake struct{ fake }
 
-func (p *pagerFake) ListPage(_ context.Context, prefix, after string, _ int, rev int64) ([]objdb.KeyValue, int64, error) {
-	return []objdb.KeyValue{{Key: prefix + after + "x"}}, rev + 1, nil
+func (p *pagerFake) ListPage(_ context.Context, prefix, after string, _ int, rev int64) ([]objdb.KeyValue, int64, int64, error) {
+	return []objdb.KeyValue{{Key: prefix + after + "x"}}, rev + 1, 7, nil
 }
 
 func TestWrapForwardsListPage(t *testing.T) {
 	ctx := context.Background()
 	st := Wrap(&pagerFake{}, prometheus.NewRegistry()).(objdb.Pager)
-	kvs, rev, err := st.ListPage(ctx, "p/", "a", 1, 4)
-	if err != nil || len(kvs) != 1 || kvs[0].Key != "p/ax" || rev != 5 {
-		t.Fatalf("ListPage through the wrapper: %v %d %v", kvs, rev, err)
+	kvs, rev, remaining, err := st.ListPage(ctx, "p/", "a", 1, 4)
+	if err != nil || len(kvs) != 1 || kvs[0].Key != "p/ax" || rev != 5 || remaining != 7 {
+		t.Fatalf("ListPage through the wrapper: %v %d %d %v", kvs, rev, remaining, err)
 	}
 	plain := Wrap(&fake{}, prometheus.NewRegistry()).(objdb.Pager)
-	if _, _, err := plain.ListPage(ctx, "p/", "", 1, 0); !errors.Is(err, errors.ErrUnsupported) {
+	if _, _, _, err := plain.ListPage(ctx, "p/", "", 1, 0); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("ListPage over a store that cannot page: %v", err)
 	}
 }
