@@ -11,27 +11,55 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
+// termScan is what the term start needs from the endpoint records, read
+// in one walk a page at a time (docs/scale.md): a term start over many
+// endpoints neither holds them all nor decodes them twice.
+type termScan struct {
+	netEPs, grpEPs map[string]int   // endpoints per network / group id
+	providers      []state.Endpoint // endpoints that can be service providers
+}
+
+// scanEndpoints walks the endpoint records once for the counter
+// reconcile and the service restore.
+func (m *Service) scanEndpoints(ctx context.Context) (termScan, error) {
+	sc := termScan{netEPs: map[string]int{}, grpEPs: map[string]int{}}
+	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
+		sc.netEPs[ep.NetID]++
+		if ep.EndpointGroupKey != "" {
+			sc.grpEPs[ep.EndpointGroupKey]++
+		}
+		// Only an endpoint with labels and a container can be a
+		// provider (svclb.Cache.Restore).
+		if len(ep.Labels) > 0 && ep.ContainerID != "" {
+			sc.providers = append(sc.providers, ep)
+		}
+		return nil
+	}); err != nil {
+		return termScan{}, fmt.Errorf("read endpoints: %w", err)
+	}
+	return sc, nil
+}
+
 // reconcileCounters recomputes, at the start of a leadership term, the
-// endpoint counters of every network and group from the endpoint records,
-// and each network's count of handed-out addresses from its IPAM pools.
+// endpoint counters of every network and group from the endpoint records
+// (counted by scanEndpoints), and each network's count of handed-out
+// addresses from its IPAM pools.
 //
 // The endpoint record, the address allocation and the counters are
 // separate store writes (the store API has no multi-key transaction), so a
 // netmaster killed in the middle of a create or delete can leave a counter
 // off by the endpoints it was handling; the records are the truth.
 func (m *Service) reconcileCounters(ctx context.Context) error {
-	// The records are counted a page at a time: a term start over many
-	// endpoints does not hold them all (docs/scale.md).
-	netEPs, grpEPs := map[string]int{}, map[string]int{}
-	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
-		netEPs[ep.NetID]++
-		if ep.EndpointGroupKey != "" {
-			grpEPs[ep.EndpointGroupKey]++
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("read endpoints: %w", err)
+	sc, err := m.scanEndpoints(ctx)
+	if err != nil {
+		return err
 	}
+	return m.correctCounters(ctx, sc)
+}
+
+// correctCounters is reconcileCounters on the counts of a scan.
+func (m *Service) correctCounters(ctx context.Context, sc termScan) error {
+	netEPs, grpEPs := sc.netEPs, sc.grpEPs
 	groups, _, err := m.st.EndpointGroups.ReadAll(ctx)
 	if err != nil {
 		return fmt.Errorf("read endpoint groups: %w", err)

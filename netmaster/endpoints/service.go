@@ -133,10 +133,14 @@ func (m *Service) Start(ctx context.Context, sweepDelay time.Duration) error {
 			return err
 		}
 	}
-	if err := m.restoreServices(ctx); err != nil {
+	sc, err := m.scanEndpoints(ctx)
+	if err != nil {
+		return err
+	}
+	if err := m.restoreServices(ctx, sc); err != nil {
 		return fmt.Errorf("restore service load balancers: %w", err)
 	}
-	if err := m.reconcileCounters(ctx); err != nil {
+	if err := m.correctCounters(ctx, sc); err != nil {
 		return fmt.Errorf("reconcile endpoint counters: %w", err)
 	}
 	if sweepDelay > 0 {

@@ -9,7 +9,6 @@ import (
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/objdb"
-	"github.com/contiv/netplugin/state"
 )
 
 // vipOwner gives the service load balancer (netmaster/svclb) its VIPs from
@@ -30,20 +29,8 @@ func (v vipOwner) Snapshot(ctx context.Context, keys ...string) (func(), error) 
 
 // restoreServices rebuilds the service load balancer from the store at
 // the start of a term.
-func (m *Service) restoreServices(ctx context.Context) error {
-	// Only an endpoint with labels and a container can be a provider
-	// (svclb.Cache.Restore): only those are kept, so the term start does
-	// not hold every endpoint at once (docs/scale.md).
-	var eps []state.Endpoint
-	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
-		if len(ep.Labels) > 0 && ep.ContainerID != "" {
-			eps = append(eps, ep)
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("read endpoints: %w", err)
-	}
-	return m.svcLB.Restore(ctx, eps)
+func (m *Service) restoreServices(ctx context.Context, sc termScan) error {
+	return m.svcLB.Restore(ctx, sc.providers)
 }
 
 // vipRecord names the service as the owner of its VIP in the address
