@@ -21,6 +21,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -217,19 +218,11 @@ func serve(t *testing.T, cfg Config) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	ln, err := attach.Listen(p.SocketPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- p.ServeListener(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	runtest.Go(t, "serve", func(ctx context.Context) error { return p.ServeListener(ctx, ln) })
 	var d net.Dialer
 	return &client{t: t, hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -119,15 +120,7 @@ func serve(t *testing.T, labels k8splugin.LabelSource, ready func(context.Contex
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeListener(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	runtest.Go(t, "serve", func(ctx context.Context) error { return srv.ServeListener(ctx, ln) })
 	b.c = cniapi.NewClient(b.sock)
 	return b
 }

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 func TestMain(m *testing.M) {
@@ -69,15 +70,7 @@ func serve(t *testing.T, a attach.Attacher) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- attach.ServeListener(ctx, ln, a, quietLog()) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	runtest.Go(t, "serve", func(ctx context.Context) error { return attach.ServeListener(ctx, ln, a, quietLog()) })
 	return path
 }
 

@@ -27,3 +27,8 @@ func Go(t testing.TB, name string, run func(ctx context.Context) error) (stop fu
 	t.Cleanup(stop)
 	return stop
 }
+
+// GoLoop is Go for a run that returns nothing.
+func GoLoop(t testing.TB, run func(ctx context.Context)) (stop func()) {
+	return Go(t, "", func(ctx context.Context) error { run(ctx); return nil })
+}

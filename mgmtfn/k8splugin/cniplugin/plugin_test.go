@@ -25,6 +25,7 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 // asPlugin makes the test binary itself the contivk8s plugin when the
@@ -93,13 +94,7 @@ func server(t *testing.T) (string, *agent) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeListener(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runtest.Go(t, "serve", func(ctx context.Context) error { return srv.ServeListener(ctx, ln) })
 	return sock, a
 }
 

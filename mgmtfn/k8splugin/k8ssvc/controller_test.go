@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 // fakeSink records the load balancers; fail makes the next n calls fail.
@@ -69,13 +71,7 @@ func TestControllerFollowsServicesAndSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runtest.GoLoop(t, c.Run)
 
 	api := context.Background()
 	svc := service("ns", "web", "198.19.200.10", svcPortOf("http", corev1.ProtocolTCP, 80, intstr.FromString("http")))
@@ -144,13 +140,7 @@ func TestControllerResyncAfterRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runtest.GoLoop(t, c.Run)
 	eventually(t, "the retries are used up", func() (bool, string) {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/kubewatch"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 func pod(ns, name, uid string, labels map[string]string) *corev1.Pod {
@@ -28,10 +29,7 @@ func pod(ns, name, uid string, labels map[string]string) *corev1.Pod {
 func start(t *testing.T, client *fake.Clientset, opt kubewatch.Options) *kubewatch.Watcher {
 	t.Helper()
 	w := kubewatch.New(client, opt)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runtest.GoLoop(t, w.Run)
 	return w
 }
 

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 func mkPod(ns, name, ip string, lbl map[string]string, ports ...corev1.ContainerPort) *corev1.Pod {
@@ -167,10 +169,8 @@ func TestControllerFollowsChanges(t *testing.T) {
 	cs := fake.NewSimpleClientset(podA, podB, nsDef)
 	got := make(chan Result, 16)
 	c := NewController(cs, func(_ context.Context, r Result) error { got <- r; return nil }, t.Logf)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runtest.GoLoop(t, c.Run)
+	ctx := t.Context()
 	wait := func(pred func(Result) bool) {
 		t.Helper()
 		timeout := time.After(20 * time.Second)
