@@ -137,15 +137,22 @@ func (d *Daemon) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	// The VTEP is registered before the replay (compat NP19): peers delete
-	// their tunnel to this host, and the flows of its endpoints, when the
-	// entry's lease expires, and a restart's replay on a host full of
-	// endpoints can outlast the previous process's 10 s lease.
+	// A restart takes over the previous run's VTEP entry before the replay
+	// (compat NP19): peers delete their tunnel to this host, and the flows of
+	// its endpoints, when the entry's lease expires, and the replay on a host
+	// full of endpoints can outlast the previous process's 10 s lease. A
+	// first start still registers it after the replay (it tells that the
+	// host is ready).
 	vtepInfo := objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", Version: d.cfg.Version,
 		TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.VtepIP, Port: d.cfg.VxlanPort, Hostname: d.cfg.HostLabel}
-	goRun(ctx, &wg, func(ctx context.Context) {
-		keepRegistered(ctx, d.store, []objdb.ServiceInfo{vtepInfo}, d.cfg.ServiceTTL/2, d.log)
-	})
+	live, err := d.store.GetService(ctx, vtepInfo.ServiceName)
+	vtepEarly := err == nil && containsInstance(live, vtepInfo)
+	if vtepEarly {
+		d.log.Info("taking over the previous run's netplugin.vtep registration before the replay")
+		goRun(ctx, &wg, func(ctx context.Context) {
+			keepRegistered(ctx, d.store, []objdb.ServiceInfo{vtepInfo}, d.cfg.ServiceTTL/2, d.log)
+		})
+	}
 	if err := d.startDataplane(ctx, &wg); err != nil {
 		return err
 	}
@@ -193,6 +200,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	infos := []objdb.ServiceInfo{
 		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VxlanAgentPort, Hostname: d.cfg.HostLabel},
 		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VlanAgentPort, Hostname: d.cfg.HostLabel},
+	}
+	if !vtepEarly {
+		infos = append(infos, vtepInfo)
 	}
 	goRun(ctx, &wg, func(ctx context.Context) {
 		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
