@@ -171,7 +171,7 @@ func (h *host) netpolDiag(from, to *container, port int, datapath string) string
 	var b strings.Builder
 	out, err := h.ovs.Appctl("ovs-vswitchd", "dpctl/dump-conntrack", zone)
 	fmt.Fprintf(&b, "--- dpctl/dump-conntrack %s (%v) ---\n%s\n", zone, err, out)
-	flow := fmt.Sprintf("in_port=%d,tcp,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,tp_src=40000,tp_dst=%d,tcp_flags=+syn",
+	flow := fmt.Sprintf("in_port=%d,tcp,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,tp_src=40000,tp_dst=%d,tcp_flags=0x002",
 		from.port, from.mac, to.mac, from.ip, to.ip, port)
 	out, err = h.ovs.Appctl("ovs-vswitchd", "ofproto/trace", h.bridge, flow)
 	fmt.Fprintf(&b, "--- ofproto/trace %s (%v) ---\n%s\n", flow, err, out)
