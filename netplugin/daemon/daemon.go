@@ -39,6 +39,11 @@ type Daemon struct {
 	vx    datapath // contivVxlanBridge
 	vl    datapath // contivVlanBridge
 	mc    *masterclient.Client
+	// glob is the global configuration the process started with (set before
+	// anything else runs, never written after): the forwarding mode and private
+	// subnet only change with a restart, so the inspect handlers and the
+	// reconcilers read it without a lock; reconcileGlobal follows later
+	// changes in applied.glob.
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
 
@@ -132,6 +137,22 @@ func (d *Daemon) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	// A restart takes over the previous run's VTEP entry before the replay
+	// (compat NP19): peers delete their tunnel to this host, and the flows of
+	// its endpoints, when the entry's lease expires, and the replay on a host
+	// full of endpoints can outlast the previous process's 10 s lease. A
+	// first start still registers it after the replay (it tells that the
+	// host is ready).
+	vtepInfo := objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", Version: d.cfg.Version,
+		TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.VtepIP, Port: d.cfg.VxlanPort, Hostname: d.cfg.HostLabel}
+	live, err := d.store.GetService(ctx, vtepInfo.ServiceName)
+	vtepEarly := err == nil && containsInstance(live, vtepInfo)
+	if vtepEarly {
+		d.log.Info("taking over the previous run's netplugin.vtep registration before the replay")
+		goRun(ctx, &wg, func(ctx context.Context) {
+			keepRegistered(ctx, d.store, []objdb.ServiceInfo{vtepInfo}, d.cfg.ServiceTTL/2, d.log)
+		})
+	}
 	if err := d.startDataplane(ctx, &wg); err != nil {
 		return err
 	}
@@ -176,11 +197,12 @@ func (d *Daemon) run(ctx context.Context) error {
 		}
 	}
 
-	vtepIP := d.cfg.VtepIP
 	infos := []objdb.ServiceInfo{
 		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VxlanAgentPort, Hostname: d.cfg.HostLabel},
 		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VlanAgentPort, Hostname: d.cfg.HostLabel},
-		{ServiceName: "netplugin.vtep", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: vtepIP, Port: d.cfg.VxlanPort, Hostname: d.cfg.HostLabel},
+	}
+	if !vtepEarly {
+		infos = append(infos, vtepInfo)
 	}
 	goRun(ctx, &wg, func(ctx context.Context) {
 		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -459,4 +461,39 @@ func TestSplitKey(t *testing.T) {
 			t.Errorf("splitKey(%q) = %q, %q", key, k, n)
 		}
 	}
+}
+
+// The global settings the reconciler follows can change while the inspect
+// handlers and the BGP reconciler read the forwarding mode (run with -race).
+func TestReconcileGlobalConcurrentReaders(t *testing.T) {
+	td := newTestDaemon(t, newFakeDatapath(), newFakeDatapath(), newFakeDriver(), 0)
+	td.glob = state.GlobConfig{ID: "global", FwdMode: "bridge", PvtSubnet: "172.19.0.0/16"}
+	td.applied.arpMode = "proxy"
+	td.start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if td.vlanRouting() {
+				t.Error("VLAN bridge routes in bridge mode")
+				return
+			}
+			rec := httptest.NewRecorder()
+			td.inspectBgp(rec, httptest.NewRequest(http.MethodGet, "/inspect/bgp", nil))
+			if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "forwarding mode bridge") {
+				t.Errorf("/inspect/bgp: %d %q", rec.Code, rec.Body.String())
+				return
+			}
+		}
+	}()
+	for i := range 50 {
+		g := state.GlobConfig{ID: "global", FwdMode: "bridge", PvtSubnet: "172.19.0.0/16", ArpMode: []string{"flood", "proxy"}[i%2]}
+		td.want.glob.apply(context.Background(), "global", &g)
+		time.Sleep(time.Millisecond)
+	}
+	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	cancel()
+	wg.Wait()
 }

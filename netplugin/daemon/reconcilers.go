@@ -46,6 +46,9 @@ type applied struct {
 	provs   map[string]appliedProviders
 	vteps   map[string]bool // peers whose tunnel is in OVS and the agent
 	arpMode string
+	// glob is the last global configuration reconcileGlobal saw (zero: the
+	// one the process started with, Daemon.glob).
+	glob state.GlobConfig
 }
 
 type appliedService struct {
@@ -337,8 +340,11 @@ func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
 		return nil
 	}
 	d.mu.Lock()
-	prev, mode := d.glob, d.applied.arpMode
+	prev, mode := d.applied.glob, d.applied.arpMode
 	d.mu.Unlock()
+	if prev.ID == "" {
+		prev = d.glob
+	}
 	if g.FwdMode != prev.FwdMode || g.PvtSubnet != prev.PvtSubnet {
 		d.log.Errorf("cluster forwarding mode or private subnet changed (%s %s → %s %s): restart netplugin to apply",
 			prev.FwdMode, prev.PvtSubnet, g.FwdMode, g.PvtSubnet)
@@ -354,7 +360,7 @@ func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
 		d.mu.Unlock()
 	}
 	d.mu.Lock()
-	d.glob = g
+	d.applied.glob = g
 	d.mu.Unlock()
 	return nil
 }

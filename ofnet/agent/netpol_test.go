@@ -2,7 +2,9 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -128,7 +130,8 @@ func testNetworkPolicyLocal(t *testing.T, datapath string) {
 	} {
 		want = tc.want
 		if got := reach(tc.from, tc.to); got != tc.want {
-			t.Errorf("%s → %s: reached %v, want %v\n%s", tc.from.ip, tc.to.ip, got, tc.want, strings.Join(h.flows(t), "\n"))
+			t.Errorf("%s → %s: reached %v, want %v\n%s\n%s", tc.from.ip, tc.to.ip, got, tc.want,
+				strings.Join(h.flows(t), "\n"), h.netpolDiag(tc.from, tc.to, 8080, datapath))
 		}
 	}
 	before := h.flows(t)
@@ -155,4 +158,28 @@ func testNetworkPolicyLocal(t *testing.T, datapath string) {
 			t.Errorf("%s → %s fails after the rules were removed\n%s", p[0].ip, p[1].ip, stats)
 		}
 	}
+}
+
+// netpolDiag is what a NetworkPolicy failure report needs: the zone's
+// connection tracker entries, the trace of a SYN from one container to the
+// other's port, both ARP tables and the datapath flows.
+func (h *host) netpolDiag(from, to *container, port int, datapath string) string {
+	zone := "zone=16385"
+	if datapath == DatapathVlan {
+		zone = "zone=16386"
+	}
+	var b strings.Builder
+	out, err := h.ovs.Appctl("ovs-vswitchd", "dpctl/dump-conntrack", zone)
+	fmt.Fprintf(&b, "--- dpctl/dump-conntrack %s (%v) ---\n%s\n", zone, err, out)
+	flow := fmt.Sprintf("in_port=%d,tcp,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,tp_src=40000,tp_dst=%d,tcp_flags=0x002",
+		from.port, from.mac, to.mac, from.ip, to.ip, port)
+	out, err = h.ovs.Appctl("ovs-vswitchd", "ofproto/trace", h.bridge, flow)
+	fmt.Fprintf(&b, "--- ofproto/trace %s (%v) ---\n%s\n", flow, err, out)
+	for _, c := range []*container{from, to} {
+		arp, err := exec.Command("ip", "netns", "exec", c.ns, "ip", "neigh").CombinedOutput()
+		fmt.Fprintf(&b, "--- ip neigh in %s (%v) ---\n%s\n", c.ip, err, arp)
+	}
+	out, err = h.ovs.Appctl("ovs-vswitchd", "dpctl/dump-flows")
+	fmt.Fprintf(&b, "--- dpctl/dump-flows (%v) ---\n%s\n", err, out)
+	return b.String()
 }

@@ -2,6 +2,8 @@ package ofctrl
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,9 +12,12 @@ import (
 )
 
 // TestDeferFirstResync: a second controller (a restarted owner) with DeferFirstResync
-// takes over a bridge that holds flows and a group from the first one. On its first
-// connection nothing is deleted and the recorded flows are pushed; the owner's Resync
-// then removes the stale ones; after ovs-vswitchd restarts the full resync runs again.
+// takes over a bridge that holds flows and groups from the first one. On its first
+// connection nothing is deleted and the recorded flows are pushed; installing the
+// groups the switch already has sends no ADD that OVS refuses (GROUP_EXISTS): an
+// unchanged one is taken over as it is, a changed one modified; the owner's Resync
+// then removes the stale flows and groups; after ovs-vswitchd restarts the full
+// resync runs again.
 func TestDeferFirstResync(t *testing.T) {
 	e := startEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -21,8 +26,10 @@ func TestDeferFirstResync(t *testing.T) {
 	if err := e.sw.InstallFlows(ctx, old...); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.sw.InstallGroups(ctx, Group{ID: 77, Type: of.GroupTypeAll,
-		Buckets: []of.Bucket{of.NewBucket(of.ActionOutput{Port: 1})}}); err != nil {
+	group := func(id uint32, port uint32) Group {
+		return Group{ID: id, Type: of.GroupTypeAll, Buckets: []of.Bucket{of.NewBucket(of.ActionOutput{Port: port})}}
+	}
+	if err := e.sw.InstallGroups(ctx, group(77, 1), group(78, 1), group(79, 1)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -68,8 +75,18 @@ func TestDeferFirstResync(t *testing.T) {
 	if len(dumped) != len(old)+1 {
 		t.Fatalf("after deferred first connect: %d flows on the switch, want %d (old ones kept, new one pushed)", len(dumped), len(old)+1)
 	}
-	if gs, err := sw2.DumpGroups(ctx); err != nil || len(gs) != 1 {
-		t.Fatalf("after deferred first connect: groups %v, %v; want the old group kept", gs, err)
+	if gs, err := sw2.DumpGroups(ctx); err != nil || len(gs) != 3 {
+		t.Fatalf("after deferred first connect: groups %v, %v; want the old groups kept", gs, err)
+	}
+	// The owner replays groups 77 (unchanged) and 78 (changed); 79 is stale.
+	if err := sw2.InstallGroups(ctx, group(77, 1), group(78, 2)); err != nil {
+		t.Fatalf("install the groups the switch has: %v", err)
+	}
+	if n := strings.Count(e.ovs.Logs(), "GROUP_EXISTS"); n != 0 {
+		t.Errorf("OVS refused %d group ADDs of the restarted owner", n)
+	}
+	if got, want := e.ofctlGroups(t), renderGroups([]Group{group(77, 1), group(78, 2), group(79, 1)}); !slices.Equal(got, want) {
+		t.Errorf("groups after the replay:\n%s", diffLines(want, got))
 	}
 
 	res, err := sw2.Resync(ctx)
@@ -81,6 +98,9 @@ func TestDeferFirstResync(t *testing.T) {
 	}
 	if res, err := sw2.Resync(ctx); err != nil || res.Changed() {
 		t.Fatalf("second Resync = %v, %v; want no changes", res, err)
+	}
+	if got, want := e.ofctlGroups(t), renderGroups([]Group{group(77, 1), group(78, 2)}); !slices.Equal(got, want) {
+		t.Errorf("groups after the owner's Resync:\n%s", diffLines(want, got))
 	}
 
 	// A later reconnect is a full resync: a stray flow added while disconnected goes.

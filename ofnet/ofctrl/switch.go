@@ -40,11 +40,17 @@ type Switch struct {
 	conn     *conn
 	ready    chan struct{} // closed while connected and resynchronised
 	attached int           // connections attached so far in this process
+	// leftover holds the groups the switch had at the last connect-time resync that
+	// are not recorded and were not deleted (a previous owner's, kept by
+	// DeferFirstResync), by ID: InstallGroups takes them over without an ADD that
+	// OVS would refuse with OFPGMFC_GROUP_EXISTS.
+	leftover map[uint32]Group
 }
 
 func newSwitch(c *Controller, dpid uint64) *Switch {
 	return &Switch{ctrl: c, dpid: dpid, flows: map[FlowKey]*recFlow{},
-		groups: map[uint32]Group{}, meters: map[uint32]Meter{}, ready: make(chan struct{})}
+		groups: map[uint32]Group{}, meters: map[uint32]Meter{}, leftover: map[uint32]Group{},
+		ready: make(chan struct{})}
 }
 
 // DatapathID returns the switch's datapath ID.
@@ -59,6 +65,7 @@ func (s *Switch) attach(cn *conn) {
 	old := s.conn
 	s.conn = cn
 	s.attached++
+	clear(s.leftover) // the connect-time resync dumps them again
 	s.mu.Unlock()
 	if old != nil {
 		old.close(errors.New("replaced by a new connection from the same datapath"))
@@ -456,7 +463,11 @@ func (s *Switch) DeleteFlowsByCookie(ctx context.Context, cookie, mask uint64) e
 
 // InstallGroups adds or replaces groups and records them: GROUP_MOD ADD for a group not
 // recorded (falling back to MODIFY if the switch already has it), MODIFY for a recorded
-// one whose content changed, nothing when unchanged. On a disconnected switch the groups
+// one whose content changed, nothing when unchanged. A group that is not recorded but
+// that the switch had at connect (left by a previous owner and kept by
+// DeferFirstResync) is taken over: MODIFY if its content differs, nothing otherwise,
+// so a restarted owner never sends an ADD that fails with OFPGMFC_GROUP_EXISTS. On a
+// disconnected switch the groups
 // are recorded and pushed on connect. Groups that OVS rejects are not recorded; the
 // first rejection is returned as a *GroupError. Install groups before the flows that
 // use them. Safe for concurrent use.
@@ -466,8 +477,16 @@ func (s *Switch) InstallGroups(ctx context.Context, groups ...Group) error {
 	var todo []Group
 	var cmds []uint16
 	s.mu.Lock()
+	var adopted []Group
 	for _, g := range groups {
 		prev, ok := s.groups[g.ID]
+		if !ok {
+			prev, ok = s.leftover[g.ID]
+			if ok && prev.canonical() == g.canonical() {
+				adopted = append(adopted, g)
+				continue
+			}
+		}
 		switch {
 		case !ok:
 			cmds = append(cmds, of.GroupAdd)
@@ -483,9 +502,11 @@ func (s *Switch) InstallGroups(ctx context.Context, groups ...Group) error {
 		s.mu.Lock()
 		for _, g := range gs {
 			s.groups[g.ID] = g
+			delete(s.leftover, g.ID)
 		}
 		s.mu.Unlock()
 	}
+	record(adopted...)
 	cn := s.current()
 	if cn == nil {
 		record(todo...)
@@ -560,6 +581,7 @@ func (s *Switch) DeleteGroups(ctx context.Context, ids ...uint32) error {
 		s.mu.Lock()
 		for _, id := range ids {
 			delete(s.groups, id)
+			delete(s.leftover, id)
 			gone[id] = true
 		}
 		for k, r := range s.flows {
@@ -742,12 +764,14 @@ func (s *Switch) resync(ctx context.Context, prune bool) (ResyncResult, error) {
 		}
 	}
 	have := make(map[uint32]bool, len(dgroups))
+	leftover := map[uint32]Group{}
 	for i := range dgroups {
 		g := GroupFromDesc(&dgroups[i])
 		have[g.ID] = true
 		w, ok := wantGroups[g.ID]
 		switch {
 		case !ok && !prune:
+			leftover[g.ID] = g
 		case !ok:
 			msgs, what = append(msgs, g.groupMod(of.GroupDelete)), append(what, g)
 			res.GroupsDeleted++
@@ -762,6 +786,9 @@ func (s *Switch) resync(ctx context.Context, prune bool) (ResyncResult, error) {
 			res.GroupsAdded++
 		}
 	}
+	s.mu.Lock()
+	s.leftover = leftover
+	s.mu.Unlock()
 	adds := make([]FlowKey, 0, len(want))
 	for k := range want {
 		adds = append(adds, k)
