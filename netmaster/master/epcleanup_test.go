@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -116,25 +117,25 @@ func (f *fakeNetplugins) take() []string {
 
 // registerVtep registers a host's netplugin.vtep service.
 func (e *env) registerVtep(ip, hostname string) {
-	e.t.Helper()
+	e.T.Helper()
 	e.register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: ip, Port: 4789, Hostname: hostname})
 }
 
 // cleanup sends a /debug/epcleanup request; it must answer 200 text/plain.
 func (e *env) cleanup(tenant, category, id string) string {
-	e.t.Helper()
-	code, body, hdr := doReq(e.t, e.srv.URL, "DELETE", "/debug/epcleanup/tenant/"+tenant+"/"+category+"/"+id, "")
+	e.T.Helper()
+	code, body, hdr := mastertest.DoReq(e.T, e.Srv.URL, "DELETE", "/debug/epcleanup/tenant/"+tenant+"/"+category+"/"+id, "")
 	if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
-		e.t.Fatalf("epcleanup %s/%s/%s: %d %q %q", tenant, category, id, code, hdr.Get("Content-Type"), body)
+		e.T.Fatalf("epcleanup %s/%s/%s: %d %q %q", tenant, category, id, code, hdr.Get("Content-Type"), body)
 	}
 	return body
 }
 
 // epKeys lists the endpoint state ids.
 func (e *env) epKeys() []string {
-	e.t.Helper()
+	e.T.Helper()
 	var out []string
-	for k := range e.dump() {
+	for k := range e.Dump() {
 		if id, ok := strings.CutPrefix(k, "state/eps/"); ok {
 			out = append(out, id)
 		}
@@ -149,17 +150,17 @@ func (e *env) epKeys() []string {
 // every failure answers 200 with an empty body.
 func TestEpCleanup(t *testing.T) {
 	np := startFakeNetplugins(t, "127.0.0.1", "127.0.0.2")
-	cfg := defaultCfg()
+	cfg := mastertest.DefaultConfig()
 	cfg.NetpluginPort = np.port
 	e := newEnvCfg(t, cfg)
 	e.registerVtep("127.0.0.1", "host1")
 	e.registerVtep("127.0.0.2", "host2")
-	e.ok("POST", "/api/v1/tenants/t2/", `{"tenantName":"t2"}`)
-	e.createNet("default", "n1", "vlan", "198.18.50.0/24", "198.18.50.254", 0)
-	e.createNet("default", "n2", "vxlan", "198.18.51.0/24", "", 0)
-	e.createNet("t2", "n3", "vxlan", "198.18.52.0/24", "", 0)
-	e.createEPG("default", "g1", "n1", `"ipPool":"198.18.50.10-198.18.50.19"`)
-	e.createEPG("t2", "g1", "n3", "")
+	e.OK("POST", "/api/v1/tenants/t2/", `{"tenantName":"t2"}`)
+	e.CreateNet("default", "n1", "vlan", "198.18.50.0/24", "198.18.50.254", 0)
+	e.CreateNet("default", "n2", "vxlan", "198.18.51.0/24", "", 0)
+	e.CreateNet("t2", "n3", "vxlan", "198.18.52.0/24", "", 0)
+	e.CreateEPG("default", "g1", "n1", `"ipPool":"198.18.50.10-198.18.50.19"`)
+	e.CreateEPG("t2", "g1", "n3", "")
 	for _, ep := range [][4]string{
 		{"default", "n1", "g1", "e1"}, {"default", "n1", "", "e2"},
 		{"default", "n2", "", "e3"}, {"default", "n2", "", "web-4"}, {"t2", "n3", "g1", "web-5"},
@@ -168,11 +169,11 @@ func TestEpCleanup(t *testing.T) {
 		if ep[3] == "e3" || ep[3] == "web-5" {
 			host = "host2"
 		}
-		e.createEndpoint(epBody(ep[0], ep[1], ep[2], ep[3], host, "", ""))
+		e.CreateEndpoint(mastertest.EPBody(ep[0], ep[1], ep[2], ep[3], host, "", ""))
 	}
 
 	// Refusals: 200, empty body, nothing changed, nobody asked.
-	before := e.dump()
+	before := e.Dump()
 	for _, c := range [][3]string{
 		{"default", "bogus", "n1"}, {"default", "net", "nosuch"}, {"nosuch", "net", "n1"}, {"default", "group", "nosuch"},
 	} {
@@ -180,7 +181,7 @@ func TestEpCleanup(t *testing.T) {
 			t.Fatalf("epcleanup %v: body %q", c, body)
 		}
 	}
-	if d := diffDumps(before, e.dump()); d != "" {
+	if d := mastertest.DiffDumps(before, e.Dump()); d != "" {
 		t.Fatalf("refused cleanups changed the store:\n%s", d)
 	}
 	if got := np.take(); len(got) != 0 {
@@ -200,13 +201,13 @@ func TestEpCleanup(t *testing.T) {
 	if got, want := e.epKeys(), []string{"n1.default-e2", "n2.default-e3", "n2.default-web-4"}; !slices.Equal(got, want) {
 		t.Fatalf("endpoints %v, want %v", got, want)
 	}
-	if gs, _ := e.groupState("default", "g1"); gs.EpCount != 0 {
+	if gs, _ := e.GroupState("default", "g1"); gs.EpCount != 0 {
 		t.Fatalf("group epCount %d", gs.EpCount)
 	}
 	var gi struct {
 		Oper struct{ AllocatedIPAddresses string }
 	}
-	e.inspect("endpointGroups/default:g1/", &gi)
+	e.Inspect("endpointGroups/default:g1/", &gi)
 	if gi.Oper.AllocatedIPAddresses != "" {
 		t.Fatalf("group pool after cleanup: %q", gi.Oper.AllocatedIPAddresses)
 	}
@@ -224,7 +225,7 @@ func TestEpCleanup(t *testing.T) {
 	}; !slices.Equal(got, want) {
 		t.Fatalf("reclaims %v, want %v", got, want)
 	}
-	if ni := e.netOper("default", "n2"); ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.AllocatedIPAddresses != "" {
+	if ni := e.NetOper("default", "n2"); ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.AllocatedIPAddresses != "" {
 		t.Fatalf("network n2 after cleanup: %+v", ni.Oper)
 	}
 	if body := e.cleanup("default", "net", "n2"); body != "" {
@@ -232,7 +233,7 @@ func TestEpCleanup(t *testing.T) {
 	}
 
 	// ep: endpoint ids containing the id, in any tenant.
-	e.createEndpoint(epBody("t2", "n3", "", "web-6", "host2", "", ""))
+	e.CreateEndpoint(mastertest.EPBody("t2", "n3", "", "web-6", "host2", "", ""))
 	if body := e.cleanup("default", "ep", "web-"); body != "Received request to cleanup Endpoint with ID: web-\n" {
 		t.Fatalf("ep cleanup body %q", body)
 	}
@@ -243,8 +244,8 @@ func TestEpCleanup(t *testing.T) {
 	// A failed reclaim (netplugin error, host without netplugin.vtep): the
 	// endpoint is deleted all the same, the answer is an empty 200.
 	np.failPath("/debug/reclaimEndpoint/n1.default-e7")
-	e.createEndpoint(epBody("default", "n1", "", "e7", "host1", "", ""))
-	e.createEndpoint(epBody("default", "n1", "", "e8", "host3", "", ""))
+	e.CreateEndpoint(mastertest.EPBody("default", "n1", "", "e7", "host1", "", ""))
+	e.CreateEndpoint(mastertest.EPBody("default", "n1", "", "e8", "host3", "", ""))
 	if body := e.cleanup("default", "net", "n1"); body != "" {
 		t.Fatalf("cleanup with failed reclaims: body %q", body)
 	}
@@ -256,7 +257,7 @@ func TestEpCleanup(t *testing.T) {
 	if got := e.epKeys(); len(got) != 0 {
 		t.Fatalf("endpoints left: %v", got)
 	}
-	if ni := e.netOper("default", "n1"); ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 ||
+	if ni := e.NetOper("default", "n1"); ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 ||
 		ni.Oper.AllocatedIPAddresses != "198.18.50.10-198.18.50.19, 198.18.50.254" {
 		t.Fatalf("network n1 after cleanup: %+v", ni.Oper)
 	}

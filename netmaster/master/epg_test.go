@@ -2,95 +2,63 @@ package master_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"github.com/contiv/netplugin/netmaster/ipam"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 )
-
-func epgBody(tenant, group, net string, extra string) string {
-	b := fmt.Sprintf(`{"tenantName":%q,"groupName":%q,"networkName":%q`, tenant, group, net)
-	if extra != "" {
-		b += "," + extra
-	}
-	return b + "}"
-}
-
-func (e *env) createEPG(tenant, group, net, extra string) {
-	e.t.Helper()
-	e.ok("POST", "/api/v1/endpointGroups/"+tenant+":"+group+"/", epgBody(tenant, group, net, extra))
-}
-
-type groupState struct {
-	EndpointGroupID int    `json:"endpointGroupId"`
-	EpCount         int    `json:"epCount"`
-	PktTag          int    `json:"pktTag"`
-	IPPool          string `json:"IPPool"`
-	GroupTag        string `json:"groupTag"`
-}
-
-func (e *env) groupState(tenant, group string) (groupState, bool) {
-	e.t.Helper()
-	raw, ok := e.dump()["state/endpointGroups/"+group+":"+tenant]
-	var gs groupState
-	if ok {
-		if err := json.Unmarshal([]byte(raw), &gs); err != nil {
-			e.t.Fatalf("decode group state: %v", err)
-		}
-	}
-	return gs, ok
-}
 
 func TestEndpointGroup(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "net1", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
-	e.createEPG("default", "g1", "net1", `"cfgdTag":"web"`)
-	gs, ok := e.groupState("default", "g1")
+	e.CreateNet("default", "net1", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
+	e.CreateEPG("default", "g1", "net1", `"cfgdTag":"web"`)
+	gs, ok := e.GroupState("default", "g1")
 	if !ok || gs.EndpointGroupID != 1 || gs.PktTag != 1 || gs.GroupTag != "web" {
 		t.Fatalf("group state %+v %v", gs, ok)
 	}
-	b := e.ok("GET", "/api/v1/endpointGroups/default:g1/", "")
+	b := e.OK("GET", "/api/v1/endpointGroups/default:g1/", "")
 	if b != `{"key":"default:g1","cfgdTag":"web","groupName":"g1","networkName":"net1","tenantName":"default","link-sets":{},"links":{"AppProfile":{},"NetProfile":{},"Network":{"type":"network","key":"default:net1"},"Tenant":{"type":"tenant","key":"default"}}}`+"\n" {
 		t.Fatalf("group GET: %s", b)
 	}
-	if b := e.ok("GET", "/api/v1/networks/default:net1/", ""); !strings.Contains(b, `"EndpointGroups":{"default:g1":{"type":"endpointGroup","key":"default:g1"}}`) {
+	if b := e.OK("GET", "/api/v1/networks/default:net1/", ""); !strings.Contains(b, `"EndpointGroups":{"default:g1":{"type":"endpointGroup","key":"default:g1"}}`) {
 		t.Fatalf("network links: %s", b)
 	}
 
 	// Refusals (19, 20, 22).
-	e.fail("POST", "/api/v1/endpointGroups/nosuch:g2/", epgBody("nosuch", "g2", "net1", ""), "Tenant nosuch not found")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "nonet", ""), "Network nonet not found")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "", ""), "")
-	e.fail("POST", "/api/v1/endpointGroups/default:in_valid/", epgBody("default", "in_valid", "net1", ""), "")
-	e.fail("POST", "/api/v1/endpointGroups/default:net1/", epgBody("default", "net1", "net1", ""), "Network net1 conflicts with the endpointGroup name")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"policies":["p1"]`), "Policy default:p1 not found")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"netProfile":"np1"`), "netprofile default:np1 not found")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"extContractsGrps":["c1"]`), "External contracts group c1 not found")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.5"`), "invalid ip-pool 10.1.1.10-10.1.1.5")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.2.10-10.1.2.20"`),
+	e.Fail("POST", "/api/v1/endpointGroups/nosuch:g2/", mastertest.EPGBody("nosuch", "g2", "net1", ""), "Tenant nosuch not found")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "nonet", ""), "Network nonet not found")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "", ""), "")
+	e.Fail("POST", "/api/v1/endpointGroups/default:in_valid/", mastertest.EPGBody("default", "in_valid", "net1", ""), "")
+	e.Fail("POST", "/api/v1/endpointGroups/default:net1/", mastertest.EPGBody("default", "net1", "net1", ""), "Network net1 conflicts with the endpointGroup name")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"policies":["p1"]`), "Policy default:p1 not found")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"netProfile":"np1"`), "netprofile default:np1 not found")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"extContractsGrps":["c1"]`), "External contracts group c1 not found")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.5"`), "invalid ip-pool 10.1.1.10-10.1.1.5")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"ipPool":"10.1.2.10-10.1.2.20"`),
 		"bad ip-pool 10.1.2.10-10.1.2.20, EPG ip-pool must be a subset of network 10.1.1.0/24")
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.250-10.1.1.254"`), "ip address 10.1.1.254 is not available")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"ipPool":"10.1.1.250-10.1.1.254"`), "ip address 10.1.1.254 is not available")
 	// A failure after the ip pool was carved out leaves nothing behind.
-	e.fail("POST", "/api/v1/endpointGroups/default:g2/", epgBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.20","policies":["p1"]`), "Policy default:p1 not found")
-	e.createNet("default", "net2", "vlan", "10.1.2.0/24", "", 0)
-	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net2", ""), "Cannot change network association after epg is created.")
-	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"ipPool":"10.1.1.10-10.1.1.20"`), "Cannot change IP pool after epg is created.")
-	e.fail("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"policies":["p1"]`), "Policy default:p1 not found")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g2/", mastertest.EPGBody("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.20","policies":["p1"]`), "Policy default:p1 not found")
+	e.CreateNet("default", "net2", "vlan", "10.1.2.0/24", "", 0)
+	e.Fail("POST", "/api/v1/endpointGroups/default:g1/", mastertest.EPGBody("default", "g1", "net2", ""), "Cannot change network association after epg is created.")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g1/", mastertest.EPGBody("default", "g1", "net1", `"ipPool":"10.1.1.10-10.1.1.20"`), "Cannot change IP pool after epg is created.")
+	e.Fail("POST", "/api/v1/endpointGroups/default:g1/", mastertest.EPGBody("default", "g1", "net1", `"policies":["p1"]`), "Policy default:p1 not found")
 	// Update keeps cfgdTag silently.
-	e.ok("POST", "/api/v1/endpointGroups/default:g1/", epgBody("default", "g1", "net1", `"cfgdTag":"other"`))
-	if b := e.ok("GET", "/api/v1/endpointGroups/default:g1/", ""); !strings.Contains(b, `"cfgdTag":"web"`) {
+	e.OK("POST", "/api/v1/endpointGroups/default:g1/", mastertest.EPGBody("default", "g1", "net1", `"cfgdTag":"other"`))
+	if b := e.OK("GET", "/api/v1/endpointGroups/default:g1/", ""); !strings.Contains(b, `"cfgdTag":"web"`) {
 		t.Fatalf("cfgdTag changed by update: %s", b)
 	}
 
 	// Ip pool and ids.
-	e.createEPG("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.20"`)
-	e.createEPG("default", "g3", "net2", "")
-	if gs, _ := e.groupState("default", "g3"); gs.EndpointGroupID != 3 {
+	e.CreateEPG("default", "g2", "net1", `"ipPool":"10.1.1.10-10.1.1.20"`)
+	e.CreateEPG("default", "g3", "net2", "")
+	if gs, _ := e.GroupState("default", "g3"); gs.EndpointGroupID != 3 {
 		t.Fatalf("g3 id %d", gs.EndpointGroupID)
 	}
-	ni := e.netOper("default", "net1")
+	ni := e.NetOper("default", "net1")
 	if ni.Oper.AllocatedIPAddresses != "10.1.1.10-10.1.1.20, 10.1.1.254" {
 		t.Fatalf("network with pool: %+v", ni.Oper)
 	}
@@ -102,117 +70,87 @@ func TestEndpointGroup(t *testing.T) {
 			PktTag               int    `json:"pktTag"`
 		}
 	}
-	e.inspect("endpointGroups/default:g2/", &gi)
+	e.Inspect("endpointGroups/default:g2/", &gi)
 	if gi.Oper.AvailableIPAddresses != "10.1.1.10-10.1.1.20" || gi.Oper.GroupTag != "g2.default" || gi.Oper.PktTag != 1 {
 		t.Fatalf("group oper: %+v", gi.Oper)
 	}
-	e.ok("DELETE", "/api/v1/endpointGroups/default:g2/", "")
-	if ni := e.netOper("default", "net1"); ni.Oper.AllocatedIPAddresses != "10.1.1.254" {
+	e.OK("DELETE", "/api/v1/endpointGroups/default:g2/", "")
+	if ni := e.NetOper("default", "net1"); ni.Oper.AllocatedIPAddresses != "10.1.1.254" {
 		t.Fatalf("pool not given back: %+v", ni.Oper)
 	}
 	// The lowest free id is reused; ids survive a restart.
-	e.createEPG("default", "g4", "net1", "")
-	if gs, _ := e.groupState("default", "g4"); gs.EndpointGroupID != 2 {
+	e.CreateEPG("default", "g4", "net1", "")
+	if gs, _ := e.GroupState("default", "g4"); gs.EndpointGroupID != 2 {
 		t.Fatalf("g4 id %d, want 2", gs.EndpointGroupID)
 	}
-	e.restart()
-	e.createEPG("default", "g5", "net1", "")
-	if gs, _ := e.groupState("default", "g5"); gs.EndpointGroupID != 4 {
+	e.Restart()
+	e.CreateEPG("default", "g5", "net1", "")
+	if gs, _ := e.GroupState("default", "g5"); gs.EndpointGroupID != 4 {
 		t.Fatalf("g5 id after restart %d, want 4", gs.EndpointGroupID)
 	}
 	for _, g := range []string{"g1", "g3", "g4", "g5"} {
-		e.ok("DELETE", "/api/v1/endpointGroups/default:"+g+"/", "")
+		e.OK("DELETE", "/api/v1/endpointGroups/default:"+g+"/", "")
 	}
-	e.fail("DELETE", "/api/v1/endpointGroups/default:g1/", "", "endpointGroup not found")
-	if b := e.ok("GET", "/api/v1/tenants/default/", ""); strings.Contains(b, "EndpointGroups") {
+	e.Fail("DELETE", "/api/v1/endpointGroups/default:g1/", "", "endpointGroup not found")
+	if b := e.OK("GET", "/api/v1/tenants/default/", ""); strings.Contains(b, "EndpointGroups") {
 		t.Fatalf("tenant still links groups: %s", b)
 	}
-	for k := range e.dump() {
+	for k := range e.Dump() {
 		if strings.HasPrefix(k, "state/epgids/") || strings.HasPrefix(k, "state/endpointGroups/") || strings.Contains(k, "g2:default") {
 			t.Fatalf("group delete left %s", k)
 		}
 	}
 }
 
-func createEP(tenant, net, group, container, ip string) string {
-	return fmt.Sprintf(`{"TenantName":%q,"NetworkName":%q,"ServiceName":%q,"EndpointID":%q,"EPCommonName":"n-%s","ConfigEP":{"Container":%q,"Host":"host1","IPAddress":%q,"ServiceName":%q}}`,
-		tenant, net, group, container, container, container, ip, group)
-}
-
-func deleteEP(tenant, net, group, container string) string {
-	return fmt.Sprintf(`{"TenantName":%q,"NetworkName":%q,"ServiceName":%q,"EndpointID":%q}`, tenant, net, group, container)
-}
-
-type epResp struct {
-	EndpointConfig struct {
-		ID               string `json:"id"`
-		NetID            string `json:"netID"`
-		EndpointGroupID  int    `json:"endpointGroupId"`
-		EndpointGroupKey string `json:"endpointGroupKey"`
-		IPAddress        string `json:"ipAddress"`
-		MacAddress       string `json:"macAddress"`
-		HomingHost       string `json:"homingHost"`
-	}
-}
-
-func (e *env) createEndpoint(body string) epResp {
-	e.t.Helper()
-	var r epResp
-	if err := json.Unmarshal([]byte(e.ok("POST", "/plugin/createEndpoint", body)), &r); err != nil {
-		e.t.Fatalf("decode createEndpoint: %v", err)
-	}
-	return r
-}
-
 func TestPluginEndpoints(t *testing.T) {
 	e := newEnv(t)
-	e.ok("POST", "/api/v1/tenants/t2/", `{"tenantName":"t2"}`)
-	e.createNet("t2", "net", "vlan", "60.1.1.0/24", "60.1.1.254", 0)
-	e.createEPG("t2", "t2-epgA", "net", "")
+	e.OK("POST", "/api/v1/tenants/t2/", `{"tenantName":"t2"}`)
+	e.CreateNet("t2", "net", "vlan", "60.1.1.0/24", "60.1.1.254", 0)
+	e.CreateEPG("t2", "t2-epgA", "net", "")
 
 	// 23.
-	r := e.createEndpoint(createEP("t2", "net", "t2-epgA", "c1", ""))
-	want := epResp{}
+	r := e.CreateEndpoint(mastertest.CreateEP("t2", "net", "t2-epgA", "c1", ""))
+	want := mastertest.EPResp{}
 	want.EndpointConfig.ID, want.EndpointConfig.NetID = "net.t2-c1", "net.t2"
 	want.EndpointConfig.EndpointGroupID, want.EndpointConfig.EndpointGroupKey = 1, "t2-epgA:t2"
 	want.EndpointConfig.IPAddress, want.EndpointConfig.MacAddress, want.EndpointConfig.HomingHost = "60.1.1.1", "02:02:3c:01:01:01", "host1"
 	if r != want {
 		t.Fatalf("createEndpoint:\n got %+v\nwant %+v", r, want)
 	}
-	ni := e.netOper("t2", "net")
+	ni := e.NetOper("t2", "net")
 	if ni.Oper.AllocatedIPAddresses != "60.1.1.1, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.NumEndpoints != 1 || len(ni.Oper.Endpoints) != 1 {
 		t.Fatalf("network oper: %+v", ni.Oper)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "nosuch", "c9", ""), "group nosuch:t2 not found")
-	e.createEndpoint(createEP("t2", "net", "t2-epgA", "c2", ""))
-	if ni := e.netOper("t2", "net"); ni.Oper.AllocatedIPAddresses != "60.1.1.1-60.1.1.2, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 2 {
+	e.Fail("POST", "/plugin/createEndpoint", mastertest.CreateEP("t2", "net", "nosuch", "c9", ""), "group nosuch:t2 not found")
+	e.CreateEndpoint(mastertest.CreateEP("t2", "net", "t2-epgA", "c2", ""))
+	if ni := e.NetOper("t2", "net"); ni.Oper.AllocatedIPAddresses != "60.1.1.1-60.1.1.2, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 2 {
 		t.Fatalf("network oper: %+v", ni.Oper)
 	}
-	e.createEPG("t2", "t2-epgB", "net", "")
-	if r := e.createEndpoint(createEP("t2", "net", "t2-epgB", "c3", "")); r.EndpointConfig.EndpointGroupID != 2 {
+	e.CreateEPG("t2", "t2-epgB", "net", "")
+	if r := e.CreateEndpoint(mastertest.CreateEP("t2", "net", "t2-epgB", "c3", "")); r.EndpointConfig.EndpointGroupID != 2 {
 		t.Fatalf("group id %d", r.EndpointConfig.EndpointGroupID)
 	}
-	if ni := e.netOper("t2", "net"); ni.Oper.AllocatedIPAddresses != "60.1.1.1-60.1.1.3, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 3 {
+	if ni := e.NetOper("t2", "net"); ni.Oper.AllocatedIPAddresses != "60.1.1.1-60.1.1.3, 60.1.1.254" || ni.Oper.AllocatedAddressesCount != 3 {
 		t.Fatalf("network oper: %+v", ni.Oper)
 	}
 	// Idempotent for the same endpoint.
-	before := e.dump()
-	if r2 := e.createEndpoint(createEP("t2", "net", "t2-epgA", "c1", "")); r2 != want {
+	before := e.Dump()
+	if r2 := e.CreateEndpoint(mastertest.CreateEP("t2", "net", "t2-epgA", "c1", "")); r2 != want {
 		t.Fatalf("repeated create: %+v", r2)
 	}
-	if d := diffDumps(before, e.dump()); d != "" {
+	if d := mastertest.DiffDumps(before, e.Dump()); d != "" {
 		t.Fatalf("repeated create changed the store:\n%s", d)
 	}
 	// Response shape: every member present.
-	raw := e.ok("POST", "/plugin/createEndpoint", createEP("t2", "net", "t2-epgA", "c1", ""))
+	raw := e.OK("POST", "/plugin/createEndpoint", mastertest.CreateEP("t2", "net", "t2-epgA", "c1", ""))
 	if raw != `{"EndpointConfig":{"id":"net.t2-c1","netID":"net.t2","endpointID":"c1","serviceName":"t2-epgA","endpointGroupId":1,"endpointGroupKey":"t2-epgA:t2","ipAddress":"60.1.1.1","ipv6Address":"","macAddress":"02:02:3c:01:01:01","homingHost":"host1","intfName":"","vtepIP":"","labels":null,"containerId":"","epCommonName":"n-c1"}}`+"\n" {
 		t.Fatalf("createEndpoint body: %s", raw)
 	}
 	// Preferred address taken by another endpoint is refused (§10 #6).
-	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "t2-epgA", "c4", "60.1.1.2"), "ip address 60.1.1.2 is not available")
-	e.fail("POST", "/plugin/createEndpoint", createEP("t2", "net", "t2-epgA", "c4", "60.2.1.2"), "hostIP 60.2.1.2 is exceeding beyond subnet 60.1.1.0/24, hostID 65538")
+	e.Fail("POST", "/plugin/createEndpoint", mastertest.CreateEP("t2", "net", "t2-epgA", "c4", "60.1.1.2"), "ip address 60.1.1.2 is not available")
+	e.Fail("POST", "/plugin/createEndpoint", mastertest.CreateEP("t2", "net", "t2-epgA", "c4", "60.2.1.2"), "hostIP 60.2.1.2 is exceeding beyond subnet 60.1.1.0/24, hostID 65538")
 	// Endpoint deletes block: group and network deletes.
-	e.fail("DELETE", "/api/v1/endpointGroups/t2:t2-epgB/", "", "Error: EPG t2-epgB has active endpoints")
+	e.Fail("DELETE", "/api/v1/endpointGroups/t2:t2-epgB/", "", "Error: EPG t2-epgB has active endpoints")
 	// Inspect.
 	var ei struct {
 		Oper struct {
@@ -223,46 +161,46 @@ func TestPluginEndpoints(t *testing.T) {
 			ServiceKey string   `json:"endpointGroupKey"`
 		}
 	}
-	e.inspect("endpoints/n-c3/", &ei)
+	e.Inspect("endpoints/n-c3/", &ei)
 	if ei.Oper.Key != "n-c3" || ei.Oper.Network != "net.t2" || len(ei.Oper.IPAddress) != 2 || ei.Oper.IPAddress[0] != "60.1.1.3" || ei.Oper.Labels != "map[]" || ei.Oper.ServiceKey != "t2-epgB:t2" {
 		t.Fatalf("endpoint inspect: %+v", ei.Oper)
 	}
-	e.fail("GET", "/api/v1/inspect/endpoints/zzz/", "", "endpoint not found")
+	e.Fail("GET", "/api/v1/inspect/endpoints/zzz/", "", "endpoint not found")
 
 	// Delete.
 	for _, c := range []struct{ group, id string }{{"t2-epgA", "c1"}, {"t2-epgA", "c2"}, {"t2-epgB", "c3"}} {
-		var d epResp
-		_ = json.Unmarshal([]byte(e.ok("POST", "/plugin/deleteEndpoint", deleteEP("t2", "net", c.group, c.id))), &d)
+		var d mastertest.EPResp
+		_ = json.Unmarshal([]byte(e.OK("POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("t2", "net", c.group, c.id))), &d)
 		if d.EndpointConfig.ID != "net.t2-"+c.id {
 			t.Fatalf("deleteEndpoint answer %+v", d)
 		}
 	}
-	e.fail("POST", "/plugin/deleteEndpoint", deleteEP("t2", "net", "t2-epgA", "c1"), "endpoint net.t2-c1 not found")
-	ni = e.netOper("t2", "net")
+	e.Fail("POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("t2", "net", "t2-epgA", "c1"), "endpoint net.t2-c1 not found")
+	ni = e.NetOper("t2", "net")
 	if ni.Oper.AllocatedIPAddresses != "60.1.1.254" || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.NumEndpoints != 0 {
 		t.Fatalf("network oper after deletes: %+v", ni.Oper)
 	}
 	for _, g := range []string{"t2-epgA", "t2-epgB"} {
-		if gs, _ := e.groupState("t2", g); gs.EpCount != 0 {
+		if gs, _ := e.GroupState("t2", g); gs.EpCount != 0 {
 			t.Fatalf("%s epCount %d", g, gs.EpCount)
 		}
 	}
 
 	// Network delete refused with endpoints (no group).
-	e.createNet("t2", "plain", "vxlan", "70.1.1.0/24", "", 0)
-	e.createEndpoint(createEP("t2", "plain", "", "p1", ""))
-	e.fail("DELETE", "/api/v1/networks/t2:plain/", "", "Error: Network has active endpoints")
-	e.ok("POST", "/plugin/deleteEndpoint", deleteEP("t2", "plain", "", "p1"))
-	e.deleteNet("t2", "plain")
+	e.CreateNet("t2", "plain", "vxlan", "70.1.1.0/24", "", 0)
+	e.CreateEndpoint(mastertest.CreateEP("t2", "plain", "", "p1", ""))
+	e.Fail("DELETE", "/api/v1/networks/t2:plain/", "", "Error: Network has active endpoints")
+	e.OK("POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("t2", "plain", "", "p1"))
+	e.DeleteNet("t2", "plain")
 }
 
 func TestPluginAddresses(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "web", "vlan", "10.1.1.0/24", "10.1.1.1", 0)
-	e.createEPG("default", "pool", "web", `"ipPool":"10.1.1.100-10.1.1.102"`)
+	e.CreateNet("default", "web", "vlan", "10.1.1.0/24", "10.1.1.1", 0)
+	e.CreateEPG("default", "pool", "web", `"ipPool":"10.1.1.100-10.1.1.102"`)
 	alloc := func(body string) string {
 		var r struct{ NetworkID, IPv4Address string }
-		if err := json.Unmarshal([]byte(e.ok("POST", "/plugin/allocAddress", body)), &r); err != nil {
+		if err := json.Unmarshal([]byte(e.OK("POST", "/plugin/allocAddress", body)), &r); err != nil {
 			t.Fatal(err)
 		}
 		return r.NetworkID + " " + r.IPv4Address
@@ -279,58 +217,58 @@ func TestPluginAddresses(t *testing.T) {
 	if got := alloc(`{"NetworkID":"web.default","PreferredIPv4Address":"10.1.1.50"}`); got != "web.default 10.1.1.50/24" {
 		t.Fatalf("alloc preferred: %s", got)
 	}
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"web.default","PreferredIPv4Address":"10.1.1.50"}`, "ip address 10.1.1.50 is not available")
-	e.failStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, 404, "AddressPool 10.9.9.0/24: no network has subnet 10.9.9.0/24")
-	e.failStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, 400, `AddressPool "10.9.9.0" is not <subnet>/<length> or <subnet>/<length>:<tenant>`)
-	e.fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "network nonet.default not found")
-	if ni := e.netOper("default", "web"); ni.Oper.AllocatedAddressesCount != 4 {
+	e.Fail("POST", "/plugin/allocAddress", `{"NetworkID":"web.default","PreferredIPv4Address":"10.1.1.50"}`, "ip address 10.1.1.50 is not available")
+	e.FailStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0/24"}`, 404, "AddressPool 10.9.9.0/24: no network has subnet 10.9.9.0/24")
+	e.FailStatus("POST", "/plugin/allocAddress", `{"NetworkID":"","AddressPool":"10.9.9.0"}`, 400, `AddressPool "10.9.9.0" is not <subnet>/<length> or <subnet>/<length>:<tenant>`)
+	e.Fail("POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`, "network nonet.default not found")
+	if ni := e.NetOper("default", "web"); ni.Oper.AllocatedAddressesCount != 4 {
 		t.Fatalf("count %d", ni.Oper.AllocatedAddressesCount)
 	}
 	// createEndpoint may take the address allocAddress handed out for it.
-	if r := e.createEndpoint(createEP("default", "web", "", "d1", "10.1.1.50")); r.EndpointConfig.IPAddress != "10.1.1.50" {
+	if r := e.CreateEndpoint(mastertest.CreateEP("default", "web", "", "d1", "10.1.1.50")); r.EndpointConfig.IPAddress != "10.1.1.50" {
 		t.Fatalf("createEndpoint with allocated address: %+v", r)
 	}
-	e.fail("POST", "/plugin/createEndpoint", createEP("default", "web", "", "d2", "10.1.1.50"), "ip address 10.1.1.50 is not available")
+	e.Fail("POST", "/plugin/createEndpoint", mastertest.CreateEP("default", "web", "", "d2", "10.1.1.50"), "ip address 10.1.1.50 is not available")
 	// releaseAddress answers an object (§10 #5) and strips a pool suffix.
-	if b := e.ok("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default","IPv4Address":"10.1.1.2"}`); b != `{"Status":"success"}`+"\n" {
+	if b := e.OK("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default","IPv4Address":"10.1.1.2"}`); b != `{"Status":"success"}`+"\n" {
 		t.Fatalf("release answer %q", b)
 	}
-	e.ok("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default|10.1.1.0/24","IPv4Address":"10.1.1.3"}`)
-	e.ok("POST", "/plugin/releaseAddress", `{"NetworkID":"web:pool.default","IPv4Address":"10.1.1.100"}`)
-	e.fail("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default","IPv4Address":"10.1.2.3"}`, "hostIP 10.1.2.3 is exceeding beyond subnet 10.1.1.0/24, hostID 259")
-	e.fail("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default","IPv4Address":"bogus"}`, "unable to convert hostIP bogus to uint32")
-	ni := e.netOper("default", "web")
+	e.OK("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default|10.1.1.0/24","IPv4Address":"10.1.1.3"}`)
+	e.OK("POST", "/plugin/releaseAddress", `{"NetworkID":"web:pool.default","IPv4Address":"10.1.1.100"}`)
+	e.Fail("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default","IPv4Address":"10.1.2.3"}`, "hostIP 10.1.2.3 is exceeding beyond subnet 10.1.1.0/24, hostID 259")
+	e.Fail("POST", "/plugin/releaseAddress", `{"NetworkID":"web.default","IPv4Address":"bogus"}`, "unable to convert hostIP bogus to uint32")
+	ni := e.NetOper("default", "web")
 	if ni.Oper.AllocatedIPAddresses != "10.1.1.1, 10.1.1.50, 10.1.1.100-10.1.1.102" || ni.Oper.AllocatedAddressesCount != 1 {
 		t.Fatalf("after releases: %+v", ni.Oper)
 	}
 	// Content-Type rule and method: anything else is 404.
-	if code, _, _ := doReq(t, e.srv.URL, "POST", "/plugin/allocAddress", `{}`, "application/json; charset=utf-8"); code != http.StatusNotFound {
+	if code, _, _ := mastertest.DoReq(t, e.Srv.URL, "POST", "/plugin/allocAddress", `{}`, "application/json; charset=utf-8"); code != http.StatusNotFound {
 		t.Fatalf("wrong content type: %d", code)
 	}
-	if code, _, _ := doReq(t, e.srv.URL, "GET", "/plugin/allocAddress", ""); code != http.StatusNotFound {
+	if code, _, _ := mastertest.DoReq(t, e.Srv.URL, "GET", "/plugin/allocAddress", ""); code != http.StatusNotFound {
 		t.Fatalf("GET: %d", code)
 	}
 	// Errors are text/plain.
-	_, _, h := doReq(t, e.srv.URL, "POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`)
+	_, _, h := mastertest.DoReq(t, e.Srv.URL, "POST", "/plugin/allocAddress", `{"NetworkID":"nonet.default"}`)
 	if !strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
 		t.Fatalf("error content type %q", h.Get("Content-Type"))
 	}
 	// updateEndpoint.
 	upd := `{"IPAddress":"10.1.1.50","ContainerID":"cid1","Labels":{"app":"redis"},"Tenant":"default","Network":"web","Event":"start","EndpointID":"d1","EPCommonName":"redis1"}`
-	if b := e.ok("POST", "/plugin/updateEndpoint", upd); b != `{"IPAddress":"10.1.1.50"}`+"\n" {
+	if b := e.OK("POST", "/plugin/updateEndpoint", upd); b != `{"IPAddress":"10.1.1.50"}`+"\n" {
 		t.Fatalf("update start: %s", b)
 	}
-	if got := e.dump()["state/eps/web.default-d1"]; !strings.Contains(got, `"labels":{"app":"redis"}`) || !strings.Contains(got, `"containerId":"cid1"`) {
+	if got := e.Dump()["state/eps/web.default-d1"]; !strings.Contains(got, `"labels":{"app":"redis"}`) || !strings.Contains(got, `"containerId":"cid1"`) {
 		t.Fatalf("endpoint after start: %s", got)
 	}
-	if b := e.ok("POST", "/plugin/updateEndpoint", `{"ContainerID":"cid1","Event":"die"}`); b != `{"IPAddress":""}`+"\n" {
+	if b := e.OK("POST", "/plugin/updateEndpoint", `{"ContainerID":"cid1","Event":"die"}`); b != `{"IPAddress":""}`+"\n" {
 		t.Fatalf("die: %q", b)
 	}
-	e.fail("POST", "/plugin/updateEndpoint", `{"Event":"die"}`, "invalid containerID in UpdateEndpointRequest:(nil)")
+	e.Fail("POST", "/plugin/updateEndpoint", `{"Event":"die"}`, "invalid containerID in UpdateEndpointRequest:(nil)")
 	var ei struct {
 		Oper struct{ Labels, ContainerID string }
 	}
-	e.inspect("endpoints/cid1/", &ei)
+	e.Inspect("endpoints/cid1/", &ei)
 	if ei.Oper.Labels != "map[app:redis]" {
 		t.Fatalf("labels %q", ei.Oper.Labels)
 	}
@@ -340,27 +278,27 @@ func TestPluginAddresses(t *testing.T) {
 // them off; the next leadership term recomputes them from the records.
 func TestCountersReconciledAtStart(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "n", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
-	e.createEPG("default", "g", "n", `"ipPool":"10.1.1.10-10.1.1.19"`)
-	e.createEndpoint(createEP("default", "n", "g", "c1", ""))
-	e.createEndpoint(createEP("default", "n", "", "c2", ""))
-	e.ok("POST", "/plugin/allocAddress", `{"NetworkID":"n.default"}`)
-	before := e.dump()
-	ctx := testCtx(t, 10*time.Second)
+	e.CreateNet("default", "n", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
+	e.CreateEPG("default", "g", "n", `"ipPool":"10.1.1.10-10.1.1.19"`)
+	e.CreateEndpoint(mastertest.CreateEP("default", "n", "g", "c1", ""))
+	e.CreateEndpoint(mastertest.CreateEP("default", "n", "", "c2", ""))
+	e.OK("POST", "/plugin/allocAddress", `{"NetworkID":"n.default"}`)
+	before := e.Dump()
+	ctx := mastertest.Ctx(t, 10*time.Second)
 	for key, from := range map[string]string{"state/nets/n.default": `"epCount":2`, "state/endpointGroups/g:default": `"epCount":1`} {
 		bad := strings.Replace(before[key], from, `"epCount":7`, 1)
 		if bad == before[key] {
 			t.Fatalf("%s has no %s: %s", key, from, before[key])
 		}
-		if _, err := e.st.Put(ctx, key, []byte(bad)); err != nil {
+		if _, err := e.St.Put(ctx, key, []byte(bad)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.restart()
-	if d := diffDumps(before, e.dump()); d != "" {
+	e.Restart()
+	if d := mastertest.DiffDumps(before, e.Dump()); d != "" {
 		t.Fatalf("counters not restored:\n%s", d)
 	}
-	if ni := e.netOper("default", "n"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 3 {
+	if ni := e.NetOper("default", "n"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 3 {
 		t.Fatalf("network oper: %+v", ni.Oper)
 	}
 }
@@ -369,33 +307,33 @@ func TestCountersReconciledAtStart(t *testing.T) {
 // is given back by the next leadership term; owned ones are kept.
 func TestLeakedAddressesSwept(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "n", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
-	e.createEPG("default", "g", "n", `"ipPool":"10.1.1.10-10.1.1.19"`)
-	e.createEndpoint(createEP("default", "n", "g", "c1", ""))
-	e.createEndpoint(createEP("default", "n", "", "c2", ""))
-	e.ok("POST", "/plugin/allocAddress", `{"NetworkID":"n.default"}`)
-	e.ok("POST", "/plugin/allocAddress", `{"NetworkID":"n:g.default"}`)
-	want := e.netOper("default", "n").Oper
-	a := ipam.NewV4(e.st)
+	e.CreateNet("default", "n", "vlan", "10.1.1.0/24", "10.1.1.254", 0)
+	e.CreateEPG("default", "g", "n", `"ipPool":"10.1.1.10-10.1.1.19"`)
+	e.CreateEndpoint(mastertest.CreateEP("default", "n", "g", "c1", ""))
+	e.CreateEndpoint(mastertest.CreateEP("default", "n", "", "c2", ""))
+	e.OK("POST", "/plugin/allocAddress", `{"NetworkID":"n.default"}`)
+	e.OK("POST", "/plugin/allocAddress", `{"NetworkID":"n:g.default"}`)
+	want := e.NetOper("default", "n").Oper
+	a := ipam.NewV4(e.St)
 	defer a.Close()
-	ctx := testCtx(t, 10*time.Second)
+	ctx := mastertest.Ctx(t, 10*time.Second)
 	for _, pool := range []string{"n.default", "g:default"} {
 		if _, err := a.Allocate(ctx, pool); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := e.netOper("default", "n").Oper.AllocatedIPAddresses; got == want.AllocatedIPAddresses {
+	if got := e.NetOper("default", "n").Oper.AllocatedIPAddresses; got == want.AllocatedIPAddresses {
 		t.Fatalf("leak not visible: %s", got)
 	}
-	e.restart()
-	got := e.netOper("default", "n").Oper
+	e.Restart()
+	got := e.NetOper("default", "n").Oper
 	if got.AllocatedIPAddresses != want.AllocatedIPAddresses || got.AllocatedAddressesCount != want.AllocatedAddressesCount {
 		t.Fatalf("after sweep: %+v, want %+v", got, want)
 	}
 	var gi struct {
 		Oper struct{ AllocatedIPAddresses string }
 	}
-	e.inspect("endpointGroups/default:g/", &gi)
+	e.Inspect("endpointGroups/default:g/", &gi)
 	if gi.Oper.AllocatedIPAddresses != "10.1.1.10-10.1.1.11" {
 		t.Fatalf("group pool after sweep: %q", gi.Oper.AllocatedIPAddresses)
 	}

@@ -3,272 +3,191 @@ package master_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/contiv/netplugin/netmaster/master"
 	"strings"
 	"testing"
+
+	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 )
 
-func globalBody(infra, vlans, vxlans, fwd, arp, pvt string) string {
-	return fmt.Sprintf(`{"name":"global","networkInfraType":%q,"vlans":%q,"vxlans":%q,"fwdMode":%q,"arpMode":%q,"pvtSubnet":%q}`,
-		infra, vlans, vxlans, fwd, arp, pvt)
-}
-
-const defaultGlobal = `{"name":"global","networkInfraType":"default","vlans":"1-4094","vxlans":"1-10000","fwdMode":"bridge","arpMode":"proxy","pvtSubnet":"172.19.0.0/16"}`
-
-func (e *env) setGlobal(body string) {
-	e.t.Helper()
-	e.ok("POST", "/api/v1/globals/global/", body)
-	var got, want map[string]any
-	_ = json.Unmarshal([]byte(e.ok("GET", "/api/v1/globals/global/", "")), &got)
-	_ = json.Unmarshal([]byte(body), &want)
-	for _, k := range []string{"networkInfraType", "vlans", "vxlans", "pvtSubnet"} {
-		if got[k] != want[k] {
-			e.t.Fatalf("global %s: got %v want %v", k, got[k], want[k])
-		}
-	}
-}
-
-func netBody(tenant, name, encap, subnet, gw string, tag int) string {
-	return fmt.Sprintf(`{"tenantName":%q,"networkName":%q,"encap":%q,"subnet":%q,"gateway":%q,"pktTag":%d}`,
-		tenant, name, encap, subnet, gw, tag)
-}
-
-func (e *env) createNet(tenant, name, encap, subnet, gw string, tag int) {
-	e.t.Helper()
-	e.ok("POST", "/api/v1/networks/"+tenant+":"+name+"/", netBody(tenant, name, encap, subnet, gw, tag))
-}
-
-func (e *env) deleteNet(tenant, name string) {
-	e.t.Helper()
-	e.ok("DELETE", "/api/v1/networks/"+tenant+":"+name+"/", "")
-}
-
-func (e *env) inspect(path string, v any) {
-	e.t.Helper()
-	b := e.ok("GET", "/api/v1/inspect/"+path, "")
-	if err := json.Unmarshal([]byte(b), v); err != nil {
-		e.t.Fatalf("decode inspect %s: %v (%s)", path, err, b)
-	}
-}
-
-type netInspect struct {
-	Oper struct {
-		PktTag                  int    `json:"pktTag"`
-		ExternalPktTag          int    `json:"externalPktTag"`
-		NumEndpoints            int    `json:"numEndpoints"`
-		AllocatedAddressesCount int    `json:"allocatedAddressesCount"`
-		AllocatedIPAddresses    string `json:"allocatedIPAddresses"`
-		AvailableIPAddresses    string `json:"availableIPAddresses"`
-		NetworkTag              string `json:"networkTag"`
-		Endpoints               []struct {
-			EndpointID string   `json:"endpointID"`
-			IPAddress  []string `json:"ipAddress"`
-		} `json:"endpoints"`
-	}
-}
-
-type globalInspect struct {
-	Oper struct {
-		NumNetworks     int    `json:"numNetworks"`
-		VlansInUse      string `json:"vlansInUse"`
-		VxlansInUse     string `json:"vxlansInUse"`
-		FreeVXLANsStart int    `json:"freeVXLANsStart"`
-		ClusterMode     string `json:"clusterMode"`
-	}
-}
-
-func (e *env) netOper(tenant, name string) netInspect {
-	e.t.Helper()
-	var ni netInspect
-	e.inspect("networks/"+tenant+":"+name+"/", &ni)
-	return ni
-}
-
-func (e *env) globalOper() globalInspect {
-	e.t.Helper()
-	var gi globalInspect
-	e.inspect("globals/global/", &gi)
-	return gi
-}
-
 func TestStartupDefaults(t *testing.T) {
-	e := newEnvCfg(t, func() (c masterConfig) { c = defaultCfg(); c.FwdMode = "routing"; return }())
-	b := e.ok("GET", "/api/v1/globals/global/", "")
+	e := newEnvCfg(t, func() (c masterConfig) { c = mastertest.DefaultConfig(); c.FwdMode = "routing"; return }())
+	b := e.OK("GET", "/api/v1/globals/global/", "")
 	want := `{"key":"global","arpMode":"proxy","fwdMode":"routing","name":"global","networkInfraType":"default","pvtSubnet":"172.19.0.0/16","vlans":"1-4094","vxlans":"1-10000"}` + "\n"
 	if b != want {
 		t.Fatalf("global after first start:\n got %s\nwant %s", b, want)
 	}
-	e.ok("GET", "/api/v1/tenants/default/", "")
+	e.OK("GET", "/api/v1/tenants/default/", "")
 	// User settings survive a restart, even with other flags (§10 #3).
-	e.setGlobal(globalBody("default", "100-200", "1000-2000", "bridge", "flood", "172.20.0.0/16"))
-	e.cfg.FwdMode = "routing"
-	e.restart()
-	b = e.ok("GET", "/api/v1/globals/global/", "")
+	e.SetGlobal(mastertest.GlobalBody("default", "100-200", "1000-2000", "bridge", "flood", "172.20.0.0/16"))
+	e.Cfg.FwdMode = "routing"
+	e.Restart()
+	b = e.OK("GET", "/api/v1/globals/global/", "")
 	if !strings.Contains(b, `"vlans":"100-200"`) || !strings.Contains(b, `"fwdMode":"bridge"`) || !strings.Contains(b, `"arpMode":"flood"`) {
 		t.Fatalf("global reset by restart: %s", b)
 	}
-	if got := e.dump()["master/config/global"]; !strings.Contains(got, `"fwd-mode":"bridge"`) {
+	if got := e.Dump()["master/config/global"]; !strings.Contains(got, `"fwd-mode":"bridge"`) {
 		t.Fatalf("GlobConfig = %s", got)
 	}
 	// A deleted default tenant is re-created at the next start.
-	e.ok("DELETE", "/api/v1/tenants/default/", "")
-	e.restart()
-	e.ok("GET", "/api/v1/tenants/default/", "")
+	e.OK("DELETE", "/api/v1/tenants/default/", "")
+	e.Restart()
+	e.OK("GET", "/api/v1/tenants/default/", "")
 }
 
 func TestGlobal(t *testing.T) {
 	e := newEnv(t)
 	// 1.
 	for i := 0; i < 2; i++ {
-		e.setGlobal(defaultGlobal)
+		e.SetGlobal(mastertest.DefaultGlobal)
 	}
-	e.setGlobal(globalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"))
-	e.setGlobal(globalBody("aci", "1-4094", "1-10000", "bridge", "flood", "172.20.0.0/16"))
-	e.setGlobal(globalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"))
-	e.setGlobal(globalBody("default", "1-1000", "1001-2000", "bridge", "proxy", "172.19.0.0/16"))
-	e.setGlobal(defaultGlobal)
+	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"))
+	e.SetGlobal(mastertest.GlobalBody("aci", "1-4094", "1-10000", "bridge", "flood", "172.20.0.0/16"))
+	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"))
+	e.SetGlobal(mastertest.GlobalBody("default", "1-1000", "1001-2000", "bridge", "proxy", "172.19.0.0/16"))
+	e.SetGlobal(mastertest.DefaultGlobal)
 	// 2.
 	for _, b := range []string{
-		globalBody("xyz", "1-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "1-5000", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "0-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "1", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "1?2", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "abcd", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "1-4094", "1-100000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "1-4094", "1-20000", "bridge", "proxy", "172.19.0.0/16"),
-		globalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.21.0.0/24"),
+		mastertest.GlobalBody("xyz", "1-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "1-5000", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "0-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "1", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "1?2", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "abcd", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "1-4094", "1-100000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "1-4094", "1-20000", "bridge", "proxy", "172.19.0.0/16"),
+		mastertest.GlobalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.21.0.0/24"),
 	} {
-		e.fail("POST", "/api/v1/globals/global/", b, "")
+		e.Fail("POST", "/api/v1/globals/global/", b, "")
 	}
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-5000", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-5000", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
 		"vlans: invalid range 1-5000, vlan values exceed 4095 max allowed")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-20000", "bridge", "proxy", "172.19.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-20000", "bridge", "proxy", "172.19.0.0/16"),
 		"vxlans: does not allow vxlan range to exceed 16000 range 1-20000")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-100000", "bridge", "proxy", "172.19.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-100000", "bridge", "proxy", "172.19.0.0/16"),
 		"vxlans: invalid range 1-100000, vxlan values exceed 65535 max allowed")
 
 	// 3, 4, 5.
-	e.createNet("default", "vx", "vxlan", "10.1.1.0/24", "", 1)
-	gi := e.globalOper()
+	e.CreateNet("default", "vx", "vxlan", "10.1.1.0/24", "", 1)
+	gi := e.GlobalOper()
 	if gi.Oper.VxlansInUse != "1" || gi.Oper.VlansInUse != "" || gi.Oper.NumNetworks != 1 {
 		t.Fatalf("global oper with a vxlan network: %+v", gi.Oper)
 	}
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"),
 		"Unable to update forwarding mode due to existing 1 vxlans")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"),
 		"Unable to update private subnet due to existing 1 vxlans")
-	e.createNet("default", "vl", "vlan", "10.1.2.0/24", "", 1)
-	gi = e.globalOper()
+	e.CreateNet("default", "vl", "vlan", "10.1.2.0/24", "", 1)
+	gi = e.GlobalOper()
 	if gi.Oper.VlansInUse != "1" || gi.Oper.NumNetworks != 2 {
 		t.Fatalf("global oper: %+v", gi.Oper)
 	}
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"),
 		"Unable to update forwarding mode due to existing 1 vlans and 1 vxlans")
-	e.deleteNet("default", "vx")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"),
+	e.DeleteNet("default", "vx")
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"),
 		"Unable to update forwarding mode due to existing 1 vlans")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.20.0.0/16"),
 		"Unable to update private subnet due to existing 1 vlans")
-	e.deleteNet("default", "vl")
-	e.setGlobal(globalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.20.0.0/16"))
-	e.setGlobal(defaultGlobal)
+	e.DeleteNet("default", "vl")
+	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.20.0.0/16"))
+	e.SetGlobal(mastertest.DefaultGlobal)
 
 	// 6.
-	if gi := e.globalOper(); gi.Oper.ClusterMode != "test" || gi.Oper.FreeVXLANsStart != 0 {
+	if gi := e.GlobalOper(); gi.Oper.ClusterMode != "test" || gi.Oper.FreeVXLANsStart != 0 {
 		t.Fatalf("global oper: %+v", gi.Oper)
 	}
 
 	// 7. VLAN range dynamics.
 	for i, tag := range []int{10, 11, 300} {
-		e.createNet("default", fmt.Sprintf("n%d", i), "vlan", fmt.Sprintf("10.2.%d.0/24", i), "", tag)
+		e.CreateNet("default", fmt.Sprintf("n%d", i), "vlan", fmt.Sprintf("10.2.%d.0/24", i), "", tag)
 	}
-	e.setGlobal(globalBody("default", "9-301", "1-10000", "bridge", "proxy", "172.19.0.0/16"))
-	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.3.0.0/24", "", 10), "requested vlan not available - vlan:10")
-	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.3.0.0/24", "", 302), "requested vlan not available - vlan:302")
-	e.createNet("default", "n299", "vlan", "10.3.1.0/24", "", 299)
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "50-301", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
+	e.SetGlobal(mastertest.GlobalBody("default", "9-301", "1-10000", "bridge", "proxy", "172.19.0.0/16"))
+	e.Fail("POST", "/api/v1/networks/default:x/", mastertest.NetBody("default", "x", "vlan", "10.3.0.0/24", "", 10), "requested vlan not available - vlan:10")
+	e.Fail("POST", "/api/v1/networks/default:x/", mastertest.NetBody("default", "x", "vlan", "10.3.0.0/24", "", 302), "requested vlan not available - vlan:302")
+	e.CreateNet("default", "n299", "vlan", "10.3.1.0/24", "", 299)
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "50-301", "1-10000", "bridge", "proxy", "172.19.0.0/16"),
 		"cannot update the vlan range due to existing vlans 10-11, 299-300")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-200", "1-10000", "bridge", "proxy", "172.19.0.0/16"), "")
-	e.setGlobal(globalBody("default", "1-800", "1-10000", "bridge", "proxy", "172.19.0.0/16"))
-	e.createNet("default", "n700", "vlan", "10.3.2.0/24", "", 700)
-	e.deleteNet("default", "n700")
-	e.createNet("default", "n700", "vlan", "10.3.2.0/24", "", 700)
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-200", "1-10000", "bridge", "proxy", "172.19.0.0/16"), "")
+	e.SetGlobal(mastertest.GlobalBody("default", "1-800", "1-10000", "bridge", "proxy", "172.19.0.0/16"))
+	e.CreateNet("default", "n700", "vlan", "10.3.2.0/24", "", 700)
+	e.DeleteNet("default", "n700")
+	e.CreateNet("default", "n700", "vlan", "10.3.2.0/24", "", 700)
 	for _, n := range []string{"n0", "n1", "n2", "n299", "n700"} {
-		e.deleteNet("default", n)
+		e.DeleteNet("default", n)
 	}
 
 	// 8. VXLAN range dynamics.
-	e.setGlobal(defaultGlobal)
+	e.SetGlobal(mastertest.DefaultGlobal)
 	for i, vni := range []int{1000, 1001, 2000} {
-		e.createNet("default", fmt.Sprintf("x%d", i), "vxlan", fmt.Sprintf("10.4.%d.0/24", i), "", vni)
-		if ni := e.netOper("default", fmt.Sprintf("x%d", i)); ni.Oper.PktTag != i+1 || ni.Oper.ExternalPktTag != vni {
+		e.CreateNet("default", fmt.Sprintf("x%d", i), "vxlan", fmt.Sprintf("10.4.%d.0/24", i), "", vni)
+		if ni := e.NetOper("default", fmt.Sprintf("x%d", i)); ni.Oper.PktTag != i+1 || ni.Oper.ExternalPktTag != vni {
 			t.Fatalf("vxlan %d: oper %+v", vni, ni.Oper)
 		}
 	}
-	e.setGlobal(globalBody("default", "1-4094", "1000-2500", "bridge", "proxy", "172.19.0.0/16"))
-	e.fail("POST", "/api/v1/networks/default:y/", netBody("default", "y", "vxlan", "10.5.0.0/24", "", 1000), "requested vxlan not available")
-	e.fail("POST", "/api/v1/networks/default:y/", netBody("default", "y", "vxlan", "10.5.0.0/24", "", 2501), "requested vxlan not available")
-	e.createNet("default", "x2200", "vxlan", "10.5.1.0/24", "", 2200)
-	if ni := e.netOper("default", "x2200"); ni.Oper.PktTag != 4 {
+	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1000-2500", "bridge", "proxy", "172.19.0.0/16"))
+	e.Fail("POST", "/api/v1/networks/default:y/", mastertest.NetBody("default", "y", "vxlan", "10.5.0.0/24", "", 1000), "requested vxlan not available")
+	e.Fail("POST", "/api/v1/networks/default:y/", mastertest.NetBody("default", "y", "vxlan", "10.5.0.0/24", "", 2501), "requested vxlan not available")
+	e.CreateNet("default", "x2200", "vxlan", "10.5.1.0/24", "", 2200)
+	if ni := e.NetOper("default", "x2200"); ni.Oper.PktTag != 4 {
 		t.Fatalf("vni 2200 local vlan %d, want 4", ni.Oper.PktTag)
 	}
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "2000-10000", "bridge", "proxy", "172.19.0.0/16"), "")
-	e.fail("POST", "/api/v1/globals/global/", globalBody("default", "1-4094", "1000-2000", "bridge", "proxy", "172.19.0.0/16"),
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "2000-10000", "bridge", "proxy", "172.19.0.0/16"), "")
+	e.Fail("POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-4094", "1000-2000", "bridge", "proxy", "172.19.0.0/16"),
 		"cannot update the vxlan range due to existing vxlans 1000-1001, 2000, 2200")
-	e.setGlobal(globalBody("default", "1-4094", "1000-9000", "bridge", "proxy", "172.19.0.0/16"))
-	if gi := e.globalOper(); gi.Oper.FreeVXLANsStart != 999 || gi.Oper.VxlansInUse != "1000-1001, 2000, 2200" {
+	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1000-9000", "bridge", "proxy", "172.19.0.0/16"))
+	if gi := e.GlobalOper(); gi.Oper.FreeVXLANsStart != 999 || gi.Oper.VxlansInUse != "1000-1001, 2000, 2200" {
 		t.Fatalf("global oper after range change: %+v", gi.Oper)
 	}
 	for i := 0; i < 2; i++ {
-		e.createNet("default", "x3200", "vxlan", "10.5.2.0/24", "", 3200)
-		if ni := e.netOper("default", "x3200"); ni.Oper.PktTag != 5 {
+		e.CreateNet("default", "x3200", "vxlan", "10.5.2.0/24", "", 3200)
+		if ni := e.NetOper("default", "x3200"); ni.Oper.PktTag != 5 {
 			t.Fatalf("vni 3200 local vlan %d, want 5", ni.Oper.PktTag)
 		}
-		e.deleteNet("default", "x3200")
+		e.DeleteNet("default", "x3200")
 	}
 
 	// Delete (teardown) and re-create.
 	for _, n := range []string{"x0", "x1", "x2", "x2200"} {
-		e.deleteNet("default", n)
+		e.DeleteNet("default", n)
 	}
-	e.ok("DELETE", "/api/v1/globals/global/", "")
-	e.fail("POST", "/api/v1/networks/default:z/", netBody("default", "z", "vlan", "10.6.0.0/24", "", 0),
+	e.OK("DELETE", "/api/v1/globals/global/", "")
+	e.Fail("POST", "/api/v1/networks/default:z/", mastertest.NetBody("default", "z", "vlan", "10.6.0.0/24", "", 0),
 		"Global configuration is not ready: global configuration is not ready")
-	if code, _ := e.do("GET", "/api/v1/inspect/globals/global/", ""); code != 404 {
+	if code, _ := e.Do("GET", "/api/v1/inspect/globals/global/", ""); code != 404 {
 		t.Fatalf("inspect of a deleted global: %d", code)
 	}
 	for _, k := range []string{"master/config/global", "state/global/global", "oper/global/global", "state/auto-vlan/global", "oper/auto-vxlan/global"} {
-		if _, ok := e.dump()[k]; ok {
+		if _, ok := e.Dump()[k]; ok {
 			t.Fatalf("global delete left %s", k)
 		}
 	}
-	e.setGlobal(defaultGlobal)
-	e.createNet("default", "z", "vlan", "10.6.0.0/24", "", 0)
+	e.SetGlobal(mastertest.DefaultGlobal)
+	e.CreateNet("default", "z", "vlan", "10.6.0.0/24", "", 0)
 }
 
 func TestTenant(t *testing.T) {
 	e := newEnv(t)
 	for _, n := range []string{"tenant1", "tenant-valid"} {
-		e.ok("POST", "/api/v1/tenants/"+n+"/", fmt.Sprintf(`{"tenantName":%q}`, n))
-		if b := e.ok("GET", "/api/v1/tenants/"+n+"/", ""); !strings.Contains(b, `"tenantName":"`+n+`"`) {
+		e.OK("POST", "/api/v1/tenants/"+n+"/", fmt.Sprintf(`{"tenantName":%q}`, n))
+		if b := e.OK("GET", "/api/v1/tenants/"+n+"/", ""); !strings.Contains(b, `"tenantName":"`+n+`"`) {
 			t.Fatalf("get tenant: %s", b)
 		}
 	}
 	for _, n := range []string{"tenant:invalid", "tenant|invalid", "tenant#invalid", "-tenant", "tenant@invalid",
 		"tenant!invalid", "tenant~invalid", "tenant*invalid", "tenant^invalid"} {
 		b, _ := json.Marshal(map[string]string{"tenantName": n})
-		e.fail("POST", "/api/v1/tenants/x/", string(b), "")
+		e.Fail("POST", "/api/v1/tenants/x/", string(b), "")
 	}
-	e.fail("POST", "/api/v1/tenants/tenant1/", `{"tenantName":"tenant1"}`, "Cant change tenant parameters after its created")
-	e.ok("DELETE", "/api/v1/tenants/tenant-valid/", "")
-	e.fail("GET", "/api/v1/tenants/tenant-valid/", "", "tenant not found")
+	e.Fail("POST", "/api/v1/tenants/tenant1/", `{"tenantName":"tenant1"}`, "Cant change tenant parameters after its created")
+	e.OK("DELETE", "/api/v1/tenants/tenant-valid/", "")
+	e.Fail("GET", "/api/v1/tenants/tenant-valid/", "", "tenant not found")
 
-	e.createNet("tenant1", "net1", "vlan", "10.1.1.0/24", "", 0)
-	e.ok("POST", "/api/v1/endpointGroups/tenant1:g1/", `{"tenantName":"tenant1","groupName":"g1","networkName":"net1"}`)
-	e.fail("DELETE", "/api/v1/tenants/tenant1/", "", "cannot delete tenant1 has 1 endpoint groups")
-	e.ok("DELETE", "/api/v1/endpointGroups/tenant1:g1/", "")
-	e.fail("DELETE", "/api/v1/tenants/tenant1/", "", "cannot delete tenant1 has 1 networks")
+	e.CreateNet("tenant1", "net1", "vlan", "10.1.1.0/24", "", 0)
+	e.OK("POST", "/api/v1/endpointGroups/tenant1:g1/", `{"tenantName":"tenant1","groupName":"g1","networkName":"net1"}`)
+	e.Fail("DELETE", "/api/v1/tenants/tenant1/", "", "cannot delete tenant1 has 1 endpoint groups")
+	e.OK("DELETE", "/api/v1/endpointGroups/tenant1:g1/", "")
+	e.Fail("DELETE", "/api/v1/tenants/tenant1/", "", "cannot delete tenant1 has 1 networks")
 	var ti struct {
 		Oper struct {
 			TotalNetworks int `json:"totalNetworks"`
@@ -277,20 +196,20 @@ func TestTenant(t *testing.T) {
 			} `json:"networks"`
 		}
 	}
-	e.inspect("tenants/tenant1/", &ti)
+	e.Inspect("tenants/tenant1/", &ti)
 	if ti.Oper.TotalNetworks != 1 || len(ti.Oper.Networks) != 1 || ti.Oper.Networks[0].PktTag != 1 {
 		t.Fatalf("tenant oper: %+v", ti.Oper)
 	}
-	e.deleteNet("tenant1", "net1")
-	e.ok("DELETE", "/api/v1/tenants/tenant1/", "")
-	e.fail("DELETE", "/api/v1/tenants/tenant1/", "", "tenant not found")
+	e.DeleteNet("tenant1", "net1")
+	e.OK("DELETE", "/api/v1/tenants/tenant1/", "")
+	e.Fail("DELETE", "/api/v1/tenants/tenant1/", "", "tenant not found")
 }
 
 func TestNetwork(t *testing.T) {
 	e := newEnv(t)
 	// 11.
-	e.createNet("default", "contiv", "vlan", "10.1.1.1/24", "10.1.1.254", 1)
-	ni := e.netOper("default", "contiv")
+	e.CreateNet("default", "contiv", "vlan", "10.1.1.1/24", "10.1.1.254", 1)
+	ni := e.NetOper("default", "contiv")
 	if ni.Oper.PktTag != 1 || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.AllocatedIPAddresses != "10.1.1.254" ||
 		ni.Oper.AvailableIPAddresses != "10.1.1.1-10.1.1.253" || ni.Oper.NetworkTag != "contiv.default" {
 		t.Fatalf("network oper: %+v", ni.Oper)
@@ -301,138 +220,138 @@ func TestNetwork(t *testing.T) {
 		PktTag    int    `json:"pktTag"`
 		PktType   string `json:"pktTagType"`
 	}
-	_ = json.Unmarshal([]byte(e.dump()["state/nets/contiv.default"]), &ns)
+	_ = json.Unmarshal([]byte(e.Dump()["state/nets/contiv.default"]), &ns)
 	if ns.SubnetIP != "10.1.1.0" || ns.SubnetLen != 24 || ns.PktTag != 1 || ns.PktType != "vlan" {
 		t.Fatalf("network state: %+v", ns)
 	}
-	b := e.ok("GET", "/api/v1/networks/default:contiv/", "")
+	b := e.OK("GET", "/api/v1/networks/default:contiv/", "")
 	if b != `{"key":"default:contiv","encap":"vlan","gateway":"10.1.1.254","networkName":"contiv","nwType":"data","pktTag":1,"subnet":"10.1.1.1/24","tenantName":"default","link-sets":{},"links":{"Tenant":{"type":"tenant","key":"default"}}}`+"\n" {
 		t.Fatalf("network GET: %s", b)
 	}
-	if b := e.ok("GET", "/api/v1/tenants/default/", ""); !strings.Contains(b, `"Networks":{"default:contiv":{"type":"network","key":"default:contiv"}}`) {
+	if b := e.OK("GET", "/api/v1/tenants/default/", ""); !strings.Contains(b, `"Networks":{"default:contiv":{"type":"network","key":"default:contiv"}}`) {
 		t.Fatalf("tenant links: %s", b)
 	}
-	e.fail("POST", "/api/v1/networks/default:contiv/", netBody("default", "contiv", "vlan", "10.1.1.1/24", "10.1.1.254", 1),
+	e.Fail("POST", "/api/v1/networks/default:contiv/", mastertest.NetBody("default", "contiv", "vlan", "10.1.1.1/24", "10.1.1.254", 1),
 		"Cant change network parameters after its created")
-	e.deleteNet("default", "contiv")
-	e.fail("DELETE", "/api/v1/networks/default:contiv/", "", "network not found")
-	e.createNet("default", "vx", "vxlan", "10.1.1.0/24", "", 1)
-	if ni := e.netOper("default", "vx"); ni.Oper.PktTag != 1 || ni.Oper.ExternalPktTag != 1 {
+	e.DeleteNet("default", "contiv")
+	e.Fail("DELETE", "/api/v1/networks/default:contiv/", "", "network not found")
+	e.CreateNet("default", "vx", "vxlan", "10.1.1.0/24", "", 1)
+	if ni := e.NetOper("default", "vx"); ni.Oper.PktTag != 1 || ni.Oper.ExternalPktTag != 1 {
 		t.Fatalf("vxlan oper: %+v", ni.Oper)
 	}
-	e.deleteNet("default", "vx")
+	e.DeleteNet("default", "vx")
 
 	// 12.
-	e.createNet("default", "contiv-net", "vlan", "10.1.1.0/24", "", 0)
-	if ni := e.netOper("default", "contiv-net"); ni.Oper.AllocatedIPAddresses != "" {
+	e.CreateNet("default", "contiv-net", "vlan", "10.1.1.0/24", "", 0)
+	if ni := e.NetOper("default", "contiv-net"); ni.Oper.AllocatedIPAddresses != "" {
 		t.Fatalf("no-gateway network: %+v", ni.Oper)
 	}
-	e.ok("POST", "/api/v1/networks/default:v6/", `{"tenantName":"default","networkName":"v6","encap":"vlan","subnet":"10.9.1.0/24","ipv6Subnet":"2016:0617::/120"}`)
-	if got := e.dump()["state/nets/v6.default"]; !strings.Contains(got, `"ipv6SubnetLen":120`) {
+	e.OK("POST", "/api/v1/networks/default:v6/", `{"tenantName":"default","networkName":"v6","encap":"vlan","subnet":"10.9.1.0/24","ipv6Subnet":"2016:0617::/120"}`)
+	if got := e.Dump()["state/nets/v6.default"]; !strings.Contains(got, `"ipv6SubnetLen":120`) {
 		t.Fatalf("ipv6 state: %s", got)
 	}
-	e.ok("POST", "/api/v1/networks/default:infra1/", `{"tenantName":"default","networkName":"infra1","encap":"vlan","subnet":"10.9.2.0/24","nwType":"infra"}`)
+	e.OK("POST", "/api/v1/networks/default:infra1/", `{"tenantName":"default","networkName":"infra1","encap":"vlan","subnet":"10.9.2.0/24","nwType":"infra"}`)
 	for _, n := range []string{"contiv-net", "v6", "infra1"} {
-		e.deleteNet("default", n)
+		e.DeleteNet("default", n)
 	}
 
 	// 13.
 	bad := []string{
-		netBody("default", "contiv:invalid", "vlan", "10.1.1.0/24", "", 0),
-		netBody("default", "-invalid", "vlan", "10.1.1.0/24", "", 0),
+		mastertest.NetBody("default", "contiv:invalid", "vlan", "10.1.1.0/24", "", 0),
+		mastertest.NetBody("default", "-invalid", "vlan", "10.1.1.0/24", "", 0),
 		`{"tenantName":"default","networkName":"x","encap":"vlan","subnet":"10.1.1.0/24","nwType":"infratest"}`,
 		`{"tenantName":"default","networkName":"x","encap":"vlan","subnet":"10.1.1.0/24","nwType":"datatest"}`,
-		netBody("default", "x", "vvvv", "10.1.1.0/24", "", 0),
-		netBody("default", "x", "vlan", "10.1.1.0/24", "", 5000),
-		netBody("default", "x", "vxlan", "10.1.1.0/24", "", 20000),
+		mastertest.NetBody("default", "x", "vvvv", "10.1.1.0/24", "", 0),
+		mastertest.NetBody("default", "x", "vlan", "10.1.1.0/24", "", 5000),
+		mastertest.NetBody("default", "x", "vxlan", "10.1.1.0/24", "", 20000),
 		`{"tenantName":"default","networkName":"x","encap":"vlan","subnet":"10.1.1.0/24","ipv6Subnet":"2016:0617::/128"}`,
 		`{"tenantName":"default","networkName":"x","encap":"vlan","subnet":"10.1.1.0/24","cfgdTag":"tag=contiv-net"}`,
 		`{"tenantName":"default","networkName":"x","encap":"vlan","subnet":"10.1.1.0/24","cfgdTag":"io.contiv.network/test"}`,
-		netBody("nosuchtenant", "x", "vlan", "10.1.1.0/24", "", 0),
+		mastertest.NetBody("nosuchtenant", "x", "vlan", "10.1.1.0/24", "", 0),
 	}
 	for _, s := range []string{"10.1.1.10-20/24", "10.1.1.10-10.1.20/24", "10.1.1.10-10.1.1.1/24", "10.1.1.10-10.1.2.30/24",
 		"10.1.1.10-10.2.1.30/16", "10.1.1.10-10.1.1.1.30/24", "10.1.1/24", "10.1.1.256/24", "10.1.1.1-70/26", "10.1.1.1/32"} {
-		bad = append(bad, netBody("default", "x", "vlan", s, "", 0))
+		bad = append(bad, mastertest.NetBody("default", "x", "vlan", s, "", 0))
 	}
 	for _, body := range bad {
 		var key struct{ TenantName, NetworkName string }
 		_ = json.Unmarshal([]byte(body), &key)
-		e.fail("POST", "/api/v1/networks/"+key.TenantName+":"+key.NetworkName+"/", body, "")
+		e.Fail("POST", "/api/v1/networks/"+key.TenantName+":"+key.NetworkName+"/", body, "")
 	}
-	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.10-10.1.1.1/24", "", 0), "Network subnet format not valid")
-	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.0/24", "10.1.2.1", 0),
+	e.Fail("POST", "/api/v1/networks/default:x/", mastertest.NetBody("default", "x", "vlan", "10.1.1.10-10.1.1.1/24", "", 0), "Network subnet format not valid")
+	e.Fail("POST", "/api/v1/networks/default:x/", mastertest.NetBody("default", "x", "vlan", "10.1.1.0/24", "10.1.2.1", 0),
 		"gateway 10.1.2.1 is outside subnet 10.1.1.0/24")
-	e.fail("POST", "/api/v1/networks/nosuch:x/", netBody("nosuch", "x", "vlan", "10.1.1.0/24", "", 0), "Tenant nosuch not found")
-	e.fail("POST", "/api/v1/networks/default:x/", netBody("default", "x", "vlan", "10.1.1.0/7", "", 0), "")
+	e.Fail("POST", "/api/v1/networks/nosuch:x/", mastertest.NetBody("nosuch", "x", "vlan", "10.1.1.0/24", "", 0), "Tenant nosuch not found")
+	e.Fail("POST", "/api/v1/networks/default:x/", mastertest.NetBody("default", "x", "vlan", "10.1.1.0/7", "", 0), "")
 
 	// 14.
-	e.createNet("default", "r1", "vlan", "10.1.1.10-10.1.1.20/24", "", 0)
-	if ni := e.netOper("default", "r1"); ni.Oper.AvailableIPAddresses != "10.1.1.10-10.1.1.20" {
+	e.CreateNet("default", "r1", "vlan", "10.1.1.10-10.1.1.20/24", "", 0)
+	if ni := e.NetOper("default", "r1"); ni.Oper.AvailableIPAddresses != "10.1.1.10-10.1.1.20" {
 		t.Fatalf("range network: %+v", ni.Oper)
 	}
-	e.createNet("default", "r2", "vlan", "10.2.1.10-10.2.5.254/16", "", 0)
-	e.ok("POST", "/api/v1/networks/default:t1/", `{"tenantName":"default","networkName":"t1","encap":"vlan","subnet":"10.3.1.0/24","cfgdTag":"contiv-net"}`)
-	if ni := e.netOper("default", "t1"); ni.Oper.NetworkTag != "contiv-net" {
+	e.CreateNet("default", "r2", "vlan", "10.2.1.10-10.2.5.254/16", "", 0)
+	e.OK("POST", "/api/v1/networks/default:t1/", `{"tenantName":"default","networkName":"t1","encap":"vlan","subnet":"10.3.1.0/24","cfgdTag":"contiv-net"}`)
+	if ni := e.NetOper("default", "t1"); ni.Oper.NetworkTag != "contiv-net" {
 		t.Fatalf("tag: %+v", ni.Oper)
 	}
-	e.ok("POST", "/api/v1/networks/default:t2/", `{"tenantName":"default","networkName":"t2","encap":"vlan","subnet":"10.4.1.0/24","cfgdTag":"io.contiv.network.test"}`)
+	e.OK("POST", "/api/v1/networks/default:t2/", `{"tenantName":"default","networkName":"t2","encap":"vlan","subnet":"10.4.1.0/24","cfgdTag":"io.contiv.network.test"}`)
 	for _, n := range []string{"r1", "r2", "t1", "t2"} {
-		e.deleteNet("default", n)
+		e.DeleteNet("default", n)
 	}
 
 	// 15. Auto tags.
-	e.createNet("default", "a1", "vlan", "10.1.1.0/24", "", 0)
-	e.createNet("default", "a2", "vxlan", "10.1.2.0/24", "", 0)
-	e.createNet("default", "a3", "vxlan", "10.1.3.0/24", "", 0)
-	e.createNet("default", "a4", "vxlan", "10.1.4.0/24", "", 1000)
+	e.CreateNet("default", "a1", "vlan", "10.1.1.0/24", "", 0)
+	e.CreateNet("default", "a2", "vxlan", "10.1.2.0/24", "", 0)
+	e.CreateNet("default", "a3", "vxlan", "10.1.3.0/24", "", 0)
+	e.CreateNet("default", "a4", "vxlan", "10.1.4.0/24", "", 1000)
 	for n, want := range map[string][2]int{"a1": {1, 0}, "a2": {1, 1}, "a3": {2, 2}, "a4": {3, 1000}} {
-		if ni := e.netOper("default", n); ni.Oper.PktTag != want[0] || ni.Oper.ExternalPktTag != want[1] {
+		if ni := e.NetOper("default", n); ni.Oper.PktTag != want[0] || ni.Oper.ExternalPktTag != want[1] {
 			t.Fatalf("%s: oper %+v want %v", n, ni.Oper, want)
 		}
 	}
-	e.fail("POST", "/api/v1/networks/default:dup/", netBody("default", "dup", "vlan", "10.1.1.0/24", "", 1), "")
-	e.fail("POST", "/api/v1/networks/default:dup/", netBody("default", "dup", "vxlan", "10.1.2.0/24", "", 1), "")
+	e.Fail("POST", "/api/v1/networks/default:dup/", mastertest.NetBody("default", "dup", "vlan", "10.1.1.0/24", "", 1), "")
+	e.Fail("POST", "/api/v1/networks/default:dup/", mastertest.NetBody("default", "dup", "vxlan", "10.1.2.0/24", "", 1), "")
 	for _, n := range []string{"a1", "a2", "a3", "a4"} {
-		e.deleteNet("default", n)
+		e.DeleteNet("default", n)
 	}
-	e.setGlobal(globalBody("default", "100-1000", "1001-2000", "bridge", "proxy", "172.19.0.0/16"))
-	e.fail("POST", "/api/v1/networks/default:q/", netBody("default", "q", "vlan", "10.1.1.0/24", "", 1001), "requested vlan not available - vlan:1001")
-	e.fail("POST", "/api/v1/networks/default:q/", netBody("default", "q", "vlan", "10.1.1.0/24", "", 99), "requested vlan not available - vlan:99")
-	e.fail("POST", "/api/v1/networks/default:q/", netBody("default", "q", "vxlan", "10.1.1.0/24", "", 2001), "requested vxlan not available")
-	e.fail("POST", "/api/v1/networks/default:q/", netBody("default", "q", "vxlan", "10.1.1.0/24", "", 1000), "requested vxlan is out of range")
-	e.setGlobal(defaultGlobal)
+	e.SetGlobal(mastertest.GlobalBody("default", "100-1000", "1001-2000", "bridge", "proxy", "172.19.0.0/16"))
+	e.Fail("POST", "/api/v1/networks/default:q/", mastertest.NetBody("default", "q", "vlan", "10.1.1.0/24", "", 1001), "requested vlan not available - vlan:1001")
+	e.Fail("POST", "/api/v1/networks/default:q/", mastertest.NetBody("default", "q", "vlan", "10.1.1.0/24", "", 99), "requested vlan not available - vlan:99")
+	e.Fail("POST", "/api/v1/networks/default:q/", mastertest.NetBody("default", "q", "vxlan", "10.1.1.0/24", "", 2001), "requested vxlan not available")
+	e.Fail("POST", "/api/v1/networks/default:q/", mastertest.NetBody("default", "q", "vxlan", "10.1.1.0/24", "", 1000), "requested vxlan is out of range")
+	e.SetGlobal(mastertest.DefaultGlobal)
 
 	// 16. Overlaps.
-	e.createNet("default", "o1", "vlan", "10.1.1.0/24", "", 0)
-	e.createNet("default", "o2", "vlan", "10.1.2.0/24", "", 0)
-	e.fail("POST", "/api/v1/networks/default:o3/", netBody("default", "o3", "vxlan", "10.1.1.0/24", "10.1.1.1", 0),
+	e.CreateNet("default", "o1", "vlan", "10.1.1.0/24", "", 0)
+	e.CreateNet("default", "o2", "vlan", "10.1.2.0/24", "", 0)
+	e.Fail("POST", "/api/v1/networks/default:o3/", mastertest.NetBody("default", "o3", "vxlan", "10.1.1.0/24", "10.1.1.1", 0),
 		"network o1 conflicts with subnet 10.1.1.0/24")
-	e.fail("POST", "/api/v1/networks/default:o3/", netBody("default", "o3", "vlan", "10.1.0.0/16", "", 0), "")
-	e.deleteNet("default", "o1")
-	e.deleteNet("default", "o2")
-	e.createNet("default", "w", "vlan", "10.1.1.0/16", "", 0)
-	e.fail("POST", "/api/v1/networks/default:o3/", netBody("default", "o3", "vlan", "10.1.2.0/24", "", 0), "network w conflicts with subnet 10.1.2.0/24")
-	e.deleteNet("default", "w")
-	e.createNet("default", "ra", "vlan", "20.1.1.10-20.1.1.45/24", "", 0)
-	e.createNet("default", "rb", "vlan", "20.1.1.46-20.1.1.100/24", "", 0)
-	e.createNet("default", "rc", "vlan", "20.1.1.0-20.1.1.9/24", "", 0)
-	e.fail("POST", "/api/v1/networks/default:rd/", netBody("default", "rd", "vlan", "20.1.1.0-20.1.1.10/24", "", 0), "network ra conflicts with subnet 20.1.1.0-20.1.1.10/24")
+	e.Fail("POST", "/api/v1/networks/default:o3/", mastertest.NetBody("default", "o3", "vlan", "10.1.0.0/16", "", 0), "")
+	e.DeleteNet("default", "o1")
+	e.DeleteNet("default", "o2")
+	e.CreateNet("default", "w", "vlan", "10.1.1.0/16", "", 0)
+	e.Fail("POST", "/api/v1/networks/default:o3/", mastertest.NetBody("default", "o3", "vlan", "10.1.2.0/24", "", 0), "network w conflicts with subnet 10.1.2.0/24")
+	e.DeleteNet("default", "w")
+	e.CreateNet("default", "ra", "vlan", "20.1.1.10-20.1.1.45/24", "", 0)
+	e.CreateNet("default", "rb", "vlan", "20.1.1.46-20.1.1.100/24", "", 0)
+	e.CreateNet("default", "rc", "vlan", "20.1.1.0-20.1.1.9/24", "", 0)
+	e.Fail("POST", "/api/v1/networks/default:rd/", mastertest.NetBody("default", "rd", "vlan", "20.1.1.0-20.1.1.10/24", "", 0), "network ra conflicts with subnet 20.1.1.0-20.1.1.10/24")
 	v6 := func(name, sub string) string {
 		return fmt.Sprintf(`{"tenantName":"default","networkName":%q,"encap":"vlan","subnet":"30.%d.0.0/16","ipv6Subnet":%q}`, name, len(name)+len(sub), sub)
 	}
-	e.ok("POST", "/api/v1/networks/default:s1/", v6("s1", "::/64"))
-	e.ok("POST", "/api/v1/networks/default:s2/", v6("s2", "1::/64"))
-	e.fail("POST", "/api/v1/networks/default:s3x/", v6("s3x", "1::/64"), "network s2 conflicts with subnetv6  1::/64")
-	e.ok("POST", "/api/v1/networks/default:s4/", v6("s4", "2001:2000::/32"))
-	e.fail("POST", "/api/v1/networks/default:s5/", v6("s5", "2001:2000:1234:4422::/64"), "")
-	e.ok("POST", "/api/v1/tenants/other/", `{"tenantName":"other"}`)
-	e.createNet("other", "ra", "vlan", "20.1.1.10-20.1.1.45/24", "", 0)
+	e.OK("POST", "/api/v1/networks/default:s1/", v6("s1", "::/64"))
+	e.OK("POST", "/api/v1/networks/default:s2/", v6("s2", "1::/64"))
+	e.Fail("POST", "/api/v1/networks/default:s3x/", v6("s3x", "1::/64"), "network s2 conflicts with subnetv6  1::/64")
+	e.OK("POST", "/api/v1/networks/default:s4/", v6("s4", "2001:2000::/32"))
+	e.Fail("POST", "/api/v1/networks/default:s5/", v6("s5", "2001:2000:1234:4422::/64"), "")
+	e.OK("POST", "/api/v1/tenants/other/", `{"tenantName":"other"}`)
+	e.CreateNet("other", "ra", "vlan", "20.1.1.10-20.1.1.45/24", "", 0)
 
 	// 18.
-	e.createNet("default", "base", "vlan", "40.1.1.0/24", "", 0)
-	e.ok("POST", "/api/v1/endpointGroups/default:epg1/", `{"tenantName":"default","groupName":"epg1","networkName":"base"}`)
-	e.fail("POST", "/api/v1/networks/default:epg1/", netBody("default", "epg1", "vlan", "40.2.1.0/24", "", 0), "EndpointGroup epg1 conflicts with the network name")
-	e.fail("DELETE", "/api/v1/networks/default:base/", "", "cannot delete base has 1 endpoint groups")
+	e.CreateNet("default", "base", "vlan", "40.1.1.0/24", "", 0)
+	e.OK("POST", "/api/v1/endpointGroups/default:epg1/", `{"tenantName":"default","groupName":"epg1","networkName":"base"}`)
+	e.Fail("POST", "/api/v1/networks/default:epg1/", mastertest.NetBody("default", "epg1", "vlan", "40.2.1.0/24", "", 0), "EndpointGroup epg1 conflicts with the network name")
+	e.Fail("DELETE", "/api/v1/networks/default:base/", "", "cannot delete base has 1 endpoint groups")
 }
 
 type masterConfig = master.Config

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/ofnet/ofmaster"
@@ -204,58 +205,58 @@ func waitUntil(t testing.TB, what string, cond func() bool, dump func() string) 
 }
 
 func ofnetCfg(clear time.Duration) master.Config {
-	c := defaultCfg()
+	c := mastertest.DefaultConfig()
 	c.OfnetIP, c.OfnetPort, c.OfnetClearDelay = "127.0.0.1", 0, clear
 	return c
 }
 
 // ofnetState reads GET /debug/ofnet.
 func (e *env) ofnetState() ofmaster.State {
-	e.t.Helper()
-	code, body, hdr := doReq(e.t, e.srv.URL, "GET", "/debug/ofnet", "")
+	e.T.Helper()
+	code, body, hdr := mastertest.DoReq(e.T, e.Srv.URL, "GET", "/debug/ofnet", "")
 	if code != http.StatusOK || hdr.Get("Content-Type") != "application/json" {
-		e.t.Fatalf("/debug/ofnet: %d %s %q", code, hdr.Get("Content-Type"), body)
+		e.T.Fatalf("/debug/ofnet: %d %s %q", code, hdr.Get("Content-Type"), body)
 	}
 	var st ofmaster.State
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		e.t.Fatalf("/debug/ofnet: %v in %s", err, body)
+		e.T.Fatalf("/debug/ofnet: %v in %s", err, body)
 	}
 	return st
 }
 
 // masterNode is the ofnet master's address, once it serves.
 func (e *env) masterNode() ofrpc.OfnetNode {
-	e.t.Helper()
+	e.T.Helper()
 	var st ofmaster.State
-	waitUntil(e.t, "the ofnet master to serve", func() bool { st = e.ofnetState(); return st.MyPort != 0 }, func() string { return "" })
+	waitUntil(e.T, "the ofnet master to serve", func() bool { st = e.ofnetState(); return st.MyPort != 0 }, func() string { return "" })
 	return ofrpc.OfnetNode{HostAddr: st.MyAddr, HostPort: st.MyPort}
 }
 
 // registerNetplugin registers the netplugin service of a host (as netplugin
 // does: control IP, agent port, host name); deregistered at cleanup.
 func (e *env) registerNetplugin(ctrl string, port uint16, hostname string) objdb.ServiceInfo {
-	e.t.Helper()
+	e.T.Helper()
 	info := objdb.ServiceInfo{ServiceName: "netplugin", Role: "netplugin", TTL: 10, HostAddr: ctrl, Port: int(port), Hostname: hostname}
 	e.register(info)
 	return info
 }
 
 func (e *env) register(info objdb.ServiceInfo) {
-	e.t.Helper()
-	if err := e.st.RegisterService(testCtx(e.t, 10*time.Second), info); err != nil {
-		e.t.Fatalf("register %+v: %v", info, err)
+	e.T.Helper()
+	if err := e.St.RegisterService(mastertest.Ctx(e.T, 10*time.Second), info); err != nil {
+		e.T.Fatalf("register %+v: %v", info, err)
 	}
-	e.t.Cleanup(func() {
+	e.T.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		e.st.DeregisterService(ctx, info)
+		e.St.DeregisterService(ctx, info)
 	})
 }
 
 func (e *env) deregister(info objdb.ServiceInfo) {
-	e.t.Helper()
-	if err := e.st.DeregisterService(testCtx(e.t, 10*time.Second), info); err != nil {
-		e.t.Fatalf("deregister %+v: %v", info, err)
+	e.T.Helper()
+	if err := e.St.DeregisterService(mastertest.Ctx(e.T, 10*time.Second), info); err != nil {
+		e.T.Fatalf("deregister %+v: %v", info, err)
 	}
 }
 
@@ -280,10 +281,10 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	b.push(self, ofrpc.MasterEndpointAdd, epB)
 
 	// A rule through the REST model reaches the registered agent.
-	e.createNet("default", "net", "vlan", "198.18.20.0/24", "", 0)
-	e.ok("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
-	e.createEPG("default", "g1", "net", `"policies":["p1"]`)
-	e.ok("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
+	e.CreateNet("default", "net", "vlan", "198.18.20.0/24", "", 0)
+	e.OK("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
+	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
+	e.OK("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
 	ruleIDs := e.stateKeys("state/policyRule/")
 	if len(ruleIDs) != 2 {
 		t.Fatalf("rule states: %v", ruleIDs)
@@ -328,7 +329,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	}
 
 	// Deleting the rule withdraws it from every agent.
-	e.ok("DELETE", rulePath("default", "p1", "1"), "")
+	e.OK("DELETE", rulePath("default", "p1", "1"), "")
 	for _, ag := range []*ofAgent{a, b} {
 		for _, id := range ruleIDs {
 			ag.waitCall(ofrpc.PolicyDelRule+" "+id, 1)
@@ -347,7 +348,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 func TestOfnetRestoresAndFollowsRuleState(t *testing.T) {
 	root := e0Root(t)
 	st := state.New(root.st)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := mastertest.Ctx(t, 30*time.Second)
 	r1 := state.PolicyRule{OfnetPolicyRule: state.OfnetPolicyRule{RuleId: "t:g:t:p:r1:inRx", Priority: 3, DstEndpointGroup: 7, Action: "allow"}}
 	if _, err := st.PolicyRules.Write(ctx, r1); err != nil {
 		t.Fatal(err)
@@ -437,7 +438,7 @@ func TestOfnetStopsWithLeadership(t *testing.T) {
 		t.Fatalf("ofnet master not listening: %v", err)
 	}
 	conn.Close()
-	e.stop()
+	e.Stop()
 	waitUntil(t, "the ofnet port to close", func() bool {
 		c, err := net.Dial("tcp", self.Addr())
 		if err == nil {
@@ -450,7 +451,7 @@ func TestOfnetStopsWithLeadership(t *testing.T) {
 // Without an ofnet address there is no ofnet master and no debug route.
 func TestOfnetDisabled(t *testing.T) {
 	e := newEnv(t)
-	if code, _ := e.do("GET", "/debug/ofnet", ""); code != http.StatusNotFound {
+	if code, _ := e.Do("GET", "/debug/ofnet", ""); code != http.StatusNotFound {
 		t.Fatalf("/debug/ofnet without ofnet master: %d", code)
 	}
 }
@@ -464,13 +465,10 @@ type rootEnv struct {
 
 func e0Root(t *testing.T) *rootEnv {
 	root := objdbtest.UniqueRoot(t)
-	return &rootEnv{t: t, st: openStore(t, etcdEndpoint, root), rt: root}
+	return &rootEnv{t: t, st: mastertest.OpenStore(t, etcdEndpoint, root), rt: root}
 }
 
 func (r *rootEnv) start(cfg master.Config) *env {
 	r.t.Helper()
-	e := &env{t: r.t, root: r.rt, st: r.st, cfg: cfg}
-	e.start()
-	r.t.Cleanup(e.stop)
-	return e
+	return &env{mastertest.StartOn(r.t, r.rt, r.st, cfg)}
 }

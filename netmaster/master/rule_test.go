@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -25,9 +26,9 @@ func ruleBody(tenant, policy, id, dir, extra string) string {
 
 // stateKeys lists the store keys with this prefix.
 func (e *env) stateKeys(prefix string) []string {
-	e.t.Helper()
+	e.T.Helper()
 	var out []string
-	for k := range e.dump() {
+	for k := range e.Dump() {
 		if strings.HasPrefix(k, prefix) {
 			out = append(out, strings.TrimPrefix(k, prefix))
 		}
@@ -40,63 +41,63 @@ func (e *env) stateKeys(prefix string) []string {
 type ofnetRule = state.OfnetPolicyRule
 
 func (e *env) policyRule(id string) ofnetRule {
-	e.t.Helper()
-	raw, ok := e.dump()["state/policyRule/"+id]
+	e.T.Helper()
+	raw, ok := e.Dump()["state/policyRule/"+id]
 	if !ok {
-		e.t.Fatalf("no policy rule %s", id)
+		e.T.Fatalf("no policy rule %s", id)
 	}
 	var r ofnetRule
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		e.t.Fatalf("policy rule %s: %v", raw, err)
+		e.T.Fatalf("policy rule %s: %v", raw, err)
 	}
 	return r
 }
 
 func TestRules(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
-	e.createNet("default", "net2", "vlan", "10.2.1.0/24", "", 0)
-	e.ok("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
-	e.createEPG("default", "g0", "net", "")
+	e.CreateNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
+	e.CreateNet("default", "net2", "vlan", "10.2.1.0/24", "", 0)
+	e.OK("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
+	e.CreateEPG("default", "g0", "net", "")
 
 	// 24: rules on an unattached policy.
-	e.ok("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
-	e.ok("POST", rulePath("default", "p1", "2"), ruleBody("default", "p1", "2", "out", `"toNetwork":"net2","priority":10`))
-	e.ok("POST", rulePath("default", "p1", "3"), ruleBody("default", "p1", "3", "in", `"fromEndpointGroup":"g0","protocol":"tcp"`))
+	e.OK("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
+	e.OK("POST", rulePath("default", "p1", "2"), ruleBody("default", "p1", "2", "out", `"toNetwork":"net2","priority":10`))
+	e.OK("POST", rulePath("default", "p1", "3"), ruleBody("default", "p1", "3", "in", `"fromEndpointGroup":"g0","protocol":"tcp"`))
 	if ks := e.stateKeys("state/policyRule/"); len(ks) != 0 {
 		t.Fatalf("rule states without groups: %v", ks)
 	}
-	if b := e.ok("GET", "/api/v1/policys/default:p1/", ""); !strings.Contains(b, `"Rules":{"default:p1:1"`) {
+	if b := e.OK("GET", "/api/v1/policys/default:p1/", ""); !strings.Contains(b, `"Rules":{"default:p1:1"`) {
 		t.Fatalf("policy rules: %s", b)
 	}
-	if b := e.ok("GET", "/api/v1/endpointGroups/default:g0/", ""); !strings.Contains(b, `"MatchRules":{"default:p1:3"`) {
+	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); !strings.Contains(b, `"MatchRules":{"default:p1:3"`) {
 		t.Fatalf("group match rules: %s", b)
 	}
-	if b := e.ok("GET", rulePath("default", "p1", "3"), ""); !strings.Contains(b, `"MatchEndpointGroup":{"type":"endpointGroup","key":"default:g0"}`) || !strings.Contains(b, `"Policies":{"default:p1"`) {
+	if b := e.OK("GET", rulePath("default", "p1", "3"), ""); !strings.Contains(b, `"MatchEndpointGroup":{"type":"endpointGroup","key":"default:g0"}`) || !strings.Contains(b, `"Policies":{"default:p1"`) {
 		t.Fatalf("rule links: %s", b)
 	}
 
 	// 26: refusals, in spec order.
-	e.fail("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", ""), "can not update a rule after its created")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toNetwork":"net"`), "can not specify 'to' parameters in incoming rule")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toEndpointGroup":"g0"`), "can not specify 'to' parameters in incoming rule")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromIpAddress":"10.1.1.1"`), "can not specify both from network and from ip address")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromEndpointGroup":"g0"`), "can not specify both from network and from EndpointGroup")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromNetwork":"net"`), "can not specify 'from' parameters in outgoing rule")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromIpAddress":"10.1.1.1"`), "can not specify 'from' parameters in outgoing rule")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toIpAddress":"10.1.1.1"`), "can not specify both to-network and to-ip address")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toEndpointGroup":"g0"`), "can not specify both to-network and to-EndpointGroup")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"nosuch"`), "from Network default:nosuch not found")
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"nosuch"`), "to Network default:nosuch not found")
-	e.fail("POST", rulePath("default", "nosuch", "9"), ruleBody("default", "nosuch", "9", "in", ""), "Policy default:nosuch not found")
-	e.fail("POST", rulePath("nosuch", "p1", "9"), ruleBody("nosuch", "p1", "9", "in", ""), "Policy nosuch:p1 not found")
+	e.Fail("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", ""), "can not update a rule after its created")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toNetwork":"net"`), "can not specify 'to' parameters in incoming rule")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toEndpointGroup":"g0"`), "can not specify 'to' parameters in incoming rule")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromIpAddress":"10.1.1.1"`), "can not specify both from network and from ip address")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromEndpointGroup":"g0"`), "can not specify both from network and from EndpointGroup")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromNetwork":"net"`), "can not specify 'from' parameters in outgoing rule")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromIpAddress":"10.1.1.1"`), "can not specify 'from' parameters in outgoing rule")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toIpAddress":"10.1.1.1"`), "can not specify both to-network and to-ip address")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toEndpointGroup":"g0"`), "can not specify both to-network and to-EndpointGroup")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"nosuch"`), "from Network default:nosuch not found")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"nosuch"`), "to Network default:nosuch not found")
+	e.Fail("POST", rulePath("default", "nosuch", "9"), ruleBody("default", "nosuch", "9", "in", ""), "Policy default:nosuch not found")
+	e.Fail("POST", rulePath("nosuch", "p1", "9"), ruleBody("nosuch", "p1", "9", "in", ""), "Policy nosuch:p1 not found")
 	// 25: toIpAddress on an incoming rule.
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, 0 endpoint groups linked to policy p1 ")
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, 0 endpoint groups linked to policy p1 ")
 
 	// 19: attaching installs every rule of the policy.
-	e.createEPG("default", "g1", "net", `"policies":["p1"]`)
+	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
 	if ks := e.stateKeys("state/policy/"); len(ks) != 1 || ks[0] != "default:g1:default:p1" {
 		t.Fatalf("epg policies: %v", ks)
 	}
@@ -108,12 +109,12 @@ func TestRules(t *testing.T) {
 	if ks := e.stateKeys("state/policyRule/"); fmt.Sprint(ks) != fmt.Sprint(want) {
 		t.Fatalf("rule states:\n got %v\nwant %v", ks, want)
 	}
-	var g1 groupState
-	if err := json.Unmarshal([]byte(e.dump()["state/endpointGroups/g1:default"]), &g1); err != nil {
+	var g1 mastertest.GroupRecord
+	if err := json.Unmarshal([]byte(e.Dump()["state/endpointGroups/g1:default"]), &g1); err != nil {
 		t.Fatal(err)
 	}
-	var g0 groupState
-	if err := json.Unmarshal([]byte(e.dump()["state/endpointGroups/g0:default"]), &g0); err != nil {
+	var g0 mastertest.GroupRecord
+	if err := json.Unmarshal([]byte(e.Dump()["state/endpointGroups/g0:default"]), &g0); err != nil {
 		t.Fatal(err)
 	}
 	gid, rid := g1.EndpointGroupID, g0.EndpointGroupID
@@ -130,66 +131,66 @@ func TestRules(t *testing.T) {
 	}
 
 	// A rule added while attached is installed; deleting it uninstalls.
-	e.ok("POST", rulePath("default", "p1", "4"), ruleBody("default", "p1", "4", "out", `"protocol":"udp","port":53,"toIpAddress":"8.8.8.8"`))
+	e.OK("POST", rulePath("default", "p1", "4"), ruleBody("default", "p1", "4", "out", `"protocol":"udp","port":53,"toIpAddress":"8.8.8.8"`))
 	if r := e.policyRule("default:g1:default:p1:default:p1:4:outRx"); r.SrcIpAddr != "8.8.8.8" || r.SrcPort != 53 || r.DstEndpointGroup != gid || r.IpProtocol != 17 {
 		t.Fatalf("outRx: %+v", r)
 	}
-	if !strings.Contains(e.dump()["state/policy/default:g1:default:p1"], `"default:p1:4"`) {
+	if !strings.Contains(e.Dump()["state/policy/default:g1:default:p1"], `"default:p1:4"`) {
 		t.Fatal("rule map missing in epg policy")
 	}
-	e.ok("DELETE", rulePath("default", "p1", "4"), "")
+	e.OK("DELETE", rulePath("default", "p1", "4"), "")
 	if ks := e.stateKeys("state/policyRule/"); fmt.Sprint(ks) != fmt.Sprint(want) {
 		t.Fatalf("rule states after delete: %v", ks)
 	}
-	if strings.Contains(e.dump()["state/policy/default:g1:default:p1"], `"default:p1:4"`) {
+	if strings.Contains(e.Dump()["state/policy/default:g1:default:p1"], `"default:p1:4"`) {
 		t.Fatal("rule map left in epg policy")
 	}
 
 	// 25 continued: one group, IP not in it / in it.
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, unable to read endpoint state")
-	ep := e.createEndpoint(createEP("default", "net", "g1", "c1", ""))
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, unable to read endpoint state")
+	ep := e.CreateEndpoint(mastertest.CreateEP("default", "net", "g1", "c1", ""))
 	ip := ep.EndpointConfig.IPAddress
-	e.fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.200"`), "failed to configure 10.1.1.200, ip address is not in epg g1:default")
-	e.ok("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", fmt.Sprintf(`"toIpAddress":%q`, ip)))
+	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.200"`), "failed to configure 10.1.1.200, ip address is not in epg g1:default")
+	e.OK("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", fmt.Sprintf(`"toIpAddress":%q`, ip)))
 	if r := e.policyRule("default:g1:default:p1:default:p1:9:inRx"); r.DstIpAddr != ip {
 		t.Fatalf("inRx with to ip: %+v", r)
 	}
-	e.ok("DELETE", rulePath("default", "p1", "9"), "")
+	e.OK("DELETE", rulePath("default", "p1", "9"), "")
 
 	// Detaching removes the instance and its rules.
-	e.createEPG("default", "g1", "net", "")
+	e.CreateEPG("default", "g1", "net", "")
 	if ks := e.stateKeys("state/policy"); len(ks) != 0 {
 		t.Fatalf("states after detach: %v", ks)
 	}
-	e.createEPG("default", "g1", "net", `"policies":["p1"]`)
+	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
 	if ks := e.stateKeys("state/policyRule/"); len(ks) != 4 {
 		t.Fatalf("rule states after reattach: %v", ks)
 	}
 
 	// 27.
-	e.fail("DELETE", rulePath("default", "p1", "nosuch"), "", "")
-	e.ok("DELETE", rulePath("default", "p1", "3"), "")
-	if b := e.ok("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "MatchRules") {
+	e.Fail("DELETE", rulePath("default", "p1", "nosuch"), "", "")
+	e.OK("DELETE", rulePath("default", "p1", "3"), "")
+	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "MatchRules") {
 		t.Fatalf("group match rules after delete: %s", b)
 	}
 	if ks := e.stateKeys("state/policyRule/"); len(ks) != 3 {
 		t.Fatalf("rule states after delete: %v", ks)
 	}
-	e.ok("POST", "/plugin/deleteEndpoint", deleteEP("default", "net", "g1", "c1"))
-	e.ok("DELETE", "/api/v1/endpointGroups/default:g1/", "")
+	e.OK("POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("default", "net", "g1", "c1"))
+	e.OK("DELETE", "/api/v1/endpointGroups/default:g1/", "")
 	if ks := e.stateKeys("state/policy"); len(ks) != 0 {
 		t.Fatalf("states after group delete: %v", ks)
 	}
-	e.ok("DELETE", rulePath("default", "p1", "1"), "")
-	e.ok("DELETE", "/api/v1/policys/default:p1/", "")
-	e.fail("DELETE", rulePath("default", "p1", "2"), "", "")
+	e.OK("DELETE", rulePath("default", "p1", "1"), "")
+	e.OK("DELETE", "/api/v1/policys/default:p1/", "")
+	e.Fail("DELETE", rulePath("default", "p1", "2"), "", "")
 }
 
 func TestAppProfiles(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
+	e.CreateNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
 	for _, g := range []string{"group1", "group2", "group3"} {
-		e.createEPG("default", g, "net", "")
+		e.CreateEPG("default", g, "net", "")
 	}
 	ap := func(name, groups string) (string, string) {
 		return "/api/v1/appProfiles/default:" + name + "/",
@@ -197,64 +198,64 @@ func TestAppProfiles(t *testing.T) {
 	}
 	// 28.
 	p, b := ap("a0", `[]`)
-	e.ok("POST", p, b)
+	e.OK("POST", p, b)
 	p, b = ap("a1", `["group1"]`)
-	e.ok("POST", p, b)
+	e.OK("POST", p, b)
 	p, b = ap("a2", `["group1","group3"]`)
-	e.ok("POST", p, b)
-	if g := e.ok("GET", "/api/v1/endpointGroups/default:group3/", ""); !strings.Contains(g, `"AppProfile":{"type":"appProfile","key":"default:a2"}`) {
+	e.OK("POST", p, b)
+	if g := e.OK("GET", "/api/v1/endpointGroups/default:group3/", ""); !strings.Contains(g, `"AppProfile":{"type":"appProfile","key":"default:a2"}`) {
 		t.Fatalf("group link: %s", g)
 	}
-	if tb := e.ok("GET", "/api/v1/tenants/default/", ""); !strings.Contains(tb, `"AppProfiles":{"default:a0"`) {
+	if tb := e.OK("GET", "/api/v1/tenants/default/", ""); !strings.Contains(tb, `"AppProfiles":{"default:a0"`) {
 		t.Fatalf("tenant link: %s", tb)
 	}
 	p, b = ap("a2", `["group1","group2","group3"]`)
-	e.ok("POST", p, b)
-	if g := e.ok("GET", p, ""); !strings.Contains(g, `"endpointGroups":["group1","group2","group3"]`) || !strings.Contains(g, `"default:group2"`) {
+	e.OK("POST", p, b)
+	if g := e.OK("GET", p, ""); !strings.Contains(g, `"endpointGroups":["group1","group2","group3"]`) || !strings.Contains(g, `"default:group2"`) {
 		t.Fatalf("updated profile: %s", g)
 	}
 	p, b = ap("a2", `["group2"]`)
-	e.ok("POST", p, b)
-	if g := e.ok("GET", "/api/v1/endpointGroups/default:group3/", ""); !strings.Contains(g, `"AppProfile":{}`) {
+	e.OK("POST", p, b)
+	if g := e.OK("GET", "/api/v1/endpointGroups/default:group3/", ""); !strings.Contains(g, `"AppProfile":{}`) {
 		t.Fatalf("dropped group still linked: %s", g)
 	}
 	p, b = ap("a3", `["group1","nosuch"]`)
-	e.fail("POST", p, b, "EndpointGroup default:nosuch not found")
-	e.fail("GET", p, "", "")
+	e.Fail("POST", p, b, "EndpointGroup default:nosuch not found")
+	e.Fail("GET", p, "", "")
 	p, b = ap("a2", `["nosuch"]`)
-	e.fail("POST", p, b, "EndpointGroup default:nosuch not found")
-	e.fail("POST", "/api/v1/appProfiles/nosuch:a9/", `{"tenantName":"nosuch","appProfileName":"a9"}`, "Tenant nosuch not found")
+	e.Fail("POST", p, b, "EndpointGroup default:nosuch not found")
+	e.Fail("POST", "/api/v1/appProfiles/nosuch:a9/", `{"tenantName":"nosuch","appProfileName":"a9"}`, "Tenant nosuch not found")
 	// 21.
-	e.fail("DELETE", "/api/v1/endpointGroups/default:group2/", "", "Cannot delete group2, associated to appProfile default:a2")
-	e.fail("DELETE", "/api/v1/tenants/default/", "", "")
+	e.Fail("DELETE", "/api/v1/endpointGroups/default:group2/", "", "Cannot delete group2, associated to appProfile default:a2")
+	e.Fail("DELETE", "/api/v1/tenants/default/", "", "")
 	for _, n := range []string{"a0", "a1", "a2"} {
-		e.ok("DELETE", "/api/v1/appProfiles/default:"+n+"/", "")
+		e.OK("DELETE", "/api/v1/appProfiles/default:"+n+"/", "")
 	}
-	if g := e.ok("GET", "/api/v1/endpointGroups/default:group2/", ""); !strings.Contains(g, `"AppProfile":{}`) {
+	if g := e.OK("GET", "/api/v1/endpointGroups/default:group2/", ""); !strings.Contains(g, `"AppProfile":{}`) {
 		t.Fatalf("group link after delete: %s", g)
 	}
-	if tb := e.ok("GET", "/api/v1/tenants/default/", ""); strings.Contains(tb, "AppProfiles") {
+	if tb := e.OK("GET", "/api/v1/tenants/default/", ""); strings.Contains(tb, "AppProfiles") {
 		t.Fatalf("tenant link after delete: %s", tb)
 	}
-	e.ok("DELETE", "/api/v1/endpointGroups/default:group2/", "")
+	e.OK("DELETE", "/api/v1/endpointGroups/default:group2/", "")
 }
 
 // Deleting a policy deletes its rules through the rule controller: the
 // groups a rule matched lose it from their MatchRules.
 func TestPolicyDeleteCascadesRules(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
-	e.createEPG("default", "g0", "net", "")
-	e.ok("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
-	e.ok("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"fromEndpointGroup":"g0"`))
-	if b := e.ok("GET", "/api/v1/endpointGroups/default:g0/", ""); !strings.Contains(b, `"MatchRules":{"default:p1:1"`) {
+	e.CreateNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
+	e.CreateEPG("default", "g0", "net", "")
+	e.OK("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
+	e.OK("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"fromEndpointGroup":"g0"`))
+	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); !strings.Contains(b, `"MatchRules":{"default:p1:1"`) {
 		t.Fatalf("group does not list the rule: %s", b)
 	}
-	e.ok("DELETE", "/api/v1/policys/default:p1/", "")
-	if b := e.ok("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "default:p1:1") {
+	e.OK("DELETE", "/api/v1/policys/default:p1/", "")
+	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "default:p1:1") {
 		t.Fatalf("deleted policy's rule still linked from the group: %s", b)
 	}
-	if code, _ := e.do("GET", rulePath("default", "p1", "1"), ""); code != 404 {
+	if code, _ := e.Do("GET", rulePath("default", "p1", "1"), ""); code != 404 {
 		t.Fatalf("rule of the deleted policy still exists (%d)", code)
 	}
 }
