@@ -93,19 +93,19 @@ func TestBgp(t *testing.T) {
 // object's host name: the first peer's session and admin state and the
 // routes; the agent's errors reach the client as 500 with their text.
 func TestBgpInspect(t *testing.T) {
-	np := startFakeNetplugins(t, "127.0.0.2", "127.0.0.3")
+	np := mastertest.StartFakeNetplugins(t, "127.0.0.2", "127.0.0.3")
 	cfg := mastertest.DefaultConfig()
-	cfg.NetpluginPort = np.port
+	cfg.NetpluginPort = np.Port
 	e := newEnvCfg(t, cfg)
 	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1-10000", "routing", "proxy", "172.19.0.0/16"))
-	e.registerNetplugin("127.0.0.2", 9002, "hostA")
-	e.registerNetplugin("127.0.0.3", 9002, "hostB")
+	e.RegisterNetplugin("127.0.0.2", 9002, "hostA")
+	e.RegisterNetplugin("127.0.0.3", 9002, "hostB")
 	e.OK("POST", bgpPath("hostA"), bgpBody("hostA", "65.1.1.1/24", "65001", "16.1.2.3", "65002"))
 	e.OK("POST", bgpPath("hostB"), bgpBody("hostB", "65.1.1.2/24", "65001", "16.1.2.3", "65002"))
 
-	np.setBgp("127.0.0.2", fakeAnswer{200, `{"Peers":[{"Conf":{"NeighborAddress":"16.1.2.3"},"State":{"SessionState":"established","AdminState":"up"}},` +
+	np.SetBgp("127.0.0.2", mastertest.FakeAnswer{Code: 200, Body: `{"Peers":[{"Conf":{"NeighborAddress":"16.1.2.3"},"State":{"SessionState":"established","AdminState":"up"}},` +
 		`{"State":{"SessionState":"idle","AdminState":"down"}}],"Dsts":["198.18.7.0/24","198.18.8.0/24"]}`})
-	np.setBgp("127.0.0.3", fakeAnswer{200, `{"Peers":[{"State":{"SessionState":6,"AdminState":0}}],"Dsts":[]}`})
+	np.SetBgp("127.0.0.3", mastertest.FakeAnswer{Code: 200, Body: `{"Peers":[{"State":{"SessionState":6,"AdminState":0}}],"Dsts":[]}`})
 	type inspectAnswer struct {
 		Config map[string]any
 		Oper   struct {
@@ -136,23 +136,21 @@ func TestBgpInspect(t *testing.T) {
 	if o := got.Oper; o.AdminStatus != "0" || o.NeighborStatus != "6" || o.NumRoutes != 0 {
 		t.Fatalf("hostB oper %+v", o)
 	}
-	reqs := np.take()
+	reqs := np.Take()
 	if strings.Join(reqs, "|") != "GET 127.0.0.2 /inspect/bgp|GET 127.0.0.3 /inspect/bgp" {
 		t.Fatalf("agent requests %v", reqs)
 	}
 
 	// Agent errors: its 500 body, "page not found" for 404, the status otherwise.
-	np.setBgp("127.0.0.2", fakeAnswer{500, "Error fetching bgp\n"})
+	np.SetBgp("127.0.0.2", mastertest.FakeAnswer{Code: 500, Body: "Error fetching bgp\n"})
 	e.Fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "Error fetching bgp")
-	np.setBgp("127.0.0.2", fakeAnswer{403, ""})
+	np.SetBgp("127.0.0.2", mastertest.FakeAnswer{Code: 403, Body: ""})
 	e.Fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "access denied")
-	np.setBgp("127.0.0.2", fakeAnswer{418, ""})
+	np.SetBgp("127.0.0.2", mastertest.FakeAnswer{Code: 418, Body: ""})
 	e.Fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "418 I'm a teapot")
-	np.setBgp("127.0.0.2", fakeAnswer{200, "{not json"})
+	np.SetBgp("127.0.0.2", mastertest.FakeAnswer{Code: 200, Body: "{not json"})
 	e.Fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "decode bgp inspect of hostA: invalid character 'n' looking for beginning of object key string")
-	np.mu.Lock()
-	delete(np.bgp, "127.0.0.2")
-	np.mu.Unlock()
+	np.ClearBgp("127.0.0.2")
 	e.Fail("GET", "/api/v1/inspect/Bgps/hostA/", "", "page not found")
 }
 

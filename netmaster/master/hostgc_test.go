@@ -21,8 +21,8 @@ func TestHostGC(t *testing.T) {
 	self := e.masterNode()
 	a := startOfAgent(t, "127.0.0.2")
 	b := startOfAgent(t, "127.0.0.3")
-	aInfo := e.registerNetplugin("127.0.0.2", a.id.HostPort, "hosta")
-	e.registerNetplugin("127.0.0.3", b.id.HostPort, "hostb")
+	aInfo := e.RegisterNetplugin("127.0.0.2", a.id.HostPort, "hosta")
+	e.RegisterNetplugin("127.0.0.3", b.id.HostPort, "hostb")
 	for _, ag := range []*ofAgent{a, b} {
 		ag.waitCall(ofrpc.AgentAddMaster, 1)
 	}
@@ -49,23 +49,23 @@ func TestHostGC(t *testing.T) {
 	all := e.Dump()
 
 	// Away and back within the delay: nothing deleted.
-	e.deregister(aInfo)
+	e.Deregister(aInfo)
 	waitUntil(t, "host A dropped", func() bool { return len(e.ofnetState().AgentDb) == 1 }, func() string { return "" })
-	e.register(aInfo)
+	e.Register(aInfo)
 	time.Sleep(2 * delay)
 	if d := mastertest.DiffDumps(all, e.Dump()); d != "" {
 		t.Fatalf("a host back in time lost state:\n%s", d)
 	}
 
 	// Away for good.
-	e.deregister(aInfo)
+	e.Deregister(aInfo)
 	// The oper entry without a config record goes last.
 	waitUntil(t, "host A's endpoints deleted", func() bool {
 		_, ok := e.Dump()["oper/eps/n.default-a9"]
 		return !ok
 	}, func() string { return "" })
 	b.waitCall(ofrpc.AgentEndpointDel+" "+epA.EndpointID, 1)
-	if got := e.epKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
+	if got := e.EpKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
 		t.Fatalf("endpoints left %v", got)
 	}
 	opers, _, err := st.EndpointOper.ReadAll(ctx)
@@ -103,7 +103,7 @@ func TestHostGCOfHostGoneBeforeTerm(t *testing.T) {
 	e := newEnvCfg(t, ofnetCfg(delay))
 	e.masterNode()
 	b := startOfAgent(t, "127.0.0.3")
-	e.registerNetplugin("127.0.0.3", b.id.HostPort, "hostb")
+	e.RegisterNetplugin("127.0.0.3", b.id.HostPort, "hostb")
 	b.waitCall(ofrpc.AgentAddMaster, 1)
 	e.CreateNet("default", "n", "vxlan", "198.18.61.0/24", "", 0)
 	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "gone1", "hostgone", "", ""))
@@ -112,9 +112,9 @@ func TestHostGCOfHostGoneBeforeTerm(t *testing.T) {
 	e.Restart()
 	e.masterNode()
 	waitUntil(t, "the endpoint of the departed host deleted", func() bool {
-		return len(e.epKeys()) == 1 && e.NetOper("default", "n").Oper.NumEndpoints == 1
+		return len(e.EpKeys()) == 1 && e.NetOper("default", "n").Oper.NumEndpoints == 1
 	}, func() string { return "" })
-	if got := e.epKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
+	if got := e.EpKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
 		t.Fatalf("endpoints left %v", got)
 	}
 	if ni := e.NetOper("default", "n"); ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.AllocatedIPAddresses != "198.18.61.2" {

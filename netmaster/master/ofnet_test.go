@@ -52,7 +52,7 @@ func startOfAgent(t *testing.T, ips ...string) *ofAgent {
 	})
 	port := 0
 	for attempt := 0; ; attempt++ {
-		lns, err := listenAll(ips, port)
+		lns, err := mastertest.ListenAll(ips, port)
 		if err == nil {
 			for _, ln := range lns {
 				a.serve(ln)
@@ -64,23 +64,6 @@ func startOfAgent(t *testing.T, ips ...string) *ofAgent {
 			t.Fatalf("listen on %v: %v", ips, err)
 		}
 	}
-}
-
-// listenAll listens on one port (0: a free one) on every ip.
-func listenAll(ips []string, port int) ([]net.Listener, error) {
-	var out []net.Listener
-	for _, ip := range ips {
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
-		if err != nil {
-			for _, l := range out {
-				l.Close()
-			}
-			return nil, err
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		out = append(out, ln)
-	}
-	return out, nil
 }
 
 func (a *ofAgent) serve(ln net.Listener) {
@@ -232,34 +215,6 @@ func (e *env) masterNode() ofrpc.OfnetNode {
 	return ofrpc.OfnetNode{HostAddr: st.MyAddr, HostPort: st.MyPort}
 }
 
-// registerNetplugin registers the netplugin service of a host (as netplugin
-// does: control IP, agent port, host name); deregistered at cleanup.
-func (e *env) registerNetplugin(ctrl string, port uint16, hostname string) objdb.ServiceInfo {
-	e.T.Helper()
-	info := objdb.ServiceInfo{ServiceName: "netplugin", Role: "netplugin", TTL: 10, HostAddr: ctrl, Port: int(port), Hostname: hostname}
-	e.register(info)
-	return info
-}
-
-func (e *env) register(info objdb.ServiceInfo) {
-	e.T.Helper()
-	if err := e.St.RegisterService(mastertest.Ctx(e.T, 10*time.Second), info); err != nil {
-		e.T.Fatalf("register %+v: %v", info, err)
-	}
-	e.T.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		e.St.DeregisterService(ctx, info)
-	})
-}
-
-func (e *env) deregister(info objdb.ServiceInfo) {
-	e.T.Helper()
-	if err := e.St.DeregisterService(mastertest.Ctx(e.T, 10*time.Second), info); err != nil {
-		e.T.Fatalf("deregister %+v: %v", info, err)
-	}
-}
-
 func testEndpoint(ip, origin string) ofrpc.OfnetEndpoint {
 	return ofrpc.OfnetEndpoint{EndpointID: ip + ":default", EndpointType: ofrpc.EndpointTypeInternal,
 		IpAddr: net.ParseIP(ip), IpMask: net.ParseIP("255.255.255.255"), Vrf: "default", Vlan: 10,
@@ -274,7 +229,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	self := e.masterNode()
 
 	b := startOfAgent(t, "127.0.0.3")
-	e.registerNetplugin("127.0.0.3", b.id.HostPort, "hostb")
+	e.RegisterNetplugin("127.0.0.3", b.id.HostPort, "hostb")
 	b.waitCall(ofrpc.AgentAddMaster, 1)
 	waitUntil(t, "agent B registered", func() bool { _, ok := e.ofnetState().AgentDb[b.id.Addr()]; return ok }, func() string { return "" })
 	epB := testEndpoint("198.18.20.2", "127.0.0.3")
@@ -303,7 +258,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 
 	// A host registering later gets the stored endpoints and rules.
 	a := startOfAgent(t, "127.0.0.2")
-	e.registerNetplugin("127.0.0.2", a.id.HostPort, "hosta")
+	e.RegisterNetplugin("127.0.0.2", a.id.HostPort, "hosta")
 	a.waitCall(ofrpc.AgentEndpointAdd+" "+epB.EndpointID, 1)
 	for _, id := range ruleIDs {
 		a.waitCall(ofrpc.PolicyAddRule+" "+id, 1)
@@ -355,7 +310,7 @@ func TestOfnetRestoresAndFollowsRuleState(t *testing.T) {
 	}
 	e := root.start(ofnetCfg(time.Hour))
 	ag := startOfAgent(t, "127.0.0.2")
-	e.registerNetplugin("127.0.0.2", ag.id.HostPort, "h")
+	e.RegisterNetplugin("127.0.0.2", ag.id.HostPort, "h")
 	ag.waitCall(ofrpc.PolicyAddRule+" "+r1.RuleId, 1)
 
 	r1b := r1
@@ -394,12 +349,12 @@ func TestOfnetDepartedHost(t *testing.T) {
 	self := e.masterNode()
 
 	a := startOfAgent(t, "127.0.0.2")
-	e.registerNetplugin("127.0.0.2", a.id.HostPort, "hosta")
+	e.RegisterNetplugin("127.0.0.2", a.id.HostPort, "hosta")
 	// Host C: control IP .4, VTEP .5; its agent answers on both and
 	// registers as .5.
 	c := startOfAgent(t, "127.0.0.5", "127.0.0.4")
-	e.register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: "127.0.0.5", Port: 4789, Hostname: "hostc"})
-	cInfo := e.registerNetplugin("127.0.0.4", c.id.HostPort, "hostc")
+	e.Register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: "127.0.0.5", Port: 4789, Hostname: "hostc"})
+	cInfo := e.RegisterNetplugin("127.0.0.4", c.id.HostPort, "hostc")
 	for _, ag := range []*ofAgent{a, c} {
 		ag.waitCall(ofrpc.AgentAddMaster, 1)
 	}
@@ -412,9 +367,9 @@ func TestOfnetDepartedHost(t *testing.T) {
 	a.waitCall(ofrpc.AgentEndpointAdd+" "+epC.EndpointID, 1)
 
 	// Away and back before the delay: nothing withdrawn.
-	e.deregister(cInfo)
+	e.Deregister(cInfo)
 	waitUntil(t, "host C dropped", func() bool { return len(e.ofnetState().AgentDb) == 1 }, func() string { return fmt.Sprint(e.ofnetState().AgentDb) })
-	e.register(cInfo)
+	e.Register(cInfo)
 	c.waitCall(ofrpc.AgentAddMaster, 2)
 	time.Sleep(delay + time.Second)
 	if _, ok := e.ofnetState().EndpointDb[epC.EndpointID]; !ok || a.count(ofrpc.AgentEndpointDel+" "+epC.EndpointID) != 0 {
@@ -422,7 +377,7 @@ func TestOfnetDepartedHost(t *testing.T) {
 	}
 
 	// Away for good: withdrawn after the delay.
-	e.deregister(cInfo)
+	e.Deregister(cInfo)
 	a.waitCall(ofrpc.AgentEndpointDel+" "+epC.EndpointID, 1)
 	if st := e.ofnetState(); len(st.EndpointDb) != 0 || len(st.AgentDb) != 1 {
 		t.Fatalf("after host C left: endpoints %v, agents %v", st.EndpointDb, st.AgentDb)

@@ -1,4 +1,4 @@
-package master_test
+package endpoints_test
 
 import (
 	"encoding/json"
