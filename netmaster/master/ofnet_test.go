@@ -239,8 +239,8 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	e.CreateNet("default", "net", "vlan", "198.18.20.0/24", "", 0)
 	e.OK("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
 	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
-	e.OK("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
-	ruleIDs := e.stateKeys("state/policyRule/")
+	e.OK("POST", mastertest.RulePath("default", "p1", "1"), mastertest.RuleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
+	ruleIDs := e.StateKeys("state/policyRule/")
 	if len(ruleIDs) != 2 {
 		t.Fatalf("rule states: %v", ruleIDs)
 	}
@@ -251,7 +251,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 		t.Fatalf("agent B rules %v, want %v", got, ruleIDs)
 	}
 	for _, id := range ruleIDs {
-		if got, want := b.rule(id), e.policyRule(id); got != ofrpc.OfnetPolicyRule(want) {
+		if got, want := b.rule(id), e.PolicyRule(id); got != ofrpc.OfnetPolicyRule(want) {
 			t.Fatalf("rule %s: agent has %+v, store %+v", id, got, want)
 		}
 	}
@@ -284,7 +284,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	}
 
 	// Deleting the rule withdraws it from every agent.
-	e.OK("DELETE", rulePath("default", "p1", "1"), "")
+	e.OK("DELETE", mastertest.RulePath("default", "p1", "1"), "")
 	for _, ag := range []*ofAgent{a, b} {
 		for _, id := range ruleIDs {
 			ag.waitCall(ofrpc.PolicyDelRule+" "+id, 1)

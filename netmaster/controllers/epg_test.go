@@ -1,4 +1,4 @@
-package master_test
+package controllers_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package master_test
+package controllers_test
 
 import (
 	"encoding/json"
@@ -83,7 +83,7 @@ func TestBgp(t *testing.T) {
 		t.Fatalf("bgp state of hostB missing")
 	}
 	e.OK("DELETE", bgpPath("hostB"), "")
-	if ks := e.stateKeys("state/bgp/"); len(ks) != 0 {
+	if ks := e.StateKeys("state/bgp/"); len(ks) != 0 {
 		t.Fatalf("bgp states left: %v", ks)
 	}
 	e.SetGlobal(mastertest.GlobalBody("default", "1-4094", "1-10000", "bridge", "proxy", "172.19.0.0/16"))

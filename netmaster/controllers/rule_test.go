@@ -1,57 +1,13 @@
-package master_test
+package controllers_test
 
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/contiv/netplugin/netmaster/master/mastertest"
-	"github.com/contiv/netplugin/state"
 )
-
-func rulePath(tenant, policy, id string) string {
-	return "/api/v1/rules/" + tenant + ":" + policy + ":" + id + "/"
-}
-
-// postRule posts a rule; extra is extra JSON members ("" for none).
-func ruleBody(tenant, policy, id, dir, extra string) string {
-	b := fmt.Sprintf(`{"tenantName":%q,"policyName":%q,"ruleId":%q,"direction":%q,"action":"allow"`, tenant, policy, id, dir)
-	if extra != "" {
-		b += "," + extra
-	}
-	return b + "}"
-}
-
-// stateKeys lists the store keys with this prefix.
-func (e *env) stateKeys(prefix string) []string {
-	e.T.Helper()
-	var out []string
-	for k := range e.Dump() {
-		if strings.HasPrefix(k, prefix) {
-			out = append(out, strings.TrimPrefix(k, prefix))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ofnetRule is the persisted rule as the agents read it.
-type ofnetRule = state.OfnetPolicyRule
-
-func (e *env) policyRule(id string) ofnetRule {
-	e.T.Helper()
-	raw, ok := e.Dump()["state/policyRule/"+id]
-	if !ok {
-		e.T.Fatalf("no policy rule %s", id)
-	}
-	var r ofnetRule
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		e.T.Fatalf("policy rule %s: %v", raw, err)
-	}
-	return r
-}
 
 func TestRules(t *testing.T) {
 	e := newEnv(t)
@@ -61,10 +17,10 @@ func TestRules(t *testing.T) {
 	e.CreateEPG("default", "g0", "net", "")
 
 	// 24: rules on an unattached policy.
-	e.OK("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
-	e.OK("POST", rulePath("default", "p1", "2"), ruleBody("default", "p1", "2", "out", `"toNetwork":"net2","priority":10`))
-	e.OK("POST", rulePath("default", "p1", "3"), ruleBody("default", "p1", "3", "in", `"fromEndpointGroup":"g0","protocol":"tcp"`))
-	if ks := e.stateKeys("state/policyRule/"); len(ks) != 0 {
+	e.OK("POST", mastertest.RulePath("default", "p1", "1"), mastertest.RuleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
+	e.OK("POST", mastertest.RulePath("default", "p1", "2"), mastertest.RuleBody("default", "p1", "2", "out", `"toNetwork":"net2","priority":10`))
+	e.OK("POST", mastertest.RulePath("default", "p1", "3"), mastertest.RuleBody("default", "p1", "3", "in", `"fromEndpointGroup":"g0","protocol":"tcp"`))
+	if ks := e.StateKeys("state/policyRule/"); len(ks) != 0 {
 		t.Fatalf("rule states without groups: %v", ks)
 	}
 	if b := e.OK("GET", "/api/v1/policys/default:p1/", ""); !strings.Contains(b, `"Rules":{"default:p1:1"`) {
@@ -73,32 +29,32 @@ func TestRules(t *testing.T) {
 	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); !strings.Contains(b, `"MatchRules":{"default:p1:3"`) {
 		t.Fatalf("group match rules: %s", b)
 	}
-	if b := e.OK("GET", rulePath("default", "p1", "3"), ""); !strings.Contains(b, `"MatchEndpointGroup":{"type":"endpointGroup","key":"default:g0"}`) || !strings.Contains(b, `"Policies":{"default:p1"`) {
+	if b := e.OK("GET", mastertest.RulePath("default", "p1", "3"), ""); !strings.Contains(b, `"MatchEndpointGroup":{"type":"endpointGroup","key":"default:g0"}`) || !strings.Contains(b, `"Policies":{"default:p1"`) {
 		t.Fatalf("rule links: %s", b)
 	}
 
 	// 26: refusals, in spec order.
-	e.Fail("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", ""), "can not update a rule after its created")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toNetwork":"net"`), "can not specify 'to' parameters in incoming rule")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toEndpointGroup":"g0"`), "can not specify 'to' parameters in incoming rule")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromIpAddress":"10.1.1.1"`), "can not specify both from network and from ip address")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromEndpointGroup":"g0"`), "can not specify both from network and from EndpointGroup")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromNetwork":"net"`), "can not specify 'from' parameters in outgoing rule")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"fromIpAddress":"10.1.1.1"`), "can not specify 'from' parameters in outgoing rule")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toIpAddress":"10.1.1.1"`), "can not specify both to-network and to-ip address")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"net","toEndpointGroup":"g0"`), "can not specify both to-network and to-EndpointGroup")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"fromNetwork":"nosuch"`), "from Network default:nosuch not found")
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "out", `"toNetwork":"nosuch"`), "to Network default:nosuch not found")
-	e.Fail("POST", rulePath("default", "nosuch", "9"), ruleBody("default", "nosuch", "9", "in", ""), "Policy default:nosuch not found")
-	e.Fail("POST", rulePath("nosuch", "p1", "9"), ruleBody("nosuch", "p1", "9", "in", ""), "Policy nosuch:p1 not found")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "1"), mastertest.RuleBody("default", "p1", "1", "in", ""), "can not update a rule after its created")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"toNetwork":"net"`), "can not specify 'to' parameters in incoming rule")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"toEndpointGroup":"g0"`), "can not specify 'to' parameters in incoming rule")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromIpAddress":"10.1.1.1"`), "can not specify both from network and from ip address")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"fromNetwork":"net","fromEndpointGroup":"g0"`), "can not specify both from network and from EndpointGroup")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "out", `"fromNetwork":"net"`), "can not specify 'from' parameters in outgoing rule")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "out", `"fromIpAddress":"10.1.1.1"`), "can not specify 'from' parameters in outgoing rule")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "out", `"toNetwork":"net","toIpAddress":"10.1.1.1"`), "can not specify both to-network and to-ip address")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "out", `"toNetwork":"net","toEndpointGroup":"g0"`), "can not specify both to-network and to-EndpointGroup")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"fromEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "out", `"toEndpointGroup":"nosuch"`), "endpoint group default:nosuch not found")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"fromNetwork":"nosuch"`), "from Network default:nosuch not found")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "out", `"toNetwork":"nosuch"`), "to Network default:nosuch not found")
+	e.Fail("POST", mastertest.RulePath("default", "nosuch", "9"), mastertest.RuleBody("default", "nosuch", "9", "in", ""), "Policy default:nosuch not found")
+	e.Fail("POST", mastertest.RulePath("nosuch", "p1", "9"), mastertest.RuleBody("nosuch", "p1", "9", "in", ""), "Policy nosuch:p1 not found")
 	// 25: toIpAddress on an incoming rule.
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, 0 endpoint groups linked to policy p1 ")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, 0 endpoint groups linked to policy p1 ")
 
 	// 19: attaching installs every rule of the policy.
 	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
-	if ks := e.stateKeys("state/policy/"); len(ks) != 1 || ks[0] != "default:g1:default:p1" {
+	if ks := e.StateKeys("state/policy/"); len(ks) != 1 || ks[0] != "default:g1:default:p1" {
 		t.Fatalf("epg policies: %v", ks)
 	}
 	want := []string{
@@ -106,7 +62,7 @@ func TestRules(t *testing.T) {
 		"default:g1:default:p1:default:p1:2:outTx",
 		"default:g1:default:p1:default:p1:3:inRx",
 	}
-	if ks := e.stateKeys("state/policyRule/"); fmt.Sprint(ks) != fmt.Sprint(want) {
+	if ks := e.StateKeys("state/policyRule/"); fmt.Sprint(ks) != fmt.Sprint(want) {
 		t.Fatalf("rule states:\n got %v\nwant %v", ks, want)
 	}
 	var g1 mastertest.GroupRecord
@@ -118,28 +74,28 @@ func TestRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	gid, rid := g1.EndpointGroupID, g0.EndpointGroupID
-	checks := map[string]ofnetRule{
+	checks := map[string]mastertest.OfnetRule{
 		want[0]: {RuleId: want[0], Priority: 1, DstEndpointGroup: gid, IpProtocol: 6, DstPort: 80, Action: "allow"},
 		want[1]: {RuleId: want[1], Priority: 1, SrcEndpointGroup: gid, IpProtocol: 6, SrcPort: 80, Action: "allow"},
 		want[2]: {RuleId: want[2], Priority: 10, SrcEndpointGroup: gid, DstIpAddr: "10.2.1.0/24", Action: "allow"},
 		want[3]: {RuleId: want[3], Priority: 1, SrcEndpointGroup: rid, DstEndpointGroup: gid, IpProtocol: 6, TcpFlags: "syn,!ack", Action: "allow"},
 	}
 	for id, w := range checks {
-		if got := e.policyRule(id); got != w {
+		if got := e.PolicyRule(id); got != w {
 			t.Fatalf("rule %s:\n got %+v\nwant %+v", id, got, w)
 		}
 	}
 
 	// A rule added while attached is installed; deleting it uninstalls.
-	e.OK("POST", rulePath("default", "p1", "4"), ruleBody("default", "p1", "4", "out", `"protocol":"udp","port":53,"toIpAddress":"8.8.8.8"`))
-	if r := e.policyRule("default:g1:default:p1:default:p1:4:outRx"); r.SrcIpAddr != "8.8.8.8" || r.SrcPort != 53 || r.DstEndpointGroup != gid || r.IpProtocol != 17 {
+	e.OK("POST", mastertest.RulePath("default", "p1", "4"), mastertest.RuleBody("default", "p1", "4", "out", `"protocol":"udp","port":53,"toIpAddress":"8.8.8.8"`))
+	if r := e.PolicyRule("default:g1:default:p1:default:p1:4:outRx"); r.SrcIpAddr != "8.8.8.8" || r.SrcPort != 53 || r.DstEndpointGroup != gid || r.IpProtocol != 17 {
 		t.Fatalf("outRx: %+v", r)
 	}
 	if !strings.Contains(e.Dump()["state/policy/default:g1:default:p1"], `"default:p1:4"`) {
 		t.Fatal("rule map missing in epg policy")
 	}
-	e.OK("DELETE", rulePath("default", "p1", "4"), "")
-	if ks := e.stateKeys("state/policyRule/"); fmt.Sprint(ks) != fmt.Sprint(want) {
+	e.OK("DELETE", mastertest.RulePath("default", "p1", "4"), "")
+	if ks := e.StateKeys("state/policyRule/"); fmt.Sprint(ks) != fmt.Sprint(want) {
 		t.Fatalf("rule states after delete: %v", ks)
 	}
 	if strings.Contains(e.Dump()["state/policy/default:g1:default:p1"], `"default:p1:4"`) {
@@ -147,43 +103,43 @@ func TestRules(t *testing.T) {
 	}
 
 	// 25 continued: one group, IP not in it / in it.
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, unable to read endpoint state")
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.5"`), "failed to configure 10.1.1.5, unable to read endpoint state")
 	ep := e.CreateEndpoint(mastertest.CreateEP("default", "net", "g1", "c1", ""))
 	ip := ep.EndpointConfig.IPAddress
-	e.Fail("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.200"`), "failed to configure 10.1.1.200, ip address is not in epg g1:default")
-	e.OK("POST", rulePath("default", "p1", "9"), ruleBody("default", "p1", "9", "in", fmt.Sprintf(`"toIpAddress":%q`, ip)))
-	if r := e.policyRule("default:g1:default:p1:default:p1:9:inRx"); r.DstIpAddr != ip {
+	e.Fail("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", `"toIpAddress":"10.1.1.200"`), "failed to configure 10.1.1.200, ip address is not in epg g1:default")
+	e.OK("POST", mastertest.RulePath("default", "p1", "9"), mastertest.RuleBody("default", "p1", "9", "in", fmt.Sprintf(`"toIpAddress":%q`, ip)))
+	if r := e.PolicyRule("default:g1:default:p1:default:p1:9:inRx"); r.DstIpAddr != ip {
 		t.Fatalf("inRx with to ip: %+v", r)
 	}
-	e.OK("DELETE", rulePath("default", "p1", "9"), "")
+	e.OK("DELETE", mastertest.RulePath("default", "p1", "9"), "")
 
 	// Detaching removes the instance and its rules.
 	e.CreateEPG("default", "g1", "net", "")
-	if ks := e.stateKeys("state/policy"); len(ks) != 0 {
+	if ks := e.StateKeys("state/policy"); len(ks) != 0 {
 		t.Fatalf("states after detach: %v", ks)
 	}
 	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
-	if ks := e.stateKeys("state/policyRule/"); len(ks) != 4 {
+	if ks := e.StateKeys("state/policyRule/"); len(ks) != 4 {
 		t.Fatalf("rule states after reattach: %v", ks)
 	}
 
 	// 27.
-	e.Fail("DELETE", rulePath("default", "p1", "nosuch"), "", "")
-	e.OK("DELETE", rulePath("default", "p1", "3"), "")
+	e.Fail("DELETE", mastertest.RulePath("default", "p1", "nosuch"), "", "")
+	e.OK("DELETE", mastertest.RulePath("default", "p1", "3"), "")
 	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "MatchRules") {
 		t.Fatalf("group match rules after delete: %s", b)
 	}
-	if ks := e.stateKeys("state/policyRule/"); len(ks) != 3 {
+	if ks := e.StateKeys("state/policyRule/"); len(ks) != 3 {
 		t.Fatalf("rule states after delete: %v", ks)
 	}
 	e.OK("POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("default", "net", "g1", "c1"))
 	e.OK("DELETE", "/api/v1/endpointGroups/default:g1/", "")
-	if ks := e.stateKeys("state/policy"); len(ks) != 0 {
+	if ks := e.StateKeys("state/policy"); len(ks) != 0 {
 		t.Fatalf("states after group delete: %v", ks)
 	}
-	e.OK("DELETE", rulePath("default", "p1", "1"), "")
+	e.OK("DELETE", mastertest.RulePath("default", "p1", "1"), "")
 	e.OK("DELETE", "/api/v1/policys/default:p1/", "")
-	e.Fail("DELETE", rulePath("default", "p1", "2"), "", "")
+	e.Fail("DELETE", mastertest.RulePath("default", "p1", "2"), "", "")
 }
 
 func TestAppProfiles(t *testing.T) {
@@ -247,7 +203,7 @@ func TestPolicyDeleteCascadesRules(t *testing.T) {
 	e.CreateNet("default", "net", "vlan", "10.1.1.0/24", "", 0)
 	e.CreateEPG("default", "g0", "net", "")
 	e.OK("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
-	e.OK("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"fromEndpointGroup":"g0"`))
+	e.OK("POST", mastertest.RulePath("default", "p1", "1"), mastertest.RuleBody("default", "p1", "1", "in", `"fromEndpointGroup":"g0"`))
 	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); !strings.Contains(b, `"MatchRules":{"default:p1:1"`) {
 		t.Fatalf("group does not list the rule: %s", b)
 	}
@@ -255,7 +211,7 @@ func TestPolicyDeleteCascadesRules(t *testing.T) {
 	if b := e.OK("GET", "/api/v1/endpointGroups/default:g0/", ""); strings.Contains(b, "default:p1:1") {
 		t.Fatalf("deleted policy's rule still linked from the group: %s", b)
 	}
-	if code, _ := e.Do("GET", rulePath("default", "p1", "1"), ""); code != 404 {
+	if code, _ := e.Do("GET", mastertest.RulePath("default", "p1", "1"), ""); code != 404 {
 		t.Fatalf("rule of the deleted policy still exists (%d)", code)
 	}
 }

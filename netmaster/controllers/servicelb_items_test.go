@@ -1,4 +1,4 @@
-package master_test
+package controllers_test
 
 // Checks of docs/rest-api.md §4 items that had no test of their own in this
 // package when the service LB was added (17, and the single-type cases of
