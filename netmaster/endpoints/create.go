@@ -219,6 +219,12 @@ func (m *Service) endpointHolding(ctx context.Context, netID string, ip netip.Ad
 	return "", nil
 }
 
+// macFor is "02:02:" + the IPv4 octets in hex.
+func macFor(a netip.Addr) string {
+	b := a.As4()
+	return fmt.Sprintf("02:02:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
+}
+
 // takeV6 allocates the IPv6 address of endpoint epID: the preferred one
 // (if given) may also be one epID holds already or one allocAddress handed
 // out and no endpoint holds. fresh reports a new allocation.
@@ -243,12 +249,6 @@ func (m *Service) takeV6(ctx context.Context, netID, epID, preferred string) (a 
 		}
 	}
 	return netip.Addr{}, false, err
-}
-
-// macFor is "02:02:" + the IPv4 octets in hex.
-func macFor(a netip.Addr) string {
-	b := a.As4()
-	return fmt.Sprintf("02:02:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
 }
 
 // takeOverRecord removes the allocAddress record of ip for the endpoint
