@@ -359,19 +359,8 @@ func (m *Objects) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, rul
 	if !ok {
 		return nil
 	}
-	keys := []string{m.st.EpgPolicies.Key(id)}
-	for rid := range rm.OfnetRules {
-		keys = append(keys, m.st.PolicyRules.Key(rid))
-	}
-	undo, err := m.eps.Snapshot(ctx, keys...)
-	if err != nil {
+	if err := m.clearRuleStates(ctx, tx, id, rm); err != nil {
 		return err
-	}
-	tx.OnAbort(undo)
-	for _, rid := range sortedMapKeys(rm.OfnetRules) {
-		if err := m.st.PolicyRules.Clear(ctx, rid); err != nil && !errors.Is(err, objdb.ErrNotFound) {
-			return fmt.Errorf("delete policy rule %q: %w", rid, err)
-		}
 	}
 	delete(ep.RuleMaps, ruleKey)
 	if _, err := m.st.EpgPolicies.Write(ctx, ep); err != nil {
@@ -423,9 +412,28 @@ func (m *Objects) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *co
 	} else if err != nil {
 		return fmt.Errorf("read epg policy %q: %w", id, err)
 	}
+	rms := make([]*state.RuleMap, 0, len(ep.RuleMaps))
+	for _, k := range sortedMapKeys(ep.RuleMaps) {
+		rms = append(rms, ep.RuleMaps[k])
+	}
+	if err := m.clearRuleStates(ctx, tx, id, rms...); err != nil {
+		return err
+	}
+	if err := m.st.EpgPolicies.Clear(ctx, id); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+		return fmt.Errorf("delete epg policy %q: %w", id, err)
+	}
+	return nil
+}
+
+// clearRuleStates deletes the ofnet rule states of rms, rules of the
+// (group, policy) instance id; the instance and those states are restored
+// if tx aborts.
+func (m *Objects) clearRuleStates(ctx context.Context, tx *contivmodel.Tx, id string, rms ...*state.RuleMap) error {
 	keys := []string{m.st.EpgPolicies.Key(id)}
-	for _, rm := range ep.RuleMaps {
-		for rid := range rm.OfnetRules {
+	var rids []string
+	for _, rm := range rms {
+		for _, rid := range sortedMapKeys(rm.OfnetRules) {
+			rids = append(rids, rid)
 			keys = append(keys, m.st.PolicyRules.Key(rid))
 		}
 	}
@@ -434,13 +442,10 @@ func (m *Objects) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *co
 		return err
 	}
 	tx.OnAbort(undo)
-	for _, k := range keys[1:] {
-		if err := m.kv.Delete(ctx, k); err != nil && !errors.Is(err, objdb.ErrNotFound) {
-			return fmt.Errorf("delete %q: %w", k, err)
+	for _, rid := range rids {
+		if err := m.st.PolicyRules.Clear(ctx, rid); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+			return fmt.Errorf("delete policy rule %q: %w", rid, err)
 		}
-	}
-	if err := m.st.EpgPolicies.Clear(ctx, id); err != nil && !errors.Is(err, objdb.ErrNotFound) {
-		return fmt.Errorf("delete epg policy %q: %w", id, err)
 	}
 	return nil
 }

@@ -5,17 +5,12 @@ import (
 	"reflect"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/state"
 )
 
-// The endpoint API is tested black-box through whole leadership terms in
-// netmaster/master (its env harness serves a term over embedded etcd);
-// this file covers the pure parts.
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The pure parts of the package; harness_test.go (TestMain) serves the
+// black-box tests of whole terms.
 
 func TestParseNetworkID(t *testing.T) {
 	for in, want := range map[string]netRef{

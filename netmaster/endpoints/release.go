@@ -7,11 +7,59 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
+	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/usererr"
 )
+
+// releaseAddress frees an address allocAddress handed out, or one without
+// any owner. An endpoint's address, a gateway, a service VIP or an address
+// of a group's IP pool is refused (ErrOwned, naming the owner) and nothing
+// changes (docs/allocation-integrity.md).
+func (m *Service) releaseAddress(ctx context.Context, req *pluginapi.AddressReleaseRequest) (pluginapi.AddressReleaseResponse, error) {
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	m.topo.RLock()
+	defer m.topo.RUnlock()
+	ref := parseNetworkID(req.NetworkID)
+	ns, err := m.netState(ctx, ref.netID)
+	if err != nil {
+		return pluginapi.AddressReleaseResponse{}, apierr.Store("read network state "+ref.netID, err)
+	}
+	addrStr, _, _ := strings.Cut(req.IPv4Address, "/")
+	if a, err := netip.ParseAddr(addrStr); err == nil && a.Is6() {
+		if _, err := m.releaseChecked(ctx, ref.netID, ref.netID, a, ns.Gateway, ns.IPv6Gateway); err != nil {
+			return pluginapi.AddressReleaseResponse{}, err
+		}
+		return pluginapi.AddressReleaseResponse{Status: "success"}, nil
+	}
+	pool, err := m.poolOf(ctx, ref)
+	if err != nil {
+		return pluginapi.AddressReleaseResponse{}, err
+	}
+	sn, err := ipam.ParseSubnet(fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen))
+	if err != nil {
+		return pluginapi.AddressReleaseResponse{}, err
+	}
+	ip, err := sn.CheckHost(addrStr)
+	if err != nil {
+		return pluginapi.AddressReleaseResponse{}, err
+	}
+	released, err := m.releaseChecked(ctx, ref.netID, pool, ip, ns.Gateway, ns.IPv6Gateway)
+	if err != nil {
+		return pluginapi.AddressReleaseResponse{}, err
+	}
+	if released {
+		if err := m.bumpNetwork(ctx, ref.netID, 0, -1); err != nil {
+			m.needRepair(err)
+			return pluginapi.AddressReleaseResponse{}, err
+		}
+	}
+	return pluginapi.AddressReleaseResponse{Status: "success"}, nil
+}
 
 // ErrOwned is the cause of a refused /plugin/releaseAddress: the address
 // belongs to an endpoint, is a network's gateway, a service VIP or part of

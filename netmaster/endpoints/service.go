@@ -1,10 +1,13 @@
 // Package endpoints is the /plugin/* endpoint API the netplugin agents call
 // (docs/rest-api.md §3; docs/daemons.md §4.10) and everything about an
 // endpoint's lifetime and the ownership of addresses, within one netmaster
-// leadership term: address allocation and release with their ownership
-// checks (plugin.go, release.go), endpoint create, delete and update
-// (plugin.go), service VIPs (servicelb_vip.go), the leaked-address sweep
-// (sweep.go), the endpoint and group counters (counters.go,
+// leadership term. plugin.go routes the /plugin/* calls, one file each,
+// read top-down in call order: allocAddress (alloc.go, which also holds the
+// address helpers create.go shares), releaseAddress with its ownership
+// checks (release.go), createEndpoint (create.go), deleteEndpoint
+// (delete.go), updateEndpoint (update.go); request checks are in
+// validate.go. Also here: service VIPs (servicelb_vip.go), the
+// leaked-address sweep (sweep.go), the endpoint and group counters (counters.go,
 // perf_counters.go, reconcile.go, repair.go), the deletion half of host GC
 // (hostgc.go), /debug/epcleanup (epcleanup.go), endpoint inspect
 // (endpoint.go) and the packet trace relay (trace.go).

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 )
@@ -20,19 +21,19 @@ func TestHostGC(t *testing.T) {
 	self := e.masterNode()
 	a := startOfAgent(t, "127.0.0.2")
 	b := startOfAgent(t, "127.0.0.3")
-	aInfo := e.registerNetplugin("127.0.0.2", a.id.HostPort, "hosta")
-	e.registerNetplugin("127.0.0.3", b.id.HostPort, "hostb")
+	aInfo := e.RegisterNetplugin("127.0.0.2", a.id.HostPort, "hosta")
+	e.RegisterNetplugin("127.0.0.3", b.id.HostPort, "hostb")
 	for _, ag := range []*ofAgent{a, b} {
 		ag.waitCall(ofrpc.AgentAddMaster, 1)
 	}
 
-	e.createDualNet("default", "n", "198.18.60.0/24", "198.18.60.254", "2001:db8:60::/120", "2001:db8:60::fe")
-	e.createEPG("default", "g", "n", `"ipPool":"198.18.60.10-198.18.60.19"`)
-	e.createEndpoint(epBody("default", "n", "g", "a1", "hosta", "", ""))
-	e.createEndpoint(epBody("default", "n", "", "a2", "hosta", "", ""))
-	e.createEndpoint(epBody("default", "n", "", "b1", "hostb", "", ""))
-	st := state.New(e.st)
-	ctx := testCtx(t, 30*time.Second)
+	e.CreateDualNet("default", "n", "198.18.60.0/24", "198.18.60.254", "2001:db8:60::/120", "2001:db8:60::fe")
+	e.CreateEPG("default", "g", "n", `"ipPool":"198.18.60.10-198.18.60.19"`)
+	e.CreateEndpoint(mastertest.EPBody("default", "n", "g", "a1", "hosta", "", ""))
+	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "a2", "hosta", "", ""))
+	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "b1", "hostb", "", ""))
+	st := state.New(e.St)
+	ctx := mastertest.Ctx(t, 30*time.Second)
 	for _, op := range []state.EndpointOper{
 		{Common: state.Common{ID: "n.default-a1"}, HomingHost: "hosta"},
 		{Common: state.Common{ID: "n.default-a9"}, HomingHost: "hosta"}, // no config record
@@ -45,26 +46,26 @@ func TestHostGC(t *testing.T) {
 	epA := testEndpoint("198.18.60.10", "127.0.0.2")
 	a.push(self, ofrpc.MasterEndpointAdd, epA)
 	b.waitCall(ofrpc.AgentEndpointAdd+" "+epA.EndpointID, 1)
-	all := e.dump()
+	all := e.Dump()
 
 	// Away and back within the delay: nothing deleted.
-	e.deregister(aInfo)
+	e.Deregister(aInfo)
 	waitUntil(t, "host A dropped", func() bool { return len(e.ofnetState().AgentDb) == 1 }, func() string { return "" })
-	e.register(aInfo)
+	e.Register(aInfo)
 	time.Sleep(2 * delay)
-	if d := diffDumps(all, e.dump()); d != "" {
+	if d := mastertest.DiffDumps(all, e.Dump()); d != "" {
 		t.Fatalf("a host back in time lost state:\n%s", d)
 	}
 
 	// Away for good.
-	e.deregister(aInfo)
+	e.Deregister(aInfo)
 	// The oper entry without a config record goes last.
 	waitUntil(t, "host A's endpoints deleted", func() bool {
-		_, ok := e.dump()["oper/eps/n.default-a9"]
+		_, ok := e.Dump()["oper/eps/n.default-a9"]
 		return !ok
 	}, func() string { return "" })
 	b.waitCall(ofrpc.AgentEndpointDel+" "+epA.EndpointID, 1)
-	if got := e.epKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
+	if got := e.EpKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
 		t.Fatalf("endpoints left %v", got)
 	}
 	opers, _, err := st.EndpointOper.ReadAll(ctx)
@@ -74,23 +75,23 @@ func TestHostGC(t *testing.T) {
 	if len(opers) != 1 || opers[0].ID != "n.default-b1" {
 		t.Fatalf("oper/eps left: %+v", opers)
 	}
-	ni := e.netOper("default", "n")
+	ni := e.NetOper("default", "n")
 	if ni.Oper.NumEndpoints != 1 || ni.Oper.AllocatedAddressesCount != 1 ||
 		ni.Oper.AllocatedIPAddresses != "198.18.60.2, 198.18.60.10-198.18.60.19, 198.18.60.254" {
 		t.Fatalf("network after host GC: %+v", ni.Oper)
 	}
-	if gs, _ := e.groupState("default", "g"); gs.EpCount != 0 {
+	if gs, _ := e.GroupState("default", "g"); gs.EpCount != 0 {
 		t.Fatalf("group epCount %d", gs.EpCount)
 	}
 	var gi struct {
 		Oper struct{ AllocatedIPAddresses string }
 	}
-	e.inspect("endpointGroups/default:g/", &gi)
+	e.Inspect("endpointGroups/default:g/", &gi)
 	if gi.Oper.AllocatedIPAddresses != "" {
 		t.Fatalf("group pool after host GC: %q", gi.Oper.AllocatedIPAddresses)
 	}
 	// b1 was created last: its IPv6 address is ::3.
-	if got, want := e.v6Taken("n.default"), []string{"2001:db8:60::3", "2001:db8:60::fe"}; !slices.Equal(got, want) {
+	if got, want := e.V6Taken("n.default"), []string{"2001:db8:60::3", "2001:db8:60::fe"}; !slices.Equal(got, want) {
 		t.Fatalf("ipv6 after host GC: %v, want %v", got, want)
 	}
 }
@@ -102,21 +103,21 @@ func TestHostGCOfHostGoneBeforeTerm(t *testing.T) {
 	e := newEnvCfg(t, ofnetCfg(delay))
 	e.masterNode()
 	b := startOfAgent(t, "127.0.0.3")
-	e.registerNetplugin("127.0.0.3", b.id.HostPort, "hostb")
+	e.RegisterNetplugin("127.0.0.3", b.id.HostPort, "hostb")
 	b.waitCall(ofrpc.AgentAddMaster, 1)
-	e.createNet("default", "n", "vxlan", "198.18.61.0/24", "", 0)
-	e.createEndpoint(epBody("default", "n", "", "gone1", "hostgone", "", ""))
-	e.createEndpoint(epBody("default", "n", "", "b1", "hostb", "", ""))
+	e.CreateNet("default", "n", "vxlan", "198.18.61.0/24", "", 0)
+	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "gone1", "hostgone", "", ""))
+	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "b1", "hostb", "", ""))
 
-	e.restart()
+	e.Restart()
 	e.masterNode()
 	waitUntil(t, "the endpoint of the departed host deleted", func() bool {
-		return len(e.epKeys()) == 1 && e.netOper("default", "n").Oper.NumEndpoints == 1
+		return len(e.EpKeys()) == 1 && e.NetOper("default", "n").Oper.NumEndpoints == 1
 	}, func() string { return "" })
-	if got := e.epKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
+	if got := e.EpKeys(); !slices.Equal(got, []string{"n.default-b1"}) {
 		t.Fatalf("endpoints left %v", got)
 	}
-	if ni := e.netOper("default", "n"); ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.AllocatedIPAddresses != "198.18.61.2" {
+	if ni := e.NetOper("default", "n"); ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.AllocatedIPAddresses != "198.18.61.2" {
 		t.Fatalf("network after host GC: %+v", ni.Oper)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/ofnet/ofmaster"
@@ -51,7 +52,7 @@ func startOfAgent(t *testing.T, ips ...string) *ofAgent {
 	})
 	port := 0
 	for attempt := 0; ; attempt++ {
-		lns, err := listenAll(ips, port)
+		lns, err := mastertest.ListenAll(ips, port)
 		if err == nil {
 			for _, ln := range lns {
 				a.serve(ln)
@@ -63,23 +64,6 @@ func startOfAgent(t *testing.T, ips ...string) *ofAgent {
 			t.Fatalf("listen on %v: %v", ips, err)
 		}
 	}
-}
-
-// listenAll listens on one port (0: a free one) on every ip.
-func listenAll(ips []string, port int) ([]net.Listener, error) {
-	var out []net.Listener
-	for _, ip := range ips {
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
-		if err != nil {
-			for _, l := range out {
-				l.Close()
-			}
-			return nil, err
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		out = append(out, ln)
-	}
-	return out, nil
 }
 
 func (a *ofAgent) serve(ln net.Listener) {
@@ -204,59 +188,31 @@ func waitUntil(t testing.TB, what string, cond func() bool, dump func() string) 
 }
 
 func ofnetCfg(clear time.Duration) master.Config {
-	c := defaultCfg()
+	c := mastertest.DefaultConfig()
 	c.OfnetIP, c.OfnetPort, c.OfnetClearDelay = "127.0.0.1", 0, clear
 	return c
 }
 
 // ofnetState reads GET /debug/ofnet.
 func (e *env) ofnetState() ofmaster.State {
-	e.t.Helper()
-	code, body, hdr := doReq(e.t, e.srv.URL, "GET", "/debug/ofnet", "")
+	e.T.Helper()
+	code, body, hdr := mastertest.DoReq(e.T, e.Srv.URL, "GET", "/debug/ofnet", "")
 	if code != http.StatusOK || hdr.Get("Content-Type") != "application/json" {
-		e.t.Fatalf("/debug/ofnet: %d %s %q", code, hdr.Get("Content-Type"), body)
+		e.T.Fatalf("/debug/ofnet: %d %s %q", code, hdr.Get("Content-Type"), body)
 	}
 	var st ofmaster.State
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		e.t.Fatalf("/debug/ofnet: %v in %s", err, body)
+		e.T.Fatalf("/debug/ofnet: %v in %s", err, body)
 	}
 	return st
 }
 
 // masterNode is the ofnet master's address, once it serves.
 func (e *env) masterNode() ofrpc.OfnetNode {
-	e.t.Helper()
+	e.T.Helper()
 	var st ofmaster.State
-	waitUntil(e.t, "the ofnet master to serve", func() bool { st = e.ofnetState(); return st.MyPort != 0 }, func() string { return "" })
+	waitUntil(e.T, "the ofnet master to serve", func() bool { st = e.ofnetState(); return st.MyPort != 0 }, func() string { return "" })
 	return ofrpc.OfnetNode{HostAddr: st.MyAddr, HostPort: st.MyPort}
-}
-
-// registerNetplugin registers the netplugin service of a host (as netplugin
-// does: control IP, agent port, host name); deregistered at cleanup.
-func (e *env) registerNetplugin(ctrl string, port uint16, hostname string) objdb.ServiceInfo {
-	e.t.Helper()
-	info := objdb.ServiceInfo{ServiceName: "netplugin", Role: "netplugin", TTL: 10, HostAddr: ctrl, Port: int(port), Hostname: hostname}
-	e.register(info)
-	return info
-}
-
-func (e *env) register(info objdb.ServiceInfo) {
-	e.t.Helper()
-	if err := e.st.RegisterService(testCtx(e.t, 10*time.Second), info); err != nil {
-		e.t.Fatalf("register %+v: %v", info, err)
-	}
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		e.st.DeregisterService(ctx, info)
-	})
-}
-
-func (e *env) deregister(info objdb.ServiceInfo) {
-	e.t.Helper()
-	if err := e.st.DeregisterService(testCtx(e.t, 10*time.Second), info); err != nil {
-		e.t.Fatalf("deregister %+v: %v", info, err)
-	}
 }
 
 func testEndpoint(ip, origin string) ofrpc.OfnetEndpoint {
@@ -273,18 +229,18 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	self := e.masterNode()
 
 	b := startOfAgent(t, "127.0.0.3")
-	e.registerNetplugin("127.0.0.3", b.id.HostPort, "hostb")
+	e.RegisterNetplugin("127.0.0.3", b.id.HostPort, "hostb")
 	b.waitCall(ofrpc.AgentAddMaster, 1)
 	waitUntil(t, "agent B registered", func() bool { _, ok := e.ofnetState().AgentDb[b.id.Addr()]; return ok }, func() string { return "" })
 	epB := testEndpoint("198.18.20.2", "127.0.0.3")
 	b.push(self, ofrpc.MasterEndpointAdd, epB)
 
 	// A rule through the REST model reaches the registered agent.
-	e.createNet("default", "net", "vlan", "198.18.20.0/24", "", 0)
-	e.ok("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
-	e.createEPG("default", "g1", "net", `"policies":["p1"]`)
-	e.ok("POST", rulePath("default", "p1", "1"), ruleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
-	ruleIDs := e.stateKeys("state/policyRule/")
+	e.CreateNet("default", "net", "vlan", "198.18.20.0/24", "", 0)
+	e.OK("POST", "/api/v1/policys/default:p1/", `{"tenantName":"default","policyName":"p1"}`)
+	e.CreateEPG("default", "g1", "net", `"policies":["p1"]`)
+	e.OK("POST", mastertest.RulePath("default", "p1", "1"), mastertest.RuleBody("default", "p1", "1", "in", `"protocol":"tcp","port":80`))
+	ruleIDs := e.StateKeys("state/policyRule/")
 	if len(ruleIDs) != 2 {
 		t.Fatalf("rule states: %v", ruleIDs)
 	}
@@ -295,14 +251,14 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 		t.Fatalf("agent B rules %v, want %v", got, ruleIDs)
 	}
 	for _, id := range ruleIDs {
-		if got, want := b.rule(id), e.policyRule(id); got != ofrpc.OfnetPolicyRule(want) {
+		if got, want := b.rule(id), e.PolicyRule(id); got != ofrpc.OfnetPolicyRule(want) {
 			t.Fatalf("rule %s: agent has %+v, store %+v", id, got, want)
 		}
 	}
 
 	// A host registering later gets the stored endpoints and rules.
 	a := startOfAgent(t, "127.0.0.2")
-	e.registerNetplugin("127.0.0.2", a.id.HostPort, "hosta")
+	e.RegisterNetplugin("127.0.0.2", a.id.HostPort, "hosta")
 	a.waitCall(ofrpc.AgentEndpointAdd+" "+epB.EndpointID, 1)
 	for _, id := range ruleIDs {
 		a.waitCall(ofrpc.PolicyAddRule+" "+id, 1)
@@ -328,7 +284,7 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 	}
 
 	// Deleting the rule withdraws it from every agent.
-	e.ok("DELETE", rulePath("default", "p1", "1"), "")
+	e.OK("DELETE", mastertest.RulePath("default", "p1", "1"), "")
 	for _, ag := range []*ofAgent{a, b} {
 		for _, id := range ruleIDs {
 			ag.waitCall(ofrpc.PolicyDelRule+" "+id, 1)
@@ -347,14 +303,14 @@ func TestOfnetAgentsEndpointsAndRules(t *testing.T) {
 func TestOfnetRestoresAndFollowsRuleState(t *testing.T) {
 	root := e0Root(t)
 	st := state.New(root.st)
-	ctx := testCtx(t, 30*time.Second)
+	ctx := mastertest.Ctx(t, 30*time.Second)
 	r1 := state.PolicyRule{OfnetPolicyRule: state.OfnetPolicyRule{RuleId: "t:g:t:p:r1:inRx", Priority: 3, DstEndpointGroup: 7, Action: "allow"}}
 	if _, err := st.PolicyRules.Write(ctx, r1); err != nil {
 		t.Fatal(err)
 	}
 	e := root.start(ofnetCfg(time.Hour))
 	ag := startOfAgent(t, "127.0.0.2")
-	e.registerNetplugin("127.0.0.2", ag.id.HostPort, "h")
+	e.RegisterNetplugin("127.0.0.2", ag.id.HostPort, "h")
 	ag.waitCall(ofrpc.PolicyAddRule+" "+r1.RuleId, 1)
 
 	r1b := r1
@@ -393,12 +349,12 @@ func TestOfnetDepartedHost(t *testing.T) {
 	self := e.masterNode()
 
 	a := startOfAgent(t, "127.0.0.2")
-	e.registerNetplugin("127.0.0.2", a.id.HostPort, "hosta")
+	e.RegisterNetplugin("127.0.0.2", a.id.HostPort, "hosta")
 	// Host C: control IP .4, VTEP .5; its agent answers on both and
 	// registers as .5.
 	c := startOfAgent(t, "127.0.0.5", "127.0.0.4")
-	e.register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: "127.0.0.5", Port: 4789, Hostname: "hostc"})
-	cInfo := e.registerNetplugin("127.0.0.4", c.id.HostPort, "hostc")
+	e.Register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: "127.0.0.5", Port: 4789, Hostname: "hostc"})
+	cInfo := e.RegisterNetplugin("127.0.0.4", c.id.HostPort, "hostc")
 	for _, ag := range []*ofAgent{a, c} {
 		ag.waitCall(ofrpc.AgentAddMaster, 1)
 	}
@@ -411,9 +367,9 @@ func TestOfnetDepartedHost(t *testing.T) {
 	a.waitCall(ofrpc.AgentEndpointAdd+" "+epC.EndpointID, 1)
 
 	// Away and back before the delay: nothing withdrawn.
-	e.deregister(cInfo)
+	e.Deregister(cInfo)
 	waitUntil(t, "host C dropped", func() bool { return len(e.ofnetState().AgentDb) == 1 }, func() string { return fmt.Sprint(e.ofnetState().AgentDb) })
-	e.register(cInfo)
+	e.Register(cInfo)
 	c.waitCall(ofrpc.AgentAddMaster, 2)
 	time.Sleep(delay + time.Second)
 	if _, ok := e.ofnetState().EndpointDb[epC.EndpointID]; !ok || a.count(ofrpc.AgentEndpointDel+" "+epC.EndpointID) != 0 {
@@ -421,7 +377,7 @@ func TestOfnetDepartedHost(t *testing.T) {
 	}
 
 	// Away for good: withdrawn after the delay.
-	e.deregister(cInfo)
+	e.Deregister(cInfo)
 	a.waitCall(ofrpc.AgentEndpointDel+" "+epC.EndpointID, 1)
 	if st := e.ofnetState(); len(st.EndpointDb) != 0 || len(st.AgentDb) != 1 {
 		t.Fatalf("after host C left: endpoints %v, agents %v", st.EndpointDb, st.AgentDb)
@@ -437,7 +393,7 @@ func TestOfnetStopsWithLeadership(t *testing.T) {
 		t.Fatalf("ofnet master not listening: %v", err)
 	}
 	conn.Close()
-	e.stop()
+	e.Stop()
 	waitUntil(t, "the ofnet port to close", func() bool {
 		c, err := net.Dial("tcp", self.Addr())
 		if err == nil {
@@ -450,7 +406,7 @@ func TestOfnetStopsWithLeadership(t *testing.T) {
 // Without an ofnet address there is no ofnet master and no debug route.
 func TestOfnetDisabled(t *testing.T) {
 	e := newEnv(t)
-	if code, _ := e.do("GET", "/debug/ofnet", ""); code != http.StatusNotFound {
+	if code, _ := e.Do("GET", "/debug/ofnet", ""); code != http.StatusNotFound {
 		t.Fatalf("/debug/ofnet without ofnet master: %d", code)
 	}
 }
@@ -464,13 +420,10 @@ type rootEnv struct {
 
 func e0Root(t *testing.T) *rootEnv {
 	root := objdbtest.UniqueRoot(t)
-	return &rootEnv{t: t, st: openStore(t, etcdEndpoint, root), rt: root}
+	return &rootEnv{t: t, st: mastertest.OpenStore(t, etcdEndpoint, root), rt: root}
 }
 
 func (r *rootEnv) start(cfg master.Config) *env {
 	r.t.Helper()
-	e := &env{t: r.t, root: r.rt, st: r.st, cfg: cfg}
-	e.start()
-	r.t.Cleanup(e.stop)
-	return e
+	return &env{mastertest.StartOn(r.t, r.rt, r.st, cfg)}
 }

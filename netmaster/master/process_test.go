@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/nmproc"
 )
@@ -19,7 +20,7 @@ func view(t testing.TB, base string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, plural := range []string{"globals", "tenants", "networks", "endpointGroups"} {
-		code, b, _ := doReq(t, base, "GET", "/api/v1/"+plural+"/", "")
+		code, b, _ := mastertest.DoReq(t, base, "GET", "/api/v1/"+plural+"/", "")
 		if code != 200 {
 			t.Fatalf("list %s: %d %s", plural, code, b)
 		}
@@ -29,7 +30,7 @@ func view(t testing.TB, base string) map[string]string {
 		}
 		_ = json.Unmarshal([]byte(b), &objs)
 		for _, o := range objs {
-			code, b, _ := doReq(t, base, "GET", "/api/v1/inspect/"+plural+"/"+o.Key+"/", "")
+			code, b, _ := mastertest.DoReq(t, base, "GET", "/api/v1/inspect/"+plural+"/"+o.Key+"/", "")
 			if code != 200 {
 				t.Fatalf("inspect %s %s: %d %s", plural, o.Key, code, b)
 			}
@@ -41,7 +42,7 @@ func view(t testing.TB, base string) map[string]string {
 
 func mustOK(t testing.TB, base, method, path, body string) string {
 	t.Helper()
-	code, b, _ := doReq(t, base, method, path, body)
+	code, b, _ := mastertest.DoReq(t, base, method, path, body)
 	if code != 200 {
 		t.Fatalf("%s %s %s: %d %s", method, path, body, code, b)
 	}
@@ -72,16 +73,16 @@ func restartKeepsEverything(t *testing.T, storeFlags ...string) {
 	p.WaitRole("leader", 30*time.Second)
 	base := p.URL()
 	mustOK(t, base, "POST", "/api/v1/tenants/blue/", `{"tenantName":"blue"}`)
-	mustOK(t, base, "POST", "/api/v1/globals/global/", globalBody("default", "1-2000", "5000-9000", "bridge", "flood", "172.19.0.0/16"))
-	mustOK(t, base, "POST", "/api/v1/networks/blue:web/", netBody("blue", "web", "vxlan", "10.1.2.0/24", "10.1.2.254", 0))
+	mustOK(t, base, "POST", "/api/v1/globals/global/", mastertest.GlobalBody("default", "1-2000", "5000-9000", "bridge", "flood", "172.19.0.0/16"))
+	mustOK(t, base, "POST", "/api/v1/networks/blue:web/", mastertest.NetBody("blue", "web", "vxlan", "10.1.2.0/24", "10.1.2.254", 0))
 	for _, g := range []string{"a", "b", "c"} {
-		mustOK(t, base, "POST", "/api/v1/endpointGroups/blue:"+g+"/", epgBody("blue", g, "web", ""))
+		mustOK(t, base, "POST", "/api/v1/endpointGroups/blue:"+g+"/", mastertest.EPGBody("blue", g, "web", ""))
 	}
 	mustOK(t, base, "DELETE", "/api/v1/endpointGroups/blue:b/", "")
-	mustOK(t, base, "POST", "/api/v1/endpointGroups/blue:p/", epgBody("blue", "p", "web", `"ipPool":"10.1.2.100-10.1.2.110"`))
+	mustOK(t, base, "POST", "/api/v1/endpointGroups/blue:p/", mastertest.EPGBody("blue", "p", "web", `"ipPool":"10.1.2.100-10.1.2.110"`))
 	for i := 0; i < 5; i++ {
 		g := []string{"a", "c", "p", "a", ""}[i]
-		mustOK(t, base, "POST", "/plugin/createEndpoint", createEP("blue", "web", g, fmt.Sprintf("c%d", i), ""))
+		mustOK(t, base, "POST", "/plugin/createEndpoint", mastertest.CreateEP("blue", "web", g, fmt.Sprintf("c%d", i), ""))
 	}
 	mustOK(t, base, "POST", "/plugin/allocAddress", `{"NetworkID":"web.blue"}`)
 	before := view(t, base)
@@ -90,15 +91,15 @@ func restartKeepsEverything(t *testing.T, storeFlags ...string) {
 	p.Restart()
 	p.WaitRole("leader", 30*time.Second)
 	after := view(t, base)
-	if d := diffDumps(before, after); d != "" {
+	if d := mastertest.DiffDumps(before, after); d != "" {
 		t.Fatalf("restart changed the model view:\n%s", d)
 	}
 	// Ids and addresses in use are not handed out again.
-	mustOK(t, base, "POST", "/api/v1/endpointGroups/blue:d/", epgBody("blue", "d", "web", ""))
+	mustOK(t, base, "POST", "/api/v1/endpointGroups/blue:d/", mastertest.EPGBody("blue", "d", "web", ""))
 	var gi struct{ Oper struct{ PktTag int } }
 	_ = json.Unmarshal([]byte(mustOK(t, base, "GET", "/api/v1/inspect/endpointGroups/blue:d/", "")), &gi)
-	var r epResp
-	_ = json.Unmarshal([]byte(mustOK(t, base, "POST", "/plugin/createEndpoint", createEP("blue", "web", "d", "new", ""))), &r)
+	var r mastertest.EPResp
+	_ = json.Unmarshal([]byte(mustOK(t, base, "POST", "/plugin/createEndpoint", mastertest.CreateEP("blue", "web", "d", "new", ""))), &r)
 	if r.EndpointConfig.EndpointGroupID != 4 {
 		t.Fatalf("group created after restart got id %d, want 4 (a=1, p=2 reused b's id, c=3)", r.EndpointConfig.EndpointGroupID)
 	}
@@ -124,10 +125,10 @@ func TestFailover(t *testing.T) {
 
 	// Requests to the follower are proxied to the leader.
 	mustOK(t, b.URL(), "POST", "/api/v1/tenants/t1/", `{"tenantName":"t1"}`)
-	mustOK(t, b.URL(), "POST", "/api/v1/networks/t1:n1/", netBody("t1", "n1", "vlan", "20.1.0.0/16", "20.1.255.254", 0))
-	mustOK(t, b.URL(), "POST", "/api/v1/endpointGroups/t1:g1/", epgBody("t1", "g1", "n1", ""))
-	mustOK(t, a.URL(), "POST", "/plugin/createEndpoint", createEP("t1", "n1", "g1", "warmup", ""))
-	mustOK(t, b.URL(), "POST", "/plugin/deleteEndpoint", deleteEP("t1", "n1", "g1", "warmup"))
+	mustOK(t, b.URL(), "POST", "/api/v1/networks/t1:n1/", mastertest.NetBody("t1", "n1", "vlan", "20.1.0.0/16", "20.1.255.254", 0))
+	mustOK(t, b.URL(), "POST", "/api/v1/endpointGroups/t1:g1/", mastertest.EPGBody("t1", "g1", "n1", ""))
+	mustOK(t, a.URL(), "POST", "/plugin/createEndpoint", mastertest.CreateEP("t1", "n1", "g1", "warmup", ""))
+	mustOK(t, b.URL(), "POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("t1", "n1", "g1", "warmup"))
 	before := view(t, a.URL())
 
 	const n = 64
@@ -141,14 +142,14 @@ func TestFailover(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			body := createEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i), "")
+			body := mastertest.CreateEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i), "")
 			target := []*nmproc.Proc{a, b}[i%2]
 			time.Sleep(time.Duration(i) * 15 * time.Millisecond)
 			for time.Now().Before(deadline) {
 				c := http.Client{Timeout: 5 * time.Second}
 				resp, err := c.Post(target.URL()+"/plugin/createEndpoint", "application/json", strings.NewReader(body))
 				if err == nil {
-					var r epResp
+					var r mastertest.EPResp
 					decErr := json.NewDecoder(resp.Body).Decode(&r)
 					resp.Body.Close()
 					if resp.StatusCode == 200 && decErr == nil {
@@ -210,13 +211,13 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	for i := 0; i < n; i++ {
-		mustOK(t, b.URL(), "POST", "/plugin/deleteEndpoint", deleteEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i)))
+		mustOK(t, b.URL(), "POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("t1", "n1", "g1", fmt.Sprintf("ep%d", i)))
 	}
 	// An address the killed leader allocated but never recorded is given
 	// back by the new leader's sweep, one lock TTL into its term.
-	var ni netInspect
+	var ni mastertest.NetInspect
 	for sweepBy := time.Now().Add(10 * time.Second); ; {
-		ni = netInspect{}
+		ni = mastertest.NetInspect{}
 		_ = json.Unmarshal([]byte(mustOK(t, b.URL(), "GET", "/api/v1/inspect/networks/t1:n1/", "")), &ni)
 		if ni.Oper.AllocatedIPAddresses == "20.1.255.254" && ni.Oper.NumEndpoints == 0 && ni.Oper.AllocatedAddressesCount == 0 {
 			break
@@ -251,12 +252,12 @@ func TestFailoverTime(t *testing.T) {
 	b := nmproc.Start(t, "", flags...)
 	b.WaitRole("follower", 30*time.Second)
 	mustOK(t, b.URL(), "POST", "/api/v1/tenants/t1/", `{"tenantName":"t1"}`)
-	mustOK(t, b.URL(), "POST", "/api/v1/networks/t1:n1/", netBody("t1", "n1", "vxlan", "20.1.0.0/16", "", 0))
+	mustOK(t, b.URL(), "POST", "/api/v1/networks/t1:n1/", mastertest.NetBody("t1", "n1", "vxlan", "20.1.0.0/16", "", 0))
 	before := view(t, a.URL())
 	a.Kill()
 	killedAt := time.Now()
 	for {
-		code, _, _ := doReq(t, b.URL(), "GET", "/api/v1/tenants/", "")
+		code, _, _ := mastertest.DoReq(t, b.URL(), "GET", "/api/v1/tenants/", "")
 		if code == 200 && b.Role() == "leader" {
 			break
 		}
@@ -266,7 +267,7 @@ func TestFailoverTime(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("follower served /api/v1 as leader %v after SIGKILL of the leader (ttl 3s)", time.Since(killedAt).Round(10*time.Millisecond))
-	if d := diffDumps(before, view(t, b.URL())); d != "" {
+	if d := mastertest.DiffDumps(before, view(t, b.URL())); d != "" {
 		t.Fatalf("objects changed across fail-over:\n%s", d)
 	}
 }

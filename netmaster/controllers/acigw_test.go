@@ -1,4 +1,4 @@
-package master_test
+package controllers_test
 
 import (
 	"strings"
@@ -25,20 +25,20 @@ func TestAciGw(t *testing.T) {
 	e := newEnv(t)
 	// 29: bindings accepted and read back exactly.
 	paths := "topology/pod-1/paths-101/pathep-[eth1/14],topology/pod-1/paths-102/pathep-[eth1/2]"
-	e.ok("POST", aciGwPath, aciGwBody(`"pathBindings":"`+paths+`","nodeBindings":"topology/pod-1/node-101"`))
-	b := e.ok("GET", aciGwPath, "")
+	e.OK("POST", aciGwPath, aciGwBody(`"pathBindings":"`+paths+`","nodeBindings":"topology/pod-1/node-101"`))
+	b := e.OK("GET", aciGwPath, "")
 	for _, want := range []string{`"pathBindings":"` + paths + `"`, `"nodeBindings":"topology/pod-1/node-101"`, `"physicalDomain":"phys1"`} {
 		if !strings.Contains(b, want) {
 			t.Fatalf("aciGw %s lacks %s", b, want)
 		}
 	}
-	e.fail("POST", aciGwPath, aciGwBody(`"pathBindings":"pod-1/paths-101/pathep-[eth1/14]"`), "")
-	e.fail("POST", aciGwPath, aciGwBody(`"pathBindings":"topology/pod-1/paths-101/pathep-[eth1/14],bad"`), "")
-	e.fail("POST", aciGwPath, aciGwBody(`"nodeBindings":"topology/tor-1/node-101"`), "")
+	e.Fail("POST", aciGwPath, aciGwBody(`"pathBindings":"pod-1/paths-101/pathep-[eth1/14]"`), "")
+	e.Fail("POST", aciGwPath, aciGwBody(`"pathBindings":"topology/pod-1/paths-101/pathep-[eth1/14],bad"`), "")
+	e.Fail("POST", aciGwPath, aciGwBody(`"nodeBindings":"topology/tor-1/node-101"`), "")
 
 	// Update replaces the settings.
-	e.ok("POST", aciGwPath, `{"name":"aciGw","enforcePolicies":"no","includeCommonTenant":"yes","physicalDomain":"phys2","nodeBindings":"topology/pod-2/node-7"}`)
-	b = e.ok("GET", aciGwPath, "")
+	e.OK("POST", aciGwPath, `{"name":"aciGw","enforcePolicies":"no","includeCommonTenant":"yes","physicalDomain":"phys2","nodeBindings":"topology/pod-2/node-7"}`)
+	b = e.OK("GET", aciGwPath, "")
 	for _, want := range []string{`"enforcePolicies":"no"`, `"includeCommonTenant":"yes"`, `"physicalDomain":"phys2"`, `"nodeBindings":"topology/pod-2/node-7"`} {
 		if !strings.Contains(b, want) {
 			t.Fatalf("updated aciGw %s lacks %s", b, want)
@@ -49,22 +49,22 @@ func TestAciGw(t *testing.T) {
 	}
 
 	// Delete refused while app profiles exist; oper counts them.
-	e.ok("POST", "/api/v1/appProfiles/default:a1/", `{"tenantName":"default","appProfileName":"a1"}`)
-	e.ok("POST", "/api/v1/appProfiles/default:a2/", `{"tenantName":"default","appProfileName":"a2"}`)
+	e.OK("POST", "/api/v1/appProfiles/default:a1/", `{"tenantName":"default","appProfileName":"a1"}`)
+	e.OK("POST", "/api/v1/appProfiles/default:a2/", `{"tenantName":"default","appProfileName":"a2"}`)
 	var op aciGwInspect
-	e.inspect("aciGws/aciGw/", &op)
+	e.Inspect("aciGws/aciGw/", &op)
 	if op.Oper.NumAppProfiles != 2 {
 		t.Fatalf("numAppProfiles %d, want 2", op.Oper.NumAppProfiles)
 	}
-	e.fail("DELETE", aciGwPath, "", "2 App-Profiles found. Delete them first")
-	e.ok("DELETE", "/api/v1/appProfiles/default:a1/", "")
-	e.fail("DELETE", aciGwPath, "", "1 App-Profiles found. Delete them first")
-	e.ok("DELETE", "/api/v1/appProfiles/default:a2/", "")
-	e.ok("DELETE", aciGwPath, "")
-	if code, _ := e.do("GET", aciGwPath, ""); code == 200 {
+	e.Fail("DELETE", aciGwPath, "", "2 App-Profiles found. Delete them first")
+	e.OK("DELETE", "/api/v1/appProfiles/default:a1/", "")
+	e.Fail("DELETE", aciGwPath, "", "1 App-Profiles found. Delete them first")
+	e.OK("DELETE", "/api/v1/appProfiles/default:a2/", "")
+	e.OK("DELETE", aciGwPath, "")
+	if code, _ := e.Do("GET", aciGwPath, ""); code == 200 {
 		t.Fatalf("aciGw still readable after delete")
 	}
 	// Creating while app profiles exist is allowed.
-	e.ok("POST", "/api/v1/appProfiles/default:a3/", `{"tenantName":"default","appProfileName":"a3"}`)
-	e.ok("POST", aciGwPath, aciGwBody(""))
+	e.OK("POST", "/api/v1/appProfiles/default:a3/", `{"tenantName":"default","appProfileName":"a3"}`)
+	e.OK("POST", aciGwPath, aciGwBody(""))
 }

@@ -1,4 +1,4 @@
-package master_test
+package endpoints_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 )
 
 // perfPost sends a plugin request from any goroutine (no t.Fatal).
@@ -87,18 +89,18 @@ func expandRuns(t *testing.T, runs string) map[string]bool {
 // out twice.
 func TestConcurrentEndpointCounters(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "cnt", "vxlan", "198.18.4.0/24", "198.18.4.254", 0)
-	e.createEPG("default", "cg", "cnt", "")
+	e.CreateNet("default", "cnt", "vxlan", "198.18.4.0/24", "198.18.4.254", 0)
+	e.CreateEPG("default", "cg", "cnt", "")
 	const n = 48
 	var mu sync.Mutex
 	addrOf := map[string]string{} // endpoint -> address
 	err := inParallel(2*n, 16, func(i int) error {
 		id := fmt.Sprintf("ep%d", i/2)
-		code, b, err := perfPost(e.srv.URL, "/plugin/createEndpoint", createEP("default", "cnt", "cg", id, ""))
+		code, b, err := perfPost(e.Srv.URL, "/plugin/createEndpoint", mastertest.CreateEP("default", "cnt", "cg", id, ""))
 		if err != nil || code != http.StatusOK {
 			return fmt.Errorf("create %s: %d %q %v", id, code, b, err)
 		}
-		var r epResp
+		var r mastertest.EPResp
 		if err := json.Unmarshal([]byte(b), &r); err != nil {
 			return fmt.Errorf("create %s: decode %q: %w", id, b, err)
 		}
@@ -120,7 +122,7 @@ func TestConcurrentEndpointCounters(t *testing.T) {
 		}
 		holder[a] = id
 	}
-	ni := e.netOper("default", "cnt")
+	ni := e.NetOper("default", "cnt")
 	if len(addrOf) != n || ni.Oper.NumEndpoints != n || ni.Oper.AllocatedAddressesCount != n {
 		t.Fatalf("after creates: %d endpoints, oper %d endpoints %d addresses, want %d",
 			len(addrOf), ni.Oper.NumEndpoints, ni.Oper.AllocatedAddressesCount, n)
@@ -136,14 +138,14 @@ func TestConcurrentEndpointCounters(t *testing.T) {
 			t.Fatalf("%s's address %s not allocated in %q", id, a, ni.Oper.AllocatedIPAddresses)
 		}
 	}
-	if gs, _ := e.groupState("default", "cg"); gs.EpCount != n {
+	if gs, _ := e.GroupState("default", "cg"); gs.EpCount != n {
 		t.Fatalf("group epCount %d, want %d", gs.EpCount, n)
 	}
 
 	var deleted sync.Map
 	err = inParallel(2*n, 16, func(i int) error {
 		id := fmt.Sprintf("ep%d", i/2)
-		code, b, err := perfPost(e.srv.URL, "/plugin/deleteEndpoint", deleteEP("default", "cnt", "cg", id))
+		code, b, err := perfPost(e.Srv.URL, "/plugin/deleteEndpoint", mastertest.DeleteEP("default", "cnt", "cg", id))
 		switch {
 		case err != nil:
 			return fmt.Errorf("delete %s: %w", id, err)
@@ -159,17 +161,17 @@ func TestConcurrentEndpointCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ni = e.netOper("default", "cnt")
+	ni = e.NetOper("default", "cnt")
 	if ni.Oper.NumEndpoints != 0 || ni.Oper.AllocatedAddressesCount != 0 || ni.Oper.AllocatedIPAddresses != "198.18.4.254" {
 		t.Fatalf("after deletes: %+v", ni.Oper)
 	}
-	if gs, _ := e.groupState("default", "cg"); gs.EpCount != 0 {
+	if gs, _ := e.GroupState("default", "cg"); gs.EpCount != 0 {
 		t.Fatalf("group epCount %d after deletes", gs.EpCount)
 	}
 	// A new term recomputes the counters from the records: nothing to fix.
-	before := e.dump()
-	e.restart()
-	if d := diffDumps(before, e.dump()); d != "" {
+	before := e.Dump()
+	e.Restart()
+	if d := mastertest.DiffDumps(before, e.Dump()); d != "" {
 		t.Fatalf("restart corrected the counters:\n%s", d)
 	}
 }
@@ -179,26 +181,26 @@ func TestConcurrentEndpointCounters(t *testing.T) {
 // endpoint record, the address, and the other object's counter.
 func TestEndpointCounterFailureRollsBack(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "rb", "vxlan", "198.18.5.0/24", "198.18.5.254", 0)
-	e.createEPG("default", "rbg", "rb", "")
-	e.createEPG("default", "rbh", "rb", "")
+	e.CreateNet("default", "rb", "vxlan", "198.18.5.0/24", "198.18.5.254", 0)
+	e.CreateEPG("default", "rbg", "rb", "")
+	e.CreateEPG("default", "rbh", "rb", "")
 	// Warm the term's caches of both groups and the network.
 	for _, g := range []string{"rbg", "rbh"} {
-		e.createEndpoint(createEP("default", "rb", g, "warm-"+g, ""))
+		e.CreateEndpoint(mastertest.CreateEP("default", "rb", g, "warm-"+g, ""))
 	}
-	ctx := testCtx(t, 10*time.Second)
+	ctx := mastertest.Ctx(t, 10*time.Second)
 
 	// Group state gone: the network's counters are taken back.
-	if err := e.st.Delete(ctx, "state/endpointGroups/rbg:default"); err != nil {
+	if err := e.St.Delete(ctx, "state/endpointGroups/rbg:default"); err != nil {
 		t.Fatal(err)
 	}
-	e.failStatus("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbg", "x1", ""), http.StatusInternalServerError, "")
+	e.FailStatus("POST", "/plugin/createEndpoint", mastertest.CreateEP("default", "rb", "rbg", "x1", ""), http.StatusInternalServerError, "")
 
 	// Network state gone: the group's counter is taken back too.
-	if err := e.st.Delete(ctx, "state/nets/rb.default"); err != nil {
+	if err := e.St.Delete(ctx, "state/nets/rb.default"); err != nil {
 		t.Fatal(err)
 	}
-	e.failStatus("POST", "/plugin/createEndpoint", createEP("default", "rb", "rbh", "x2", ""), http.StatusInternalServerError, "")
+	e.FailStatus("POST", "/plugin/createEndpoint", mastertest.CreateEP("default", "rb", "rbh", "x2", ""), http.StatusInternalServerError, "")
 }
 
 // An endpoint's address cannot be given back through releaseAddress (the
@@ -206,22 +208,22 @@ func TestEndpointCounterFailureRollsBack(t *testing.T) {
 // and changes nothing; deleting the endpoint lowers both counts.
 func TestDeleteEndpointOfRefusedRelease(t *testing.T) {
 	e := newEnv(t)
-	e.createNet("default", "rel", "vxlan", "198.18.6.0/24", "", 0)
-	e.createEndpoint(createEP("default", "rel", "", "keep", ""))
-	r := e.createEndpoint(createEP("default", "rel", "", "gone", ""))
-	before := e.dump()
-	code, b := e.do("POST", "/plugin/releaseAddress", fmt.Sprintf(`{"NetworkID":"rel.default","IPv4Address":%q}`, r.EndpointConfig.IPAddress))
+	e.CreateNet("default", "rel", "vxlan", "198.18.6.0/24", "", 0)
+	e.CreateEndpoint(mastertest.CreateEP("default", "rel", "", "keep", ""))
+	r := e.CreateEndpoint(mastertest.CreateEP("default", "rel", "", "gone", ""))
+	before := e.Dump()
+	code, b := e.Do("POST", "/plugin/releaseAddress", fmt.Sprintf(`{"NetworkID":"rel.default","IPv4Address":%q}`, r.EndpointConfig.IPAddress))
 	if want := "address 198.18.6.2 is held by endpoint rel.default-gone and cannot be released; release it through its owner\n"; code != http.StatusConflict || b != want {
 		t.Fatalf("release of an endpoint's address: %d %q, want 409 %q", code, b, want)
 	}
-	if d := diffDumps(before, e.dump()); d != "" {
+	if d := mastertest.DiffDumps(before, e.Dump()); d != "" {
 		t.Fatalf("refused release changed the store:\n%s", d)
 	}
-	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 2 {
+	if ni := e.NetOper("default", "rel"); ni.Oper.NumEndpoints != 2 || ni.Oper.AllocatedAddressesCount != 2 {
 		t.Fatalf("after the refused release: %+v", ni.Oper)
 	}
-	e.ok("POST", "/plugin/deleteEndpoint", deleteEP("default", "rel", "", "gone"))
-	if ni := e.netOper("default", "rel"); ni.Oper.NumEndpoints != 1 || ni.Oper.AllocatedAddressesCount != 1 {
+	e.OK("POST", "/plugin/deleteEndpoint", mastertest.DeleteEP("default", "rel", "", "gone"))
+	if ni := e.NetOper("default", "rel"); ni.Oper.NumEndpoints != 1 || ni.Oper.AllocatedAddressesCount != 1 {
 		t.Fatalf("after delete: %+v", ni.Oper)
 	}
 }

@@ -1,4 +1,4 @@
-package master_test
+package controllers_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/contiv/netplugin/netmaster/master"
+	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 )
 
@@ -61,17 +62,17 @@ func FuzzREST(f *testing.F) {
 		f.Add(s.m, s.r, s.key, []byte(s.body))
 	}
 	root := objdbtest.UniqueRoot(f)
-	st := openStore(f, etcdEndpoint, root)
+	st := mastertest.OpenStore(f, etcdEndpoint, root)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.Cleanup(cancel)
-	cfg := defaultCfg()
+	cfg := mastertest.DefaultConfig()
 	cfg.NetpluginPort = 1 // agents are never reachable: nothing leaves loopback
-	h, err := master.New(cfg, quietLog()).Start(ctx, st)
+	h, err := master.New(cfg, mastertest.QuietLog()).Start(ctx, st)
 	if err != nil {
 		f.Fatalf("start leader: %v", err)
 	}
 	dump := func(t *testing.T) map[string]string {
-		kvs, err := st.List(testCtx(t, 10e9), "")
+		kvs, err := st.List(mastertest.Ctx(t, 10e9), "")
 		if err != nil {
 			t.Fatalf("dump store: %v", err)
 		}
@@ -97,7 +98,7 @@ func FuzzREST(f *testing.F) {
 		if rec.Code >= 200 && rec.Code < 300 {
 			return
 		}
-		if d := diffDumps(before, dump(t)); d != "" {
+		if d := mastertest.DiffDumps(before, dump(t)); d != "" {
 			t.Fatalf("%s %s %q: answered %d %q but changed the store:\n%s", method, path, body, rec.Code, rec.Body.String(), d)
 		}
 	})

@@ -1,0 +1,204 @@
+package mastertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contiv/netplugin/objdb"
+)
+
+// The helpers below stand in for the netplugin agents a term talks to:
+// their service registrations and their REST servers.
+
+// ListenAll listens on one port (port 0: any free one) of every ip.
+func ListenAll(ips []string, port int) ([]net.Listener, error) {
+	var out []net.Listener
+	for _, ip := range ips {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
+		if err != nil {
+			for _, l := range out {
+				l.Close()
+			}
+			return nil, err
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		out = append(out, ln)
+	}
+	return out, nil
+}
+
+// RegisterNetplugin registers the netplugin service of a host (as netplugin
+// does: control IP, agent port, host name); deregistered at cleanup.
+func (e *Env) RegisterNetplugin(ctrl string, port uint16, hostname string) objdb.ServiceInfo {
+	e.T.Helper()
+	info := objdb.ServiceInfo{ServiceName: "netplugin", Role: "netplugin", TTL: 10, HostAddr: ctrl, Port: int(port), Hostname: hostname}
+	e.Register(info)
+	return info
+}
+
+// Register registers a service; deregistered at cleanup.
+func (e *Env) Register(info objdb.ServiceInfo) {
+	e.T.Helper()
+	if err := e.St.RegisterService(Ctx(e.T, 10*time.Second), info); err != nil {
+		e.T.Fatalf("register %+v: %v", info, err)
+	}
+	e.T.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		e.St.DeregisterService(ctx, info)
+	})
+}
+
+// Deregister removes a service registration.
+func (e *Env) Deregister(info objdb.ServiceInfo) {
+	e.T.Helper()
+	if err := e.St.DeregisterService(Ctx(e.T, 10*time.Second), info); err != nil {
+		e.T.Fatalf("deregister %+v: %v", info, err)
+	}
+}
+
+// FakeNetplugins serves netplugin's DELETE /debug/reclaimEndpoint/{id} and
+// GET /inspect/bgp on one port of several loopback addresses (one per
+// simulated host) and records "<ip> <path>" of every request. Paths in
+// fail answer 500.
+type FakeNetplugins struct {
+	Port int
+	fail map[string]bool
+	// bgp is the /inspect/bgp answer of each address (absent: 404).
+	bgp map[string]FakeAnswer
+
+	mu   sync.Mutex
+	reqs []string
+}
+
+// StartFakeNetplugins serves FakeNetplugins on ips until the test ends.
+func StartFakeNetplugins(t testing.TB, ips ...string) *FakeNetplugins {
+	t.Helper()
+	var lns []net.Listener
+	for attempt := 0; ; attempt++ {
+		var err error
+		if lns, err = ListenAll(ips, 0); err == nil {
+			break
+		}
+		if attempt == 20 {
+			t.Fatalf("listen on %v: %v", ips, err)
+		}
+	}
+	f := &FakeNetplugins{Port: lns[0].Addr().(*net.TCPAddr).Port, fail: map[string]bool{}, bgp: map[string]FakeAnswer{}}
+	srv := &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	for _, ln := range lns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("fake netplugin: %v", err)
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		wg.Wait()
+	})
+	return f
+}
+
+func (f *FakeNetplugins) serve(w http.ResponseWriter, r *http.Request) {
+	host, _, _ := net.SplitHostPort(r.Host)
+	f.mu.Lock()
+	f.reqs = append(f.reqs, r.Method+" "+host+" "+r.URL.EscapedPath())
+	fail := f.fail[r.URL.Path]
+	bgp, bgpOK := f.bgp[host]
+	f.mu.Unlock()
+	if r.Method == http.MethodGet && r.URL.Path == "/inspect/bgp" {
+		if !bgpOK {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(bgp.Code)
+		_, _ = w.Write([]byte(bgp.Body))
+		return
+	}
+	if fail || r.Method != http.MethodDelete || !strings.HasPrefix(r.URL.Path, "/debug/reclaimEndpoint/") {
+		http.Error(w, "Error deleting endpoint: no such endpoint", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte("null\n"))
+}
+
+// FakeAnswer is a canned HTTP answer.
+type FakeAnswer struct {
+	Code int
+	Body string
+}
+
+// ClearBgp removes the /inspect/bgp answer of the host at ip (404).
+func (f *FakeNetplugins) ClearBgp(ip string) {
+	f.mu.Lock()
+	delete(f.bgp, ip)
+	f.mu.Unlock()
+}
+
+// SetBgp sets the /inspect/bgp answer of the host at ip.
+func (f *FakeNetplugins) SetBgp(ip string, a FakeAnswer) {
+	f.mu.Lock()
+	f.bgp[ip] = a
+	f.mu.Unlock()
+}
+
+// FailPath makes requests for path p answer 500.
+func (f *FakeNetplugins) FailPath(p string) {
+	f.mu.Lock()
+	f.fail[p] = true
+	f.mu.Unlock()
+}
+
+// Take returns the recorded requests, sorted, and forgets them.
+func (f *FakeNetplugins) Take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.reqs
+	f.reqs = nil
+	slices.Sort(out)
+	return out
+}
+
+// RegisterVtep registers a host's netplugin.vtep service.
+func (e *Env) RegisterVtep(ip, hostname string) {
+	e.T.Helper()
+	e.Register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: ip, Port: 4789, Hostname: hostname})
+}
+
+// EpCleanup sends a /debug/epcleanup request; it must answer 200 text/plain.
+func (e *Env) EpCleanup(tenant, category, id string) string {
+	e.T.Helper()
+	code, body, hdr := DoReq(e.T, e.Srv.URL, "DELETE", "/debug/epcleanup/tenant/"+tenant+"/"+category+"/"+id, "")
+	if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+		e.T.Fatalf("epcleanup %s/%s/%s: %d %q %q", tenant, category, id, code, hdr.Get("Content-Type"), body)
+	}
+	return body
+}
+
+// EpKeys lists the endpoint state ids.
+func (e *Env) EpKeys() []string {
+	e.T.Helper()
+	var out []string
+	for k := range e.Dump() {
+		if id, ok := strings.CutPrefix(k, "state/eps/"); ok {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
