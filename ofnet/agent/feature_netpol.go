@@ -97,6 +97,10 @@ func (a *Agent) netpolZone() uint16 {
 const (
 	netpolPrioHook  = 200 // bridging table: untracked IPv4 of a local endpoint → ct
 	netpolPrioState = 100
+	// netpolPrioPickup is above the new-connection flow (netpolPrioState-10).
+	netpolPrioPickup = 95
+	// tcpFlagSYN is the SYN bit of the TCP flags field (RFC 9293).
+	tcpFlagSYN      = 0x002
 	netpolPrioAllow = 100
 	netpolPrioDeny  = 50
 )
@@ -132,6 +136,15 @@ func (featureNetpol) flows(s *snapshot, d *desiredState) {
 	add(stateFlow(of.CtStateEst).Action().Resubmit(hookT).Done())
 	add(stateFlow(of.CtStateRel).Action().Resubmit(hookT).Done())
 	add(stateFlow(of.CtStateInv).Action().Drop().Done())
+	// A new TCP packet without SYN cannot open a connection: it belongs to one
+	// conntrack has no entry for (lost with a restarted ovs-vswitchd, or missed
+	// by the userspace conntrack under load: the replies of an admitted
+	// connection were seen classified new). It passes untracked and uncommitted,
+	// so policy still decides every connection opening (docs/k8s.md,
+	// "NetworkPolicy"; compat K23).
+	add(state.BuildFlow(netpolPrioPickup).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
+		MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).MatchCtZone(zone).
+		MatchTCPFlags(0, tcpFlagSYN).Action().Resubmit(hookT).Done())
 	add(state.BuildFlow(netpolPrioState-10).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 		MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).MatchCtZone(zone).
 		Action().GotoTable(pipeline.NetpolEgressTable).Done())

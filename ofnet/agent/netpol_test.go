@@ -90,8 +90,11 @@ func testNetworkPolicyLocal(t *testing.T, datapath string) {
 		cs = append(cs, c)
 	}
 	a, b, c := cs[0], cs[1], cs[2]
+	var attempts []string // what each connection attempt of the last reach saw
 	reach1 := func(from, to *container) bool {
+		start := time.Now()
 		_, err := from.dial(to.ip.String()+":8080", 2*time.Second)
+		attempts = append(attempts, fmt.Sprintf("%s +%v: %v", start.Format("15:04:05.000"), time.Since(start).Round(time.Millisecond), err))
 		return err == nil
 	}
 	// reach waits up to 10 s for the answer the current rules give: OVS
@@ -99,6 +102,7 @@ func testNetworkPolicyLocal(t *testing.T, datapath string) {
 	// asynchronously after a flow table change. Then it asks once more.
 	var want bool
 	reach := func(from, to *container) bool {
+		attempts = attempts[:0]
 		for end := time.Now().Add(10 * time.Second); reach1(from, to) != want && time.Now().Before(end); {
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -130,8 +134,25 @@ func testNetworkPolicyLocal(t *testing.T, datapath string) {
 	} {
 		want = tc.want
 		if got := reach(tc.from, tc.to); got != tc.want {
-			t.Errorf("%s → %s: reached %v, want %v\n%s\n%s", tc.from.ip, tc.to.ip, got, tc.want,
-				strings.Join(h.flows(t), "\n"), h.netpolDiag(tc.from, tc.to, 8080, datapath))
+			t.Errorf("%s → %s: reached %v, want %v\nattempts:\n%s\n%s\n%s", tc.from.ip, tc.to.ip, got, tc.want,
+				strings.Join(attempts, "\n"), strings.Join(h.flows(t), "\n"), h.netpolDiag(tc.from, tc.to, 8080, datapath))
+		}
+	}
+	// A new TCP packet without SYN (a connection conntrack lost) passes the
+	// isolation of A; a SYN, which would open a connection, does not.
+	for _, tc := range []struct {
+		flags string
+		pass  bool
+	}{{"0x010", true}, {"0x019", true}, {"0x002", false}} {
+		flow := fmt.Sprintf("in_port=%d,tcp,dl_src=%s,dl_dst=%s,nw_src=%s,nw_dst=%s,tp_src=8080,tp_dst=40000,tcp_flags=%s",
+			b.port, b.mac, a.mac, b.ip, a.ip, tc.flags)
+		out, err := h.ovs.Appctl("ovs-vswitchd", "ofproto/trace", h.bridge, flow)
+		if err != nil {
+			t.Fatalf("ofproto/trace %s: %v\n%s", flow, err, out)
+		}
+		acts := lastDatapathActions(out)
+		if passed := acts != "" && acts != "drop"; passed != tc.pass {
+			t.Errorf("B → A tcp_flags=%s as a new connection: final datapath actions %q, want passed=%v\n%s", tc.flags, acts, tc.pass, out)
 		}
 	}
 	before := h.flows(t)
@@ -178,8 +199,26 @@ func (h *host) netpolDiag(from, to *container, port int, datapath string) string
 	for _, c := range []*container{from, to} {
 		arp, err := exec.Command("ip", "netns", "exec", c.ns, "ip", "neigh").CombinedOutput()
 		fmt.Fprintf(&b, "--- ip neigh in %s (%v) ---\n%s\n", c.ip, err, arp)
+		socks, err := exec.Command("ip", "netns", "exec", c.ns, "ss", "-tanoi").CombinedOutput()
+		fmt.Fprintf(&b, "--- ss -tanoi in %s (%v) ---\n%s\n", c.ip, err, socks)
 	}
+	out, err = h.ovs.Appctl("ovs-vswitchd", "dpctl/dump-conntrack", "-s")
+	fmt.Fprintf(&b, "--- dpctl/dump-conntrack -s, all zones (%v) ---\n%s\n", err, out)
+	out, err = h.ovs.Appctl("ovs-vswitchd", "coverage/show")
+	fmt.Fprintf(&b, "--- coverage/show (%v) ---\n%s\n", err, out)
 	out, err = h.ovs.Appctl("ovs-vswitchd", "dpctl/dump-flows")
 	fmt.Fprintf(&b, "--- dpctl/dump-flows (%v) ---\n%s\n", err, out)
 	return b.String()
+}
+
+// lastDatapathActions is the last "Datapath actions:" of an ofproto/trace
+// output: what happens to the packet after its last recirculation.
+func lastDatapathActions(trace string) string {
+	last := ""
+	for _, l := range strings.Split(trace, "\n") {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(l), "Datapath actions:"); ok {
+			last = strings.TrimSpace(a)
+		}
+	}
+	return last
 }
