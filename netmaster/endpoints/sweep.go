@@ -167,35 +167,19 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 		}
 	}
 	sweep := func(pool string, skip func(netip.Addr) bool) error {
-		used, err := m.v4.InUse(ctx, pool)
+		taken, err := m.v4.Taken(ctx, pool)
 		if err != nil {
 			return fmt.Errorf("sweep: list pool %q: %w", pool, err)
 		}
-		taken := map[netip.Addr]bool{}
-		for _, run := range strings.Split(used, ", ") {
-			if run == "" {
+		for _, x := range sortedAddrs(taken) {
+			if owners[pool][x] != nil || skip(x) {
 				continue
 			}
-			lo, hi, isRun := strings.Cut(run, "-")
-			if !isRun {
-				hi = lo
+			if _, err := m.v4.Release(ctx, pool, x); err != nil {
+				return fmt.Errorf("sweep: release %s in %q: %w", x, pool, err)
 			}
-			a, err1 := netip.ParseAddr(lo)
-			b, err2 := netip.ParseAddr(hi)
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			for x := a; x.IsValid() && x.Compare(b) <= 0; x = x.Next() {
-				taken[x] = true
-				if owners[pool][x] != nil || skip(x) {
-					continue
-				}
-				if _, err := m.v4.Release(ctx, pool, x); err != nil {
-					return fmt.Errorf("sweep: release %s in %q: %w", x, pool, err)
-				}
-				rep.Released = append(rep.Released, pool+" "+x.String())
-				m.log.WithField("pool", pool).Warnf("released leaked address %s", x)
-			}
+			rep.Released = append(rep.Released, pool+" "+x.String())
+			m.log.WithField("pool", pool).Warnf("released leaked address %s", x)
 		}
 		for _, x := range sortedAddrs(owners[pool]) {
 			if taken[x] || !x.Is4() {

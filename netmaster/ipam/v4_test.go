@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,6 +52,13 @@ func expectLists(t *testing.T, a *ipam.V4, id, wantUsed, wantFree string) {
 	free, err := a.Available(ctx, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	taken, err := a.Taken(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runsOf(taken); got != used {
+		t.Errorf("Taken(%s) = %q as runs, InUse = %q", id, got, used)
 	}
 	if used != wantUsed || free != wantFree {
 		t.Fatalf("pool %s: in use %q available %q, want %q and %q", id, used, free, wantUsed, wantFree)
@@ -515,4 +525,23 @@ func drain(t *testing.T, workers int, alloc func(worker int) (netip.Addr, error)
 		out[addr] = true
 	}
 	return out
+}
+
+// runsOf writes a set of addresses as InUse does: ascending runs.
+func runsOf(set map[netip.Addr]bool) string {
+	addrs := slices.SortedFunc(maps.Keys(set), netip.Addr.Compare)
+	var runs []string
+	for i := 0; i < len(addrs); {
+		j := i
+		for j+1 < len(addrs) && addrs[j].Next() == addrs[j+1] {
+			j++
+		}
+		if i == j {
+			runs = append(runs, addrs[i].String())
+		} else {
+			runs = append(runs, addrs[i].String()+"-"+addrs[j].String())
+		}
+		i = j + 1
+	}
+	return strings.Join(runs, ", ")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net/netip"
+	"strings"
 
 	"github.com/contiv/netplugin/objdb"
 )
@@ -324,6 +325,33 @@ func (a *V4) InUse(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("list addresses in use in pool %q: %w", id, err)
 	}
 	return used, nil
+}
+
+// Taken is the set of the pool's taken addresses (InUse, expanded).
+func (a *V4) Taken(ctx context.Context, id string) (map[netip.Addr]bool, error) {
+	used, err := a.InUse(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	taken := map[netip.Addr]bool{}
+	for _, run := range strings.Split(used, ", ") {
+		if run == "" {
+			continue
+		}
+		lo, hi, isRun := strings.Cut(run, "-")
+		if !isRun {
+			hi = lo
+		}
+		first, err1 := netip.ParseAddr(lo)
+		last, err2 := netip.ParseAddr(hi)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("addresses in use in pool %q: %q: %w", id, used, err)
+		}
+		for x := first; x.IsValid() && x.Compare(last) <= 0; x = x.Next() {
+			taken[x] = true
+		}
+	}
+	return taken, nil
 }
 
 // Available lists the pool's free addresses in the same format.

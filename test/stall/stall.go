@@ -16,7 +16,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -345,29 +344,7 @@ func check(t testing.TB, endpoint string, res *Result) {
 func takenIn(ctx context.Context, kv objdb.KV, pool string) (map[netip.Addr]bool, error) {
 	v4 := ipam.NewV4(kv)
 	defer v4.Close()
-	used, err := v4.InUse(ctx, pool)
-	if err != nil {
-		return nil, err
-	}
-	out := map[netip.Addr]bool{}
-	for _, run := range strings.Split(used, ", ") {
-		if run == "" {
-			continue
-		}
-		lo, hi, isRun := strings.Cut(run, "-")
-		if !isRun {
-			hi = lo
-		}
-		a, err1 := netip.ParseAddr(lo)
-		b, err2 := netip.ParseAddr(hi)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("pool %s in use %q: %w", pool, used, err)
-		}
-		for x := a; x.IsValid() && x.Compare(b) <= 0; x = x.Next() {
-			out[x] = true
-		}
-	}
-	return out, nil
+	return v4.Taken(ctx, pool)
 }
 
 func createEndpoint(ctx context.Context, hc *http.Client, base, name string) (string, error) {
