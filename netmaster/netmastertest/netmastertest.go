@@ -31,6 +31,13 @@ type Daemon struct {
 // go to the test's log under -v (utils/logtest).
 func Start(t testing.TB, endpoint, fwdMode string, log *logrus.Entry) *Daemon {
 	t.Helper()
+	return StartStore(t, daemonflags.Common{EtcdEndpoints: []string{endpoint}}, fwdMode, log)
+}
+
+// StartStore is Start on the store that store's EtcdEndpoints or
+// ConsulEndpoints name.
+func StartStore(t testing.TB, store daemonflags.Common, fwdMode string, log *logrus.Entry) *Daemon {
+	t.Helper()
 	if log == nil {
 		log = logrus.NewEntry(logtest.New(t, logrus.WarnLevel))
 	}
@@ -42,7 +49,7 @@ func Start(t testing.TB, endpoint, fwdMode string, log *logrus.Entry) *Daemon {
 	ln.Close()
 	cfg := server.Config{
 		Common: daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: fwdMode,
-			EtcdEndpoints: []string{endpoint}, LogLevel: "error"},
+			EtcdEndpoints: store.EtcdEndpoints, ConsulEndpoints: store.ConsulEndpoints, LogLevel: "error"},
 		Infra: "default", ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 5 * time.Second,
 	}
 	leader, err := master.NewLeader(cfg, log)
