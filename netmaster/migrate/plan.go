@@ -471,6 +471,9 @@ func (p *Plan) mapNetworks(nets map[string]*network, groups map[string]*group, e
 			continue
 		}
 		b, err := decodeBits(g.EPGIPAllocMap, n.sn.Size())
+		if err == nil && b.n != n.sn.Size() {
+			err = fmt.Errorf("bitset of %d bits, the subnet has %d addresses", b.n, n.sn.Size())
+		}
 		if err != nil {
 			p.problem(g.key, "epgIpAllocMap: %v", err)
 			continue
@@ -633,6 +636,9 @@ func (p *Plan) decodeNetwork(n *network) bool {
 	n.lo = max(ipU32(first)-base, 1)
 	n.hi = min(ipU32(last)-base, uint32(sn.Size()-2))
 	b, err := decodeBits(n.IPAllocMap, sn.Size())
+	if err == nil && b.n != sn.Size() {
+		err = fmt.Errorf("bitset of %d bits, the subnet has %d addresses", b.n, sn.Size())
+	}
 	if err != nil {
 		p.problem(n.key, "ipAllocMap (the network's address pool): %v", err)
 		return false
