@@ -533,9 +533,12 @@ func (p *Plan) mapNetworks(nets map[string]*network, groups map[string]*group, e
 			a, err := netip.ParseAddr(ep.IPv6Address)
 			if err != nil || !n.v6.IsValid() || !n.v6.Contains(a) {
 				p.problem(k, "ipv6Address %q is not an address of the network's IPv6 subnet", ep.IPv6Address)
-			} else if !v6Taken[ep.NetID][a] {
-				p.Notes = append(p.Notes, fmt.Sprintf("%s: %s was not marked in the IPv6 pool; reserved", k, a))
-				v6Taken[ep.NetID][a] = true
+			} else {
+				if !v6Taken[ep.NetID][a] {
+					p.Notes = append(p.Notes, fmt.Sprintf("%s: %s was not marked in the IPv6 pool; reserved", k, a))
+					v6Taken[ep.NetID][a] = true
+				}
+				own(ep.NetID, a, k)
 			}
 		}
 	}
@@ -554,6 +557,8 @@ func (p *Plan) mapNetworks(nets map[string]*network, groups map[string]*group, e
 			v4Taken[netID][a] = true
 		}
 		own(netID, a, "service "+s.ID)
+		// The VIP's owner record (docs/daemons.md §4.12, compat SL4).
+		p.put("state/ipalloc/"+netID+"/"+a.String(), []byte("serviceLB "+s.ID))
 	}
 	// Pools, and owner records for addresses taken with no owner (the
 	// original's allocAddress handed them out, docs/daemons.md §4.8):
@@ -587,6 +592,13 @@ func (p *Plan) mapNetworks(nets map[string]*network, groups map[string]*group, e
 			if n.IPv6Gateway != "" {
 				if gw, err := netip.ParseAddr(n.IPv6Gateway); err == nil {
 					v6Taken[id][gw] = true
+					own(id, gw, "gateway")
+				}
+			}
+			for _, a := range sortedAddrs(v6Taken[id]) {
+				if owned[id][a] == "" {
+					p.put("state/ipalloc/"+id+"/"+a.String(), []byte(id))
+					p.Counts["address records without an endpoint"]++
 				}
 			}
 			kvs, err := ipam.RestoreV6Keys(id, n.v6.String(), n.IPv6Gateway, sortedAddrs(v6Taken[id]), last)
@@ -599,7 +611,14 @@ func (p *Plan) mapNetworks(nets map[string]*network, groups map[string]*group, e
 		}
 	}
 	for i := range p.Pools {
-		p.Pools[i].Taken = sortedAddrs(gTaken[p.Pools[i].ID])
+		id := p.Pools[i].ID
+		p.Pools[i].Taken = sortedAddrs(gTaken[id])
+		for _, a := range p.Pools[i].Taken {
+			if owned[id][a] == "" {
+				p.put("state/ipalloc/"+id+"/"+a.String(), []byte(p.Pools[i].Def.Parent))
+				p.Counts["address records without an endpoint"]++
+			}
+		}
 	}
 	p.Pools = append(netPools, p.Pools...)
 }

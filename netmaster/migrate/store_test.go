@@ -201,6 +201,7 @@ func migrateAndCheck(t *testing.T, source migrate.Source, store daemonflags.Comm
 	nm := netmastertest.StartStore(t, store, "bridge", nil)
 	base := "http://" + nm.Addr
 	waitServing(t, base)
+	checkSweep(t, base)
 	checkInventory(t, base)
 	checkTags(t, base)
 	checkNewEndpoints(t, base, kv)
@@ -274,6 +275,37 @@ func checkEndpoints(t *testing.T, kv objdb.KV) {
 		}
 		if ep.IPAddress != w.IPAddress || ep.IPv6Address != w.IPv6Address || ep.MacAddress != w.MacAddress {
 			t.Errorf("endpoint %s: %s %s %s, want %s %s %s", ep.ID, ep.IPAddress, ep.IPv6Address, ep.MacAddress, w.IPAddress, w.IPv6Address, w.MacAddress)
+		}
+	}
+}
+
+// checkSweep waits for the term's address sweep (one lock TTL in) and
+// requires it found every migrated address owned: nothing released, no
+// address with two owners, nothing owned found free.
+func checkSweep(t *testing.T, base string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(base + "/debug/sweep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Err         string   `json:"error"`
+			Released    []string `json:"released"`
+			DoubleOwned []string `json:"doubleOwned"`
+			Retaken     []string `json:"retaken"`
+		}
+		code := resp.StatusCode
+		_ = json.NewDecoder(resp.Body).Decode(&rep)
+		resp.Body.Close()
+		if code == 200 {
+			if rep.Err != "" || len(rep.Released)+len(rep.DoubleOwned)+len(rep.Retaken) > 0 {
+				t.Fatalf("the first sweep on the migrated store: %+v", rep)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sweep report within 60 s (status %d)", code)
 		}
 	}
 }
