@@ -59,6 +59,7 @@ func TestMigratedCluster(t *testing.T) {
 		t.Fatalf("migrate: %v", err)
 	}
 	m.Start(t)
+	tb.WaitLeader(t, nil, 60*time.Second)
 
 	// The Docker network the original netmaster had made on each engine
 	// (the fixture was made without Docker): our driver, the contiv
