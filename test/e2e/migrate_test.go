@@ -19,9 +19,8 @@ import (
 // on a migrated cluster (docs/upgrade.md): the original store of
 // netmaster/migrate/testdata/original-store is migrated into the cluster
 // store; a namespace on host 1 stands in for the migrated endpoint bw5
-// (its netplugin takes the endpoint up through the attach API with the
-// endpoint's container id, as the host's own netplugin would after the
-// switch); `docker run` on host 0's engine on the migrated network blue
+// (host 1 plays the fixture's hostA; its netplugin takes the endpoint up
+// through the attach API with the endpoint's container id); `docker run` on host 0's engine on the migrated network blue
 // web-net gets a free address and reaches the stand-in over TCP and UDP.
 func TestMigratedCluster(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "netmaster", "migrate", "testdata", "original-store", "etcd-v2-dump.json"))
@@ -52,6 +51,14 @@ func TestMigratedCluster(t *testing.T) {
 			if err := st.Delete(ctx, kv.Key); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	// Host 1 stands in for the fixture's hostA: the endpoints homed there
+	// are homed on host 1's label, as they would be on the real host whose
+	// netplugin is replaced (docs/upgrade.md step 6).
+	for k, v := range tree.KV {
+		if strings.HasPrefix(k, "state/eps/") {
+			tree.KV[k] = []byte(strings.ReplaceAll(string(v), `"homingHost":"hostA"`, `"homingHost":"`+h1.Name+`"`))
 		}
 	}
 	plan := migrate.Map(tree)
