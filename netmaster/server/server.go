@@ -34,6 +34,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
+	"github.com/contiv/netplugin/utils/problem"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -380,7 +381,10 @@ func (d *Daemon) becomeLeader(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lh := d.leaderHandler(h)
+	// Each kind of client gets refusals in its convention (utils/problem,
+	// docs/rest-errors.md "Two kinds of client"); followers proxy the
+	// leader's answers unchanged.
+	lh := d.leaderHandler(problem.Middleware(h))
 	d.serving.Store(&lh)
 	d.state.Store(RoleLeader)
 	if d.isLeader != nil {
