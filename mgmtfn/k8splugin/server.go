@@ -90,18 +90,30 @@ func New(cfg Config) (*Server, error) {
 // Serve runs the API on the unix socket (directory 0700, socket 0600, a
 // stale socket replaced, a live one refused) until ctx ends.
 func (s *Server) Serve(ctx context.Context, socket string) error {
-	ln, err := attach.Listen(socket)
-	if err != nil {
-		return fmt.Errorf("CNI server: %w", err)
-	}
-	return s.ServeListener(ctx, ln)
+	return ServeSocket(ctx, "CNI", socket, s)
 }
 
 // ServeListener runs the API on ln until ctx ends; it closes ln.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	return ServeListener(ctx, "CNI", ln, s)
+}
+
+// ServeSocket serves h, the API called name, on the unix socket
+// (directory 0700, socket 0600, a stale socket replaced, a live one
+// refused) until ctx ends. The Mesos CNI server uses it too.
+func ServeSocket(ctx context.Context, name, socket string, h http.Handler) error {
+	ln, err := attach.Listen(socket)
+	if err != nil {
+		return fmt.Errorf("%s server: %w", name, err)
+	}
+	return ServeListener(ctx, name, ln, h)
+}
+
+// ServeListener serves h on ln until ctx ends; it closes ln.
+func ServeListener(ctx context.Context, name string, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if err := httpserve.Serve(ctx, srv, ln); err != nil {
-		return fmt.Errorf("serve the CNI API on %s: %w", ln.Addr(), err)
+		return fmt.Errorf("serve the %s API on %s: %w", name, ln.Addr(), err)
 	}
 	return nil
 }
@@ -220,19 +232,20 @@ func (s *Server) serialised(ctx context.Context, p cniapi.PodAttr, fields logrus
 // caller); a front end that speaks another protocol (mgmtfn/mesosplugin)
 // calls it directly. A failure is a *Failure, logged here.
 func (s *Server) Add(ctx context.Context, p cniapi.PodAttr) (cniapi.RspAddPod, *Failure) {
-	fields := podFields(p)
-	rsp, f := s.serialised(ctx, p, fields, s.addPod)
-	if f != nil {
-		s.log.WithFields(fields).WithError(f.Err).Warn(f.Msg)
-	}
-	return rsp, f
+	return s.logged(ctx, p, s.addPod)
 }
 
 // Del detaches p as DelPod does; an attachment the server does not know
 // is success.
 func (s *Server) Del(ctx context.Context, p cniapi.PodAttr) (cniapi.RspAddPod, *Failure) {
+	return s.logged(ctx, p, s.delPod)
+}
+
+// logged runs h serialised and logs its failure.
+func (s *Server) logged(ctx context.Context, p cniapi.PodAttr,
+	h func(context.Context, cniapi.PodAttr, logrus.Fields) (cniapi.RspAddPod, *Failure)) (cniapi.RspAddPod, *Failure) {
 	fields := podFields(p)
-	rsp, f := s.serialised(ctx, p, fields, s.delPod)
+	rsp, f := s.serialised(ctx, p, fields, h)
 	if f != nil {
 		s.log.WithFields(fields).WithError(f.Err).Warn(f.Msg)
 	}

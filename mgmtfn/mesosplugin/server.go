@@ -8,14 +8,12 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/attach"
-	"github.com/contiv/netplugin/utils/httpserve"
 )
 
 // Config is what a Server needs.
@@ -52,20 +50,12 @@ func New(cfg Config) (*Server, error) {
 // Serve runs the API on the unix socket (directory 0700, socket 0600, a
 // stale socket replaced, a live one refused) until ctx ends.
 func (s *Server) Serve(ctx context.Context, socket string) error {
-	ln, err := attach.Listen(socket)
-	if err != nil {
-		return fmt.Errorf("Mesos CNI server: %w", err)
-	}
-	return s.ServeListener(ctx, ln)
+	return k8splugin.ServeSocket(ctx, "Mesos CNI", socket, s)
 }
 
 // ServeListener runs the API on ln until ctx ends; it closes ln.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	if err := httpserve.Serve(ctx, srv, ln); err != nil {
-		return fmt.Errorf("serve the Mesos CNI API on %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return k8splugin.ServeListener(ctx, "Mesos CNI", ln, s)
 }
 
 // ServeHTTP routes POST /MesosNwIntfAdd and /MesosNwIntfDel.

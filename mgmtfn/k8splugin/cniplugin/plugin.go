@@ -183,7 +183,12 @@ func (c *call) end() {
 }
 
 func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
-	t := p.Timeout
+	return CallContext(p.Timeout)
+}
+
+// CallContext bounds one call of a CNI binary to netplugin: by t, or
+// DefaultTimeout when t is 0.
+func CallContext(t time.Duration) (context.Context, context.CancelFunc) {
 	if t == 0 {
 		t = DefaultTimeout
 	}

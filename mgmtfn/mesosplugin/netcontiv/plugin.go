@@ -111,11 +111,7 @@ func (c *call) end() {
 }
 
 func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
-	t := p.Timeout
-	if t == 0 {
-		t = cniplugin.DefaultTimeout
-	}
-	return context.WithTimeout(context.Background(), t)
+	return cniplugin.CallContext(p.Timeout)
 }
 
 // Add attaches the container and prints the result in the
