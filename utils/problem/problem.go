@@ -12,8 +12,8 @@
 //
 // Handlers keep answering refusals with http.Error and the status that says
 // whose fault it is; Middleware rewrites each answer for the client that
-// asked. A 404 for a path no route serves (NoRoute) and answers that are not
-// plain text pass unchanged.
+// asked. A 404 for a path no route serves, answers marked Pass and answers
+// that are not plain text pass unchanged.
 package problem
 
 import (
@@ -127,22 +127,23 @@ const maxBody = 64 << 10
 type ctxKey struct{}
 
 // state is what one request's handler tells the middleware.
-type state struct{ noRoute bool }
+type state struct{ pass bool }
 
-// NoRoute marks the request's answer as "no route serves this path": the
-// middleware passes it unchanged (404 "404 page not found", which the
-// original's client shows as "Page not found!", as it did before).
-func NoRoute(r *http.Request) {
+// Pass marks the request's answer to pass the middleware unchanged: the
+// 404 "404 page not found" of a path no route serves (which the original's
+// client shows as "Page not found!", as it did before), an answer proxied
+// from another netmaster (which made it for this client already).
+func Pass(r *http.Request) {
 	if st, ok := r.Context().Value(ctxKey{}).(*state); ok {
-		st.noRoute = true
+		st.pass = true
 	}
 }
 
-// NoRouteHandler answers 404 "404 page not found" and marks it NoRoute:
-// the router's handler for paths and methods no route serves.
+// NoRouteHandler answers 404 "404 page not found" and marks it Pass: the
+// router's handler for paths and methods no route serves.
 func NoRouteHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		NoRoute(r)
+		Pass(r)
 		http.NotFound(w, r)
 	})
 }
@@ -176,7 +177,7 @@ func (w *writer) WriteHeader(status int) {
 		return
 	}
 	w.wrote = true
-	if converted(status) && !w.st.noRoute && isText(w.Header().Get("Content-Type")) {
+	if converted(status) && !w.st.pass && isText(w.Header().Get("Content-Type")) {
 		w.capturing, w.status = true, status
 		return
 	}
