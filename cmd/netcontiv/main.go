@@ -5,22 +5,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
 	"github.com/contiv/netplugin/mgmtfn/mesosplugin/netcontiv"
-	"github.com/contiv/netplugin/utils/version"
 )
 
 func main() {
-	v := version.Get()
-	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
-		fmt.Print(v.Lines())
-		return
-	}
-	about := "Contiv Mesos CNI plugin netcontiv"
-	if v.Version != "" {
-		about += " " + v.Version
-	}
-	netcontiv.Main(about)
+	cniplugin.RunBinary("Contiv Mesos CNI plugin netcontiv", netcontiv.Main)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
+	cniversion "github.com/contiv/netplugin/utils/version"
 )
 
 // Versions are the CNI spec versions contivk8s speaks.
@@ -111,6 +112,23 @@ type Plugin struct {
 // Funcs returns the verbs for skel.
 func (p *Plugin) Funcs() skel.CNIFuncs {
 	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, GC: p.GC, Status: p.Status}
+}
+
+// RunBinary is the main of a CNI binary (contivk8s, netcontiv): with the
+// one argument "-version" or "--version" it prints the build stamped into
+// utils/version, like the daemons' --version; otherwise it calls run with
+// the "about" text, name and version.
+func RunBinary(name string, run func(about string)) {
+	v := cniversion.Get()
+	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
+		fmt.Print(v.Lines())
+		return
+	}
+	about := name
+	if v.Version != "" {
+		about += " " + v.Version
+	}
+	run(about)
 }
 
 // Main runs the plugin as a CNI binary (exit status 1 and an error result
