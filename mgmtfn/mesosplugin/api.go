@@ -50,9 +50,23 @@ func (r Request) PodAttr(needNetNS bool) (cniapi.PodAttr, error) {
 	p := cniapi.PodAttr{InfraContainerID: r.ContainerID, NwNameSpace: r.NetNS, IntfName: r.IfName,
 		CNINetwork: r.Network, Labels: r.Labels}
 	if err := p.Validate(needNetNS); err != nil {
+		var fe *cniapi.FieldError
+		if errors.As(err, &fe) {
+			if name, ok := fieldNames[fe.Field]; ok {
+				return cniapi.PodAttr{}, &cniapi.FieldError{Field: name, Reason: fe.Reason}
+			}
+		}
 		return cniapi.PodAttr{}, err
 	}
 	return p, nil
+}
+
+// fieldNames are this request's names of the CNI server's fields that
+// come from the runtime's environment (refusals of which keep code 4).
+var fieldNames = map[string]string{
+	"K8S_POD_INFRA_CONTAINER_ID": "cni_containerid",
+	"CNI_IFNAME":                 "cni_ifname",
+	"CNI_NETNS":                  "cni_netns",
 }
 
 // DecodeRequest reads one Request (unknown keys and trailing data

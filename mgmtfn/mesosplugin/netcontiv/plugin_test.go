@@ -206,8 +206,8 @@ func TestErrors(t *testing.T) {
 		{"relative socket", func(a *skel.CmdArgs) {
 			a.StdinData = []byte(`{"cniVersion":"0.3.1","name":"contiv","type":"netcontiv","socket":"x.sock"}`)
 		}, types.ErrInvalidNetworkConfig, "absolute path"},
-		{"no netns", func(a *skel.CmdArgs) { a.Netns = "" }, types.ErrInvalidEnvironmentVariables, "CNI_NETNS"},
-		{"bad container id", func(a *skel.CmdArgs) { a.ContainerID = "-x" }, types.ErrInvalidEnvironmentVariables, "K8S_POD_INFRA_CONTAINER_ID"},
+		{"no netns", func(a *skel.CmdArgs) { a.Netns = "" }, types.ErrInvalidEnvironmentVariables, `field "cni_netns" is empty`},
+		{"bad container id", func(a *skel.CmdArgs) { a.ContainerID = "-x" }, types.ErrInvalidEnvironmentVariables, `field "cni_containerid" is invalid`},
 		{"network refused", func(a *skel.CmdArgs) { a.StdinData = mesosConf("0.3.1", "io.contiv.network", "refused") }, types.ErrInvalidNetworkConfig, "Contiv: Error creating EP"},
 	} {
 		a := base
