@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	types020 "github.com/containernetworking/cni/pkg/types/020"
 
 	"github.com/contiv/netplugin/contivmodel"
@@ -91,7 +92,8 @@ func addMesos(t *testing.T, tool, plugin string, h *testbed.Host, name string, l
 // Mesos writes them on two hosts: the io.contiv.* labels of the
 // container's NetworkInfo put it in its tenant, network and group;
 // containers on both hosts exchange ping, TCP and UDP; a repeated ADD
-// prints the same result; DEL twice succeeds and releases everything.
+// prints the same result; a Mesos container id on eth1 (through libcni)
+// works alike; DEL twice succeeds and releases everything.
 func TestMesosCNI(t *testing.T) {
 	tool := testbed.FindCnitool(t)
 	plugin, err := testbed.BuildMesosPlugin()
@@ -155,6 +157,45 @@ func TestMesosCNI(t *testing.T) {
 	}
 	if op := netOper(); op.NumEndpoints != 3 {
 		t.Fatalf("after a repeated ADD: %d endpoints, want 3", op.NumEndpoints)
+	}
+
+	// A Mesos container id (a UUID) on the interface eth1, through libcni
+	// as Mesos' isolator would call the plugin: endpoint <id>-eth1.
+	e := h1.NewContainerNS(t, "mesos-e")
+	cninet := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(plugin)}, t.TempDir(), nil)
+	econf, err := libcni.ConfFromBytes(mesosNetConf(h1, labels...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &libcni.RuntimeConf{ContainerID: "5f2b9c1e-8d4a-4e7b-9a61-0c3d2e1f4a5b", NetNS: e.NSPath(), IfName: "eth1"}
+	lctx, lcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer lcancel()
+	eres, err := cninet.AddNetwork(lctx, econf, rt)
+	if err != nil {
+		t.Fatalf("libcni ADD of a Mesos container on eth1: %v", err)
+	}
+	er, err := types020.GetResult(eres)
+	if err != nil || er.IP4 == nil {
+		t.Fatalf("libcni ADD result %v: %v", eres, err)
+	}
+	e.IP = er.IP4.IP.IP.String()
+	em := &mesosCtr{ctr: &ctr{Container: e, host: h1, res: attach.Result{IPAddress: er.IP4.IP.String()}}}
+	getJSON(t, tb.HTTPClient(), tb.MasterURL()+"/api/v1/inspect/endpointGroups/mesos:front/", &gi)
+	found := false
+	for _, ep := range gi.Oper.Endpoints {
+		found = found || ep.EndpointID == rt.ContainerID+"-eth1"
+	}
+	if !found {
+		t.Fatalf("group mesos/front after the eth1 ADD: %+v", gi.Oper.Endpoints)
+	}
+	em.ServeTraffic(t)
+	if err := trafficOK(em.ctr, a.ctr, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := cninet.DelNetwork(lctx, econf, rt); err != nil {
+			t.Fatalf("libcni DEL %d of the eth1 container: %v", i+1, err)
+		}
 	}
 
 	// DEL twice releases everything.
