@@ -305,10 +305,28 @@ type churn struct {
 	lastOK  [3]time.Time      // per host index: last successful create
 	pending []func() error    // removals of workloads still alive (removeAll)
 
-	made  [2]atomic.Int64 // docker, pods
-	fails atomic.Int64
-	seq   atomic.Int64
+	made     [2]atomic.Int64 // docker, pods
+	fails    atomic.Int64
+	seq      atomic.Int64
+	paused   atomic.Bool  // no new create or delete starts
+	inflight atomic.Int32 // creates and deletes running
 }
+
+// quiesce pauses the churn and waits (bounded) until nothing is in
+// flight; it reports whether that happened. resume undoes it.
+func (c *churn) quiesce(within time.Duration) bool {
+	c.paused.Store(true)
+	deadline := time.Now().Add(within)
+	for c.inflight.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+func (c *churn) resume() { c.paused.Store(false) }
 
 // addrOwner records that who holds ip; a second holder is an error.
 func (c *churn) addrOwner(ip, who string) {
@@ -364,28 +382,39 @@ func (c *churn) run(ctx context.Context, h *testbed.Host) {
 			return
 		case <-tick.C:
 		}
-		if len(mine) >= churnLive {
-			w := mine[0]
-			mine = mine[1:]
-			c.release(w.ip)
-			if err := w.remove(); err != nil {
-				c.t.Logf("soak: remove %s on %s failed (retried at the end): %v", w.name, h.Name, err)
-				c.mu.Lock()
-				c.pending = append(c.pending, w.remove)
-				c.mu.Unlock()
-			}
-		}
-		w, err := c.create(h)
-		if err != nil {
-			c.fails.Add(1)
+		if c.paused.Load() {
 			continue
 		}
-		c.addrOwner(w.ip, w.name)
-		c.mu.Lock()
-		c.lastOK[h.Index] = time.Now()
-		c.mu.Unlock()
-		mine = append(mine, w)
+		c.inflight.Add(1)
+		mine = c.step(h, mine)
+		c.inflight.Add(-1)
 	}
+}
+
+// step deletes the oldest of mine when there are churnLive of them and
+// creates one.
+func (c *churn) step(h *testbed.Host, mine []workload) []workload {
+	if len(mine) >= churnLive {
+		w := mine[0]
+		mine = mine[1:]
+		c.release(w.ip)
+		if err := w.remove(); err != nil {
+			c.t.Logf("soak: remove %s on %s failed (retried at the end): %v", w.name, h.Name, err)
+			c.mu.Lock()
+			c.pending = append(c.pending, w.remove)
+			c.mu.Unlock()
+		}
+	}
+	w, err := c.create(h)
+	if err != nil {
+		c.fails.Add(1)
+		return mine
+	}
+	c.addrOwner(w.ip, w.name)
+	c.mu.Lock()
+	c.lastOK[h.Index] = time.Now()
+	c.mu.Unlock()
+	return append(mine, w)
 }
 
 func (c *churn) create(h *testbed.Host) (workload, error) {
@@ -539,16 +568,24 @@ func waitRecovered(ctx context.Context, pairs []*pair, ch *churn, tb *testbed.Te
 			}
 		}
 		if len(missing) == 0 {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			own, err := stall.CheckNetwork(cctx, st, soakNetID, soakGateway)
-			cancel()
-			if err == nil {
-				if f := own.Failures(); len(f) > 0 {
-					return fmt.Errorf("address ownership: %s", strings.Join(f, "; "))
+			// The store is read key by key: look with nothing in flight.
+			if ch.quiesce(30 * time.Second) {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				own, err := stall.CheckNetwork(cctx, st, soakNetID, soakGateway)
+				cancel()
+				switch {
+				case err != nil:
+					missing = append(missing, "the store: "+err.Error())
+				case len(own.Failures()) > 0:
+					missing = append(missing, "address ownership: "+strings.Join(own.Failures(), "; "))
+				default:
+					ch.resume()
+					return nil
 				}
-				return nil
+			} else {
+				missing = append(missing, "the churn's calls in flight")
 			}
-			missing = append(missing, "the store: "+err.Error())
+			ch.resume()
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("still waiting for %s", strings.Join(missing, ", "))
