@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -168,6 +169,10 @@ type procFigures struct {
 	goroutines float64
 	heapInuse  float64
 	rss        float64
+	// From /debug/pprof: the goroutine profile's total and the heap
+	// profile's HeapAlloc.
+	pprofGoroutines, pprofHeapAlloc float64
+	base                            string // the daemon's URL
 }
 
 func figures(t *testing.T, tb *testbed.Testbed) map[string]procFigures {
@@ -175,21 +180,61 @@ func figures(t *testing.T, tb *testbed.Testbed) map[string]procFigures {
 	out := map[string]procFigures{}
 	targets := map[string]string{}
 	for i, m := range tb.Masters {
-		targets[fmt.Sprintf("netmaster%d", i)] = m.URL() + "/metrics"
+		targets[fmt.Sprintf("netmaster%d", i)] = m.URL()
 	}
 	for _, h := range tb.Hosts {
-		targets["netplugin-"+h.Name] = "http://" + h.CtrlIP + ":9090/metrics"
+		targets["netplugin-"+h.Name] = "http://" + h.CtrlIP + ":9090"
 	}
 	for name, u := range targets {
-		f, err := scrape(tb, u)
+		f, err := scrape(tb, u+"/metrics")
+		if err == nil {
+			err = scrapePprof(tb, u, &f)
+		}
 		if err != nil {
 			t.Logf("soak: figures of %s: %v", name, err)
 			continue
 		}
+		f.base = u
 		out[name] = f
-		t.Logf("soak: figures %s goroutines=%.0f heap_inuse_mib=%.1f rss_mib=%.1f", name, f.goroutines, f.heapInuse/(1<<20), f.rss/(1<<20))
+		t.Logf("soak: figures %s goroutines=%.0f heap_inuse_mib=%.1f rss_mib=%.1f pprof_goroutines=%.0f pprof_heap_alloc_mib=%.1f",
+			name, f.goroutines, f.heapInuse/(1<<20), f.rss/(1<<20), f.pprofGoroutines, f.pprofHeapAlloc/(1<<20))
 	}
 	return out
+}
+
+func get(tb *testbed.Testbed, u string) (string, error) {
+	resp, err := tb.HTTPClient().Get(u)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err == nil && resp.StatusCode != 200 {
+		err = fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return string(b), err
+}
+
+// scrapePprof reads the goroutine profile's total and the heap profile's
+// HeapAlloc (debug=1 text).
+func scrapePprof(tb *testbed.Testbed, base string, f *procFigures) error {
+	g, err := get(tb, base+"/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Sscanf(g, "goroutine profile: total %f", &f.pprofGoroutines); err != nil {
+		return fmt.Errorf("goroutine profile: %w", err)
+	}
+	h, err := get(tb, base+"/debug/pprof/heap?debug=1")
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(h, "\n") {
+		if v, ok := strings.CutPrefix(l, "# HeapAlloc = "); ok {
+			f.pprofHeapAlloc, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return nil
 }
 
 func scrape(tb *testbed.Testbed, u string) (procFigures, error) {
@@ -231,7 +276,7 @@ func scrape(tb *testbed.Testbed, u string) (procFigures, error) {
 // time at both ends): as many goroutines at the end, everything deleted,
 // as at the start (a little slack for idle connections), and logs both
 // ends' memory.
-func compareFigures(t *testing.T, start, end map[string]procFigures) {
+func compareFigures(t *testing.T, tb *testbed.Testbed, start, end map[string]procFigures) {
 	t.Helper()
 	for name, s := range start {
 		e, ok := end[name]
@@ -242,7 +287,11 @@ func compareFigures(t *testing.T, start, end map[string]procFigures) {
 		t.Logf("soak: flat %s same_process=%v goroutines %.0f->%.0f heap_inuse_mib %.1f->%.1f rss_mib %.1f->%.1f",
 			name, same, s.goroutines, e.goroutines, s.heapInuse/(1<<20), e.heapInuse/(1<<20), s.rss/(1<<20), e.rss/(1<<20))
 		if same && e.goroutines > s.goroutines+max(20, s.goroutines/4) {
-			t.Errorf("%s: %.0f goroutines at the end, %.0f at the start: a goroutine leak", name, e.goroutines, s.goroutines)
+			prof, _ := get(tb, e.base+"/debug/pprof/goroutine?debug=1")
+			if len(prof) > 8000 {
+				prof = prof[:8000]
+			}
+			t.Errorf("%s: %.0f goroutines at the end, %.0f at the start: a goroutine leak; its goroutine profile:\n%s", name, e.goroutines, s.goroutines, prof)
 		}
 	}
 }

@@ -247,7 +247,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: summary duration=%v cycles=%d docker_created=%d pods_created=%d create_failures=%d tcp_ok=%d udp_ok=%d",
 		time.Since(runStart).Round(time.Second), cycles, ch.made[0].Load(), ch.made[1].Load(), ch.fails.Load(),
 		pairs[0].okCount(true)+pairs[1].okCount(true), pairs[0].okCount(false)+pairs[1].okCount(false))
-	compareFigures(t, start, end)
+	compareFigures(t, tb, start, end)
 }
 
 // ---- workloads ------------------------------------------------------
