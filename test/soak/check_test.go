@@ -172,6 +172,7 @@ type procFigures struct {
 	// From /debug/pprof: the goroutine profile's total and the heap
 	// profile's HeapAlloc.
 	pprofGoroutines, pprofHeapAlloc float64
+	leader                          float64 // contiv_netmaster_leader (netmaster)
 	base                            string // the daemon's URL
 }
 
@@ -267,6 +268,8 @@ func scrape(tb *testbed.Testbed, u string) (procFigures, error) {
 			f.heapInuse = v
 		case "process_resident_memory_bytes":
 			f.rss = v
+		case "contiv_netmaster_leader":
+			f.leader = v
 		}
 	}
 	return f, sc.Err()
@@ -283,8 +286,10 @@ func compareFigures(t *testing.T, tb *testbed.Testbed, start, end map[string]pro
 		if !ok {
 			continue
 		}
-		same := s.started == e.started
-		t.Logf("soak: flat %s same_process=%v goroutines %.0f->%.0f heap_inuse_mib %.1f->%.1f rss_mib %.1f->%.1f",
+		// A netmaster that became or stopped being the leader runs other
+		// goroutines: only the same process in the same role compares.
+		same := s.started == e.started && s.leader == e.leader
+		t.Logf("soak: flat %s same_process_and_role=%v goroutines %.0f->%.0f heap_inuse_mib %.1f->%.1f rss_mib %.1f->%.1f",
 			name, same, s.goroutines, e.goroutines, s.heapInuse/(1<<20), e.heapInuse/(1<<20), s.rss/(1<<20), e.rss/(1<<20))
 		if same && e.goroutines > s.goroutines+max(20, s.goroutines/4) {
 			prof, _ := get(tb, e.base+"/debug/pprof/goroutine?debug=1")

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -231,6 +233,9 @@ func TestSoak(t *testing.T) {
 	leaks := waitClean(ctx, t, tb, st, base)
 	for _, l := range leaks {
 		t.Error(l)
+	}
+	if len(leaks) > 0 {
+		keepLogs(t, tb)
 	}
 	end := figures(t, tb)
 
@@ -592,4 +597,25 @@ func waitRecovered(ctx context.Context, pairs []*pair, ch *churn, tb *testbed.Te
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// keepLogs copies every daemon's whole log to $SOAK_LOG_DIR (when set),
+// which outlives the test bed, for a look at what leaked.
+func keepLogs(t *testing.T, tb *testbed.Testbed) {
+	dir := os.Getenv("SOAK_LOG_DIR")
+	if dir == "" {
+		return
+	}
+	dir = filepath.Join(dir, tb.Prefix)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("soak: keep logs: %v", err)
+		return
+	}
+	for _, h := range tb.Hosts {
+		os.WriteFile(filepath.Join(dir, "netplugin-"+h.Name+".log"), []byte(h.Logs()), 0o644)
+	}
+	for i, m := range tb.Masters {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("netmaster%d.log", i)), []byte(m.Logs()), 0o644)
+	}
+	t.Logf("soak: daemon logs kept in %s", dir)
 }
