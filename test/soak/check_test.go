@@ -173,7 +173,7 @@ type procFigures struct {
 	// profile's HeapAlloc.
 	pprofGoroutines, pprofHeapAlloc float64
 	leader                          float64 // contiv_netmaster_leader (netmaster)
-	base                            string // the daemon's URL
+	base                            string  // the daemon's URL
 }
 
 func figures(t *testing.T, tb *testbed.Testbed) map[string]procFigures {
