@@ -114,7 +114,7 @@ func (s hostState) leaks(h *testbed.Host, base hostState) []string {
 
 // waitClean waits (bounded) until nothing of the deleted workloads is
 // left and returns what still is.
-func waitClean(ctx context.Context, t *testing.T, tb *testbed.Testbed, st objdb.Store, base map[*testbed.Host]hostState) []string {
+func waitClean(ctx context.Context, t *testing.T, tb *testbed.Testbed, cri *testbed.CRI, st objdb.Store, base map[*testbed.Host]hostState) []string {
 	deadline := time.Now().Add(cleanWithin)
 	for {
 		var leaks []string
@@ -142,6 +142,9 @@ func waitClean(ctx context.Context, t *testing.T, tb *testbed.Testbed, st objdb.
 				continue
 			}
 			leaks = append(leaks, s.leaks(h, base[h])...)
+		}
+		if ids, err := cri.Sandboxes(); err != nil || len(ids) > 0 {
+			leaks = append(leaks, fmt.Sprintf("%s: pod sandboxes left: %v %v", cri.Host.Name, ids, err))
 		}
 		for _, h := range tb.Hosts {
 			if e := h.Engine(); e != nil {

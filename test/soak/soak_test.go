@@ -230,7 +230,7 @@ func TestSoak(t *testing.T) {
 	} else {
 		t.Errorf("stop pod lb2: %v", err)
 	}
-	leaks := waitClean(ctx, t, tb, st, base)
+	leaks := waitClean(ctx, t, tb, cri, st, base)
 	for _, l := range leaks {
 		t.Error(l)
 	}
@@ -446,6 +446,12 @@ func (c *churn) create(h *testbed.Host) (workload, error) {
 	name := fmt.Sprintf("p%d", n)
 	p, err := c.cri.TryRunPod(testbed.PodConfig{Name: name})
 	if err != nil {
+		// A sandbox whose ADD failed and whose stop failed too (its DEL
+		// failed) stays; the kubelet stops it again until it works, and
+		// so does the end of the soak.
+		c.mu.Lock()
+		c.pending = append(c.pending, func() error { return c.removeSandboxes(name) })
+		c.mu.Unlock()
 		return workload{}, err
 	}
 	c.made[1].Add(1)
@@ -455,6 +461,23 @@ func (c *churn) create(h *testbed.Host) (workload, error) {
 		}
 		return p.Remove()
 	}}, nil
+}
+
+// removeSandboxes stops and removes every sandbox of pod name.
+func (c *churn) removeSandboxes(name string) error {
+	ids, err := c.cri.Crictl("pods", "-q", "--name", "^"+name+"$")
+	if err != nil {
+		return err
+	}
+	for _, id := range strings.Fields(ids) {
+		if _, err := c.cri.Crictl("stopp", id); err != nil {
+			return err
+		}
+		if _, err := c.cri.Crictl("rmp", id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // removeAll deletes what the churn left, retrying for a while.
