@@ -73,6 +73,16 @@ func TestSoak(t *testing.T) {
 	h2.ExtraArgs = []string{"--mode", "kubernetes"}
 	h2.RestartNetplugin(t)
 	tb.WaitNetplugins(t, 3, 60*time.Second)
+	// The old registration may still count: wait for the CNI socket.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if _, err := os.Stat(h2.CNISocket()); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("netplugin on %s serves no CNI socket:\n%s", h2.Name, h2.Logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	cri := h2.StartCRI(t, testbed.CRIOptions{})
 	for _, h := range []*testbed.Host{h0, h1} {
 		if err := waitDockerNetwork(h, soakNet, 60*time.Second); err != nil {
