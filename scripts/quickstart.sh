@@ -98,7 +98,10 @@ inns "${P}m" ip link set lo up
 veth_into underlay "${P}m" eth1
 inns "${P}m" ip addr add $MASTER/24 dev eth1
 mkdir -p "$STATE/m"
-inns "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
+# Started with `ip netns exec` itself, not the inns function: in the
+# background a function runs in a subshell, and $! would be that shell's
+# pid, not the daemon's (ip netns exec execs the daemon in place).
+ip netns exec "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
 	--name netplugin --docker-socket "$STATE/h0/docker/docker.sock" \
 	--etcd-endpoints "http://$MASTER:2379" --embedded-etcd-dir "$STATE/m/etcd" \
 	--external-address "$MASTER:9999" --internal-address "$MASTER:9999" >"$STATE/m/netmaster.log" 2>&1 &
@@ -124,7 +127,7 @@ for i in 0 1; do
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy eth1
 	inns "$H" ip addr add "$IP/24" dev br-phy
 	inns "$H" ip link set br-phy up
-	inns "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
+	ip netns exec "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
 		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 --etcd-endpoints "http://$MASTER:2379" \
 		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" \
 		--mesos-socket "$D/mesos.sock" --mesos-state-dir "$D/mesos" \

@@ -35,6 +35,7 @@ import (
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
 	"github.com/contiv/netplugin/utils/problem"
+	"github.com/contiv/netplugin/utils/profiles"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -505,8 +506,10 @@ func (d *Daemon) handler() http.Handler {
 		metrics = promhttp.HandlerFor(d.cfg.Metrics, promhttp.HandlerOpts{Registry: d.cfg.Metrics})
 	}
 	var api http.Handler = http.HandlerFunc(d.serveHTTP)
+	profs := profiles.Handler()
 	if d.cfg.Tokens != nil {
 		metrics = d.cfg.Tokens.Middleware(metrics, nil)
+		profs = d.cfg.Tokens.Middleware(profs, nil)
 		api = d.cfg.Tokens.Middleware(api, func(r *http.Request) bool { return r.URL.Path == "/version" })
 	}
 	// Each kind of client gets refusals in its convention (utils/problem,
@@ -529,6 +532,11 @@ func (d *Daemon) handler() http.Handler {
 			httpmetrics.SetRoute(r, r.URL.Path)
 			metrics.ServeHTTP(w, r)
 		default:
+			if strings.HasPrefix(r.URL.Path, profiles.Prefix) {
+				httpmetrics.SetRoute(r, profiles.Prefix)
+				profs.ServeHTTP(w, r)
+				return
+			}
 			api.ServeHTTP(w, r)
 		}
 	})))

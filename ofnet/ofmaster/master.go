@@ -143,10 +143,13 @@ type State struct {
 
 // AgentStats is what the master sent one agent.
 type AgentStats struct {
-	Queued  int               // messages waiting
-	Sent    map[string]uint64 // successful calls per method
-	Failed  map[string]uint64 // failed calls per method
-	Resyncs uint64            // full replays (registration, overflow, unreachable)
+	Queued int // messages waiting
+	// KeptDeletions counts deletions of dropped backlogs waiting for the
+	// next replay.
+	KeptDeletions int
+	Sent          map[string]uint64 // successful calls per method
+	Failed        map[string]uint64 // failed calls per method
+	Resyncs       uint64            // full replays (registration, overflow, unreachable)
 }
 
 // State returns a copy of the master's tables.

@@ -125,6 +125,11 @@ type Config struct {
 	// a managed plugin of each host's engine (swarm.go); the test makes
 	// the swarm (Host.InitSwarm).
 	Swarm bool
+	// LiveRestore (with Docker) enables the engines' live-restore: a
+	// stopped engine leaves its containers running and a restarted one
+	// takes them back (their namespaces stay in the engine's mount
+	// namespace, docker.go).
+	LiveRestore bool
 }
 
 // mode is the daemons' --mode.
