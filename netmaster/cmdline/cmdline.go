@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netmaster/auth"
+	"github.com/contiv/netplugin/netmaster/migrate/migratecmd"
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
@@ -27,7 +28,7 @@ type NewLeader func(cfg server.Config, log *logrus.Entry) (server.Leader, error)
 // App returns the netmaster CLI application.
 func App(newLeader NewLeader) *cli.App {
 	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
-	return daemonflags.App(daemonflags.AppSpec[server.Config]{
+	app := daemonflags.App(daemonflags.AppSpec[server.Config]{
 		Name:  "netmaster",
 		Usage: "Contiv netmaster: the network control plane",
 		Bin:   "NETMASTER",
@@ -65,6 +66,10 @@ func App(newLeader NewLeader) *cli.App {
 			return d.Run(ctx)
 		},
 	})
+	// `netmaster migrate` carries an original cluster's store over
+	// (docs/upgrade.md).
+	app.Commands = append(app.Commands, migratecmd.Command())
+	return app
 }
 
 // rpcTLS builds the ofnet RPC's mutual TLS from the --rpc-tls-* flags

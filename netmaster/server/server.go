@@ -27,6 +27,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netmaster/auth"
+	"github.com/contiv/netplugin/netmaster/migrate"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/embedetcd"
@@ -254,6 +255,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer stopStore()
 	d.store = st
+	if err := checkMigration(ctx, st); err != nil {
+		return err
+	}
 
 	follower := d.followerHandler()
 	d.serving.Store(&follower)
@@ -683,4 +687,18 @@ type debugWriter struct{ log *logrus.Entry }
 func (w debugWriter) Write(p []byte) (int, error) {
 	w.log.Debug(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// checkMigration refuses to run on a store a `netmaster migrate` has not
+// finished writing (docs/upgrade.md): its state would be partial.
+func checkMigration(ctx context.Context, st objdb.KV) error {
+	s, _, err := migrate.ReadStatus(ctx, st)
+	if err != nil {
+		return fmt.Errorf("check for an unfinished migration: %w", err)
+	}
+	if s != nil && s.State != migrate.StateDone {
+		return fmt.Errorf("the store holds an unfinished migration from %s (%s says %q since %s): run the same `netmaster migrate` command again to finish it before starting the netmaster",
+			s.Source, migrate.StatusKey, s.State, s.Started.Format(time.RFC3339))
+	}
+	return nil
 }

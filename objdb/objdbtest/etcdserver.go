@@ -113,6 +113,13 @@ func (e *embedded) restart(t testing.TB) {
 // the test is skipped, or fails when CI=true.
 func StartEtcdProcess(t testing.TB) Server {
 	t.Helper()
+	return StartEtcdProcessArgs(t)
+}
+
+// StartEtcdProcessArgs is StartEtcdProcess with extra etcd flags, e.g.
+// "--enable-v2" for the v2 keys API the original Contiv spoke.
+func StartEtcdProcessArgs(t testing.TB, extra ...string) Server {
+	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/etcd"); serr == nil {
@@ -121,7 +128,7 @@ func StartEtcdProcess(t testing.TB) Server {
 	}
 	RequireComponent(t, "etcd server binary (Debian package etcd-server)", err)
 
-	p := &etcdProc{bin: bin, dir: t.TempDir()}
+	p := &etcdProc{bin: bin, dir: t.TempDir(), extra: extra}
 	t.Cleanup(p.stop)
 	for attempt := 1; ; attempt++ {
 		p.clientAddr, p.peerAddr = freeLoopback(t), freeLoopback(t)
@@ -160,6 +167,7 @@ func freeLoopback(t testing.TB) string {
 // data directory and ports.
 type etcdProc struct {
 	bin, dir             string
+	extra                []string
 	clientAddr, peerAddr string
 
 	mu   sync.Mutex
@@ -190,6 +198,7 @@ func (p *etcdProc) start() error {
 		"--logger", "zap",
 		"--log-level", "error",
 	)
+	cmd.Args = append(cmd.Args, p.extra...)
 	cmd.Stdout = &p.out
 	cmd.Stderr = &p.out
 	// Die with the test binary even if it is killed before cleanup.
