@@ -44,6 +44,7 @@ type Agent struct {
 	vteps     map[string]uint32 // peer IP → VTEP port
 	uplinks   map[uint32]string // port → link name
 	rules     map[string]ofrpc.OfnetPolicyRule
+	refused   map[string]string   // rule id → why AddRule refused it (inspect)
 	services  map[string]*service // by name (<svc>:<tenant>)
 	netpol    *netpolState        // Kubernetes NetworkPolicy; nil: not enforced
 	arpFlood  bool
@@ -76,6 +77,7 @@ func New(cfg Config) (*Agent, error) {
 		vteps:     map[string]uint32{},
 		uplinks:   map[uint32]string{},
 		rules:     map[string]ofrpc.OfnetPolicyRule{},
+		refused:   map[string]string{},
 		services:  map[string]*service{},
 		masters:   map[string]ofrpc.OfnetNode{},
 		cache:     map[string]map[ofctrl.FlowKey]ofctrl.Flow{},
