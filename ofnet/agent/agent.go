@@ -129,8 +129,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("openflow controller", a.ctrl.Run)
 	if a.cfg.RPCListener != nil {
 		start("rpc server", func(ctx context.Context) error {
-			return ofrpc.Serve(ctx, a.cfg.RPCListener, map[string]any{
-				"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}})
+			limits := a.cfg.RPCLimits
+			if limits.OnReject == nil {
+				limits.OnReject = func(remote net.Addr, err error) {
+					a.log.WithError(err).WithField("peer", remote.String()).Warn("agent: RPC connection refused or closed")
+				}
+			}
+			return ofrpc.ServeLimits(ctx, a.cfg.RPCListener, map[string]any{
+				"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}}, limits)
 		})
 	}
 	start("initial sync", a.connectLoop)
