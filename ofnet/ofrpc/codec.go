@@ -143,9 +143,9 @@ const errorWriteTimeout = 2 * time.Second
 
 func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	if c.limits.IdleTimeout > 0 {
-		if err := c.conn.SetReadDeadline(time.Now().Add(c.limits.IdleTimeout)); err != nil {
-			return err
-		}
+		// Every net.Conn of the standard library takes deadlines; a
+		// connection type that does not is served without one.
+		_ = c.conn.SetReadDeadline(time.Now().Add(c.limits.IdleTimeout))
 	}
 	msg, err := c.msgs.next()
 	if err != nil {
