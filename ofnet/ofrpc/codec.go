@@ -101,10 +101,10 @@ var outsideString = func() (t [256]bool) {
 	return t
 }()
 
-// serverCodec is net/rpc's ServerCodec for JSON-RPC 1.0 (the shape of
+// limitedCodec is net/rpc's ServerCodec for JSON-RPC 1.0 (the shape of
 // docs/dataplane.md §6) with the limits: each request is framed by
 // msgReader under a read deadline before it is decoded.
-type serverCodec struct {
+type limitedCodec struct {
 	conn   net.Conn
 	msgs   *msgReader
 	limits Limits
@@ -119,8 +119,8 @@ type serverCodec struct {
 	enc *json.Encoder
 }
 
-func newServerCodec(conn net.Conn, l Limits) *serverCodec {
-	return &serverCodec{conn: conn, msgs: newMsgReader(conn, l.MaxMessageBytes), limits: l,
+func newLimitedCodec(conn net.Conn, l Limits) *limitedCodec {
+	return &limitedCodec{conn: conn, msgs: newMsgReader(conn, l.MaxMessageBytes), limits: l,
 		pending: map[uint64]*json.RawMessage{}, enc: json.NewEncoder(conn)}
 }
 
@@ -141,7 +141,7 @@ var jsonNull = json.RawMessage("null")
 // errorWriteTimeout bounds the answer to a refused request.
 const errorWriteTimeout = 2 * time.Second
 
-func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
+func (c *limitedCodec) ReadRequestHeader(r *rpc.Request) error {
 	if c.limits.IdleTimeout > 0 {
 		// Every net.Conn of the standard library takes deadlines; a
 		// connection type that does not is served without one.
@@ -174,7 +174,7 @@ func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	return nil
 }
 
-func (c *serverCodec) ReadRequestBody(x any) error {
+func (c *limitedCodec) ReadRequestBody(x any) error {
 	if x == nil {
 		return nil
 	}
@@ -186,7 +186,7 @@ func (c *serverCodec) ReadRequestBody(x any) error {
 	return json.Unmarshal(*c.params, &params)
 }
 
-func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
+func (c *limitedCodec) WriteResponse(r *rpc.Response, x any) error {
 	c.mu.Lock()
 	id, ok := c.pending[r.Seq]
 	delete(c.pending, r.Seq)
@@ -209,7 +209,7 @@ func (c *serverCodec) WriteResponse(r *rpc.Response, x any) error {
 }
 
 // writeError answers a request that could not be read (no id known).
-func (c *serverCodec) writeError(msg string) {
+func (c *limitedCodec) writeError(msg string) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.conn.SetWriteDeadline(time.Now().Add(errorWriteTimeout))
@@ -217,4 +217,4 @@ func (c *serverCodec) writeError(msg string) {
 	_ = c.conn.SetWriteDeadline(time.Time{})
 }
 
-func (c *serverCodec) Close() error { return c.conn.Close() }
+func (c *limitedCodec) Close() error { return c.conn.Close() }

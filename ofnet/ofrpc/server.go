@@ -82,7 +82,7 @@ func ServeLimits(ctx context.Context, ln net.Listener, services map[string]any, 
 			// that is not a request or is too large, stays idle, or the
 			// connection is closed; it waits for running methods and
 			// closes the connection.
-			srv.ServeCodec(newServerCodec(conn, limits))
+			srv.ServeCodec(newLimitedCodec(conn, limits))
 		}()
 	}
 }
