@@ -32,6 +32,7 @@ import (
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/embedetcd"
 	"github.com/contiv/netplugin/objdb/objdbmetrics"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
@@ -88,6 +89,9 @@ type Config struct {
 	Tokens *auth.Tokens
 	// RPCTLS, when set, secures the ofnet RPC channel.
 	RPCTLS *RPCTLS
+	// OfnetLimits bound the leader's ofnet master: its agent and endpoint
+	// tables and its RPC server (docs/security.md, "RPC limits").
+	OfnetLimits ofmaster.Limits
 }
 
 // HTTPLimits bound what one client can hold of the REST server

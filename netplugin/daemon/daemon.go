@@ -367,7 +367,7 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		return nil, err
 	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
-		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
+		RPCPort: uint16(rpcPort), RPCListener: rpcl, RPCLimits: d.cfg.RPCLimits, OFListener: ofl, UplinkMAC: uplinkMAC,
 		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
 		DNSLookup: d.names.Lookup,
 		Logger:    d.log.WithField("bridge", bridge)})

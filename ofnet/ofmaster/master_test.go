@@ -187,6 +187,18 @@ func TestRuleAddDel(t *testing.T) {
 	if err := m.AddRule(ctx, ofrpc.OfnetPolicyRule{}); !errors.Is(err, ofmaster.ErrInvalid) {
 		t.Fatalf("rule without id: %v", err)
 	}
+	// Fail closed: a rule naming a group it has no id for is neither
+	// stored nor sent (the agent's calls below are r's only).
+	for _, action := range []string{"allow", "deny"} {
+		bad := rule("t1:g1:t1:p1:r2:inRx", 6)
+		bad.Action, bad.SrcEndpointGroup, bad.SrcEndpointGroupName = action, 0, "t1:g9"
+		if err := m.AddRule(ctx, bad); !errors.Is(err, ofmaster.ErrInvalid) || !errors.Is(err, ofrpc.ErrGroupUnresolved) {
+			t.Fatalf("%s rule with an unresolved group: %v", action, err)
+		}
+		if _, ok := m.Rule(bad.RuleId); ok {
+			t.Fatalf("%s rule with an unresolved group stored", action)
+		}
+	}
 	if got, ok := m.Rule(r.RuleId); !ok || got != r {
 		t.Fatalf("Rule(%q) = %+v, %v", r.RuleId, got, ok)
 	}
