@@ -47,6 +47,10 @@ type Daemon struct {
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
 
+	// unbackedRemotes are the remote endpoints the last sweep found no
+	// endpoint record for (remotesweep.go); owned by sweepLoop.
+	unbackedRemotes map[string]bool
+
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id

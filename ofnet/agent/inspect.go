@@ -215,3 +215,15 @@ func (a *Agent) MACOf(ip net.IP) (net.HardwareAddr, bool) {
 
 // RouterMAC is the gateway MAC containers send routed traffic to.
 func RouterMAC() net.HardwareAddr { return append(net.HardwareAddr(nil), routerMAC...) }
+
+// RemoteEndpoints returns the remote endpoints the agent holds (those
+// masters sent it), installed or deferred.
+func (a *Agent) RemoteEndpoints() []ofrpc.OfnetEndpoint {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ofrpc.OfnetEndpoint, 0, len(a.remotes))
+	for _, r := range a.remotes {
+		out = append(out, r)
+	}
+	return out
+}
