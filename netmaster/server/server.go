@@ -69,6 +69,8 @@ type Config struct {
 	// default), so netplugins with default flags find it.
 	EmbeddedEtcdDir     string
 	EmbeddedEtcdPeerURL string
+	// EmbeddedEtcdTLS is how the embedded etcd serves its URLs.
+	EmbeddedEtcdTLS EmbeddedEtcdTLS
 	// HTTP are the REST server's limits; zero members take the defaults
 	// of DefaultHTTPLimits.
 	HTTP HTTPLimits
@@ -85,6 +87,14 @@ type Config struct {
 	Tokens *auth.Tokens
 	// RPCTLS, when set, secures the ofnet RPC channel.
 	RPCTLS *RPCTLS
+}
+
+// EmbeddedEtcdTLS are the embedded etcd's TLS files (https:// URLs) and
+// whether plain http may serve an address other than loopback
+// (docs/security.md, "The store").
+type EmbeddedEtcdTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	Insecure                        bool
 }
 
 // HTTPLimits bound what one client can hold of the REST server
@@ -357,6 +367,8 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		srv, err := embedetcd.Start(ctx, embedetcd.Config{
 			Name: "netmaster", DataDir: d.cfg.EmbeddedEtcdDir, ClientURL: client,
 			PeerURL: d.cfg.EmbeddedEtcdPeerURL, Logger: d.log,
+			CertFile: d.cfg.EmbeddedEtcdTLS.CertFile, KeyFile: d.cfg.EmbeddedEtcdTLS.KeyFile,
+			ClientCAFile: d.cfg.EmbeddedEtcdTLS.ClientCAFile, Insecure: d.cfg.EmbeddedEtcdTLS.Insecure,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start embedded etcd in %q: %w", d.cfg.EmbeddedEtcdDir, err)
@@ -365,7 +377,8 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		eps = []string{srv.Endpoint()}
 		stop = func() { srv.Close() }
 	}
-	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: d.log})
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints,
+		Auth: d.cfg.Common.StoreAuth, Logger: d.log})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open store: %w", err)
