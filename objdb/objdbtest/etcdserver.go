@@ -213,7 +213,7 @@ func (p *etcdProc) start() error {
 		"--advertise-client-urls", curl,
 		"--listen-peer-urls", purl,
 		"--initial-advertise-peer-urls", purl,
-		"--initial-cluster", "objdbtest="+purl,
+		"--initial-cluster", "objdbtest=" + purl,
 		"--logger", "zap",
 		"--log-level", "error",
 	}
