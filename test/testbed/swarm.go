@@ -63,7 +63,18 @@ func (h *Host) pluginArgs() []string {
 		"--docker-socket", filepath.Join(hostDirInPlugin, "docker", "docker.sock"),
 		"--log-level", "debug",
 	}
-	return append(append(args, h.tb.StoreArgs()...), cfg.NetpluginArgs...)
+	return append(append(args, h.pluginStoreArgs()...), cfg.NetpluginArgs...)
+}
+
+// pluginStoreArgs are StoreArgs with the store's client files as the
+// plugin sees them: StartManagedPlugin copies them into the host folder,
+// which the plugin sees at hostDirInPlugin.
+func (h *Host) pluginStoreArgs() []string {
+	args := h.tb.StoreArgs()
+	if !h.tb.storeTLS() || len(h.tb.Etcd) > 0 {
+		return args
+	}
+	return append(args[:2:2], h.tb.storeAuthArgs(filepath.Join(hostDirInPlugin, "store-pki"))...)
 }
 
 // StartManagedPlugin creates and enables the managed netplugin on the
@@ -90,6 +101,9 @@ func (h *Host) StartManagedPlugin(t testing.TB) {
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("testbed: static netplugin: %v\n%s", err, out)
+	}
+	if _, err := h.tb.copyStoreClientFiles(filepath.Join(h.Dir, "store-pki")); err != nil {
+		t.Fatalf("testbed: %v", err)
 	}
 	var cfg pluginConfig
 	cfg.Description = "contiv netplugin (testbed host " + h.Name + ")"
