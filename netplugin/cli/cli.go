@@ -18,8 +18,8 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
-	"github.com/contiv/netplugin/utils/secretfile"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/secretfile"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
