@@ -63,18 +63,23 @@ func (h *Host) pluginArgs() []string {
 		"--docker-socket", filepath.Join(hostDirInPlugin, "docker", "docker.sock"),
 		"--log-level", "debug",
 	}
-	return append(append(args, h.pluginStoreArgs()...), cfg.NetpluginArgs...)
+	return append(append(args, h.tb.StoreArgs()...), cfg.NetpluginArgs...)
 }
 
-// pluginStoreArgs are StoreArgs with the store's client files as the
-// plugin sees them: StartManagedPlugin copies them into the host folder,
-// which the plugin sees at hostDirInPlugin.
-func (h *Host) pluginStoreArgs() []string {
-	args := h.tb.StoreArgs()
-	if !h.tb.storeTLS() || len(h.tb.Etcd) > 0 {
+// pluginStorePaths rewrites the store's client files in args to the
+// copies StartManagedPlugin puts into the host folder, which the plugin
+// sees at hostDirInPlugin.
+func (h *Host) pluginStorePaths(args []string) []string {
+	if !h.tb.storeTLS() {
 		return args
 	}
-	return append(args[:2:2], h.tb.storeAuthArgs(filepath.Join(hostDirInPlugin, "store-pki"))...)
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if filepath.Dir(a) == h.tb.StorePKI.Dir {
+			out[i] = filepath.Join(hostDirInPlugin, "store-pki", filepath.Base(a))
+		}
+	}
+	return out
 }
 
 // StartManagedPlugin creates and enables the managed netplugin on the
@@ -109,6 +114,7 @@ func (h *Host) StartManagedPlugin(t testing.TB) {
 	cfg.Description = "contiv netplugin (testbed host " + h.Name + ")"
 	cfg.Documentation = "docs/docker.md"
 	cfg.Entrypoint = append([]string{"/netplugin"}, h.pluginArgs()...)
+	cfg.Entrypoint = h.pluginStorePaths(cfg.Entrypoint)
 	cfg.Interface.Types = []string{"docker.networkdriver/1.0", "docker.ipamdriver/1.0"}
 	cfg.Interface.Socket = "netplugin.sock"
 	cfg.Network.Type = "host"
