@@ -15,7 +15,9 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netmaster/auth"
+	"github.com/contiv/netplugin/netmaster/migrate/migratecmd"
 	"github.com/contiv/netplugin/netmaster/server"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
 	"github.com/contiv/netplugin/utils/version"
@@ -27,7 +29,7 @@ type NewLeader func(cfg server.Config, log *logrus.Entry) (server.Leader, error)
 // App returns the netmaster CLI application.
 func App(newLeader NewLeader) *cli.App {
 	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
-	return daemonflags.App(daemonflags.AppSpec[server.Config]{
+	app := daemonflags.App(daemonflags.AppSpec[server.Config]{
 		Name:  "netmaster",
 		Usage: "Contiv netmaster: the network control plane",
 		Bin:   "NETMASTER",
@@ -55,7 +57,9 @@ func App(newLeader NewLeader) *cli.App {
 			cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
 			cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only; file mode 0600); needs --tls-cert-file unless --external-address is loopback; default no authentication"},
 			cli.BoolFlag{Name: "insecure-auth-tokens", EnvVar: env("INSECURE_AUTH_TOKENS"), Usage: "accept --auth-token-file without TLS on an address other than loopback (tokens travel in clear)"},
-		}, daemonflags.RPCTLSFlags("NETMASTER", "the agents")...),
+			cli.IntFlag{Name: "ofnet-max-nodes", EnvVar: env("OFNET_MAX_NODES"), Value: ofmaster.DefaultMaxNodes, Usage: "ofnet master: registered agents at most (two per host)"},
+			cli.IntFlag{Name: "ofnet-max-endpoints", EnvVar: env("OFNET_MAX_ENDPOINTS"), Value: ofmaster.DefaultMaxEndpoints, Usage: "ofnet master: endpoints in its table at most"},
+		}, append(daemonflags.RPCTLSFlags("NETMASTER", "the agents"), daemonflags.RPCLimitFlags("NETMASTER")...)...),
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg server.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()
@@ -70,6 +74,10 @@ func App(newLeader NewLeader) *cli.App {
 			return d.Run(ctx)
 		},
 	})
+	// `netmaster migrate` carries an original cluster's store over
+	// (docs/upgrade.md).
+	app.Commands = append(app.Commands, migratecmd.Command())
+	return app
 }
 
 // rpcTLS builds the ofnet RPC's mutual TLS from the --rpc-tls-* flags
@@ -135,6 +143,13 @@ func ConfigFromContext(c *cli.Context) (server.Config, error) {
 	}
 	if cfg.RPCTLS, err = rpcTLS(c); err != nil {
 		return cfg, err
+	}
+	if cfg.OfnetLimits.RPC, err = daemonflags.RPCLimitsFromContext(c); err != nil {
+		return cfg, err
+	}
+	cfg.OfnetLimits.MaxNodes, cfg.OfnetLimits.MaxEndpoints = c.Int("ofnet-max-nodes"), c.Int("ofnet-max-endpoints")
+	if cfg.OfnetLimits.MaxNodes < 1 || cfg.OfnetLimits.MaxEndpoints < 1 {
+		return cfg, fmt.Errorf("invalid --ofnet-max-nodes %d or --ofnet-max-endpoints %d: must be at least 1", cfg.OfnetLimits.MaxNodes, cfg.OfnetLimits.MaxEndpoints)
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return cfg, fmt.Errorf("--tls-cert-file and --tls-key-file go together")

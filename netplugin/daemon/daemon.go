@@ -239,6 +239,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.startCNI(ctx, &wg, errc); err != nil {
 		return err
 	}
+	if err := d.startMesos(ctx, &wg, errc); err != nil {
+		return err
+	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
 	select {
 	case <-ctx.Done():
@@ -364,7 +367,7 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		return nil, err
 	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
-		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
+		RPCPort: uint16(rpcPort), RPCListener: rpcl, RPCLimits: d.cfg.RPCLimits, OFListener: ofl, UplinkMAC: uplinkMAC,
 		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
 		DNSLookup: d.names.Lookup,
 		Logger:    d.log.WithField("bridge", bridge)})

@@ -113,7 +113,15 @@ func (e *embedded) restart(t testing.TB) {
 // the test is skipped, or fails when CI=true.
 func StartEtcdProcess(t testing.TB) Server {
 	t.Helper()
+	return StartEtcdProcessArgs(t)
+}
+
+// StartEtcdProcessArgs is StartEtcdProcess with extra etcd flags, e.g.
+// "--enable-v2" for the v2 keys API the original Contiv spoke.
+func StartEtcdProcessArgs(t testing.TB, extra ...string) Server {
+	t.Helper()
 	p := newEtcdProc(t)
+	p.extra = extra
 	startEtcdProc(t, p)
 	srv := etcdServer(p.clientAddr, p.restart)
 	srv.Signal = p.signal
@@ -176,8 +184,8 @@ type etcdProc struct {
 	bin, dir             string
 	clientAddr, peerAddr string
 
-	// scheme is "http" or "https"; extra are further etcd flags (TLS);
-	// health asks /health (a plain client when nil).
+	// scheme is "http" or "https"; extra are further etcd flags (TLS,
+	// --enable-v2); health asks /health (a plain client when nil).
 	scheme string
 	extra  []string
 	health *http.Client

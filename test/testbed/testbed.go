@@ -129,6 +129,11 @@ type Config struct {
 	// certificates (storepki.go); by default it serves TLS and asks
 	// every client for a certificate.
 	InsecureStore bool
+	// LiveRestore (with Docker) enables the engines' live-restore: a
+	// stopped engine leaves its containers running and a restarted one
+	// takes them back (their namespaces stay in the engine's mount
+	// namespace, docker.go).
+	LiveRestore bool
 }
 
 // mode is the daemons' --mode.
