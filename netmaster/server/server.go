@@ -73,6 +73,8 @@ type Config struct {
 	// default), so netplugins with default flags find it.
 	EmbeddedEtcdDir     string
 	EmbeddedEtcdPeerURL string
+	// EmbeddedEtcdTLS is how the embedded etcd serves its URLs.
+	EmbeddedEtcdTLS EmbeddedEtcdTLS
 	// HTTP are the REST server's limits; zero members take the defaults
 	// of DefaultHTTPLimits.
 	HTTP HTTPLimits
@@ -92,6 +94,14 @@ type Config struct {
 	// OfnetLimits bound the leader's ofnet master: its agent and endpoint
 	// tables and its RPC server (docs/security.md, "RPC limits").
 	OfnetLimits ofmaster.Limits
+}
+
+// EmbeddedEtcdTLS are the embedded etcd's TLS files (https:// URLs) and
+// whether plain http may serve an address other than loopback
+// (docs/security.md, "The store").
+type EmbeddedEtcdTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	Insecure                        bool
 }
 
 // HTTPLimits bound what one client can hold of the REST server
@@ -367,6 +377,8 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		srv, err := embedetcd.Start(ctx, embedetcd.Config{
 			Name: "netmaster", DataDir: d.cfg.EmbeddedEtcdDir, ClientURL: client,
 			PeerURL: d.cfg.EmbeddedEtcdPeerURL, Logger: d.log,
+			CertFile: d.cfg.EmbeddedEtcdTLS.CertFile, KeyFile: d.cfg.EmbeddedEtcdTLS.KeyFile,
+			ClientCAFile: d.cfg.EmbeddedEtcdTLS.ClientCAFile, Insecure: d.cfg.EmbeddedEtcdTLS.Insecure,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start embedded etcd in %q: %w", d.cfg.EmbeddedEtcdDir, err)
@@ -375,7 +387,8 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		eps = []string{srv.Endpoint()}
 		stop = func() { srv.Close() }
 	}
-	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: d.log})
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints,
+		Auth: d.cfg.Common.StoreAuth, Logger: d.log})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open store: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/secretfile"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -110,7 +111,7 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		return cfg, err
 	}
 	if p := c.String("netmaster-token-file"); p != "" {
-		b, err := os.ReadFile(p)
+		b, err := secretfile.Read(p)
 		if err != nil {
 			return cfg, fmt.Errorf("--netmaster-token-file: %w", err)
 		}

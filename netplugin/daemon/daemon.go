@@ -107,7 +107,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer cancel()
 	var err error
 	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
-		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
+		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Auth: d.cfg.Common.StoreAuth, Logger: logrus.NewEntry(logrus.StandardLogger())})
 	if err != nil {
 		return fmt.Errorf("open the cluster store: %w", err)
 	}
