@@ -82,7 +82,7 @@ if ((${#missing[@]})); then
 fi
 # A system etcd, Prometheus or bird (running before, or enabled by the
 # packages above for the next boot) is left alone: the tests and the
-# quickstart run theirs in network namespaces on their own ports and
+# quickstart run theirs in network namespaces or on free loopback ports and
 # sockets, so nothing here needs 2379, 9090 or bird's socket of the host.
 
 # A Docker Engine for the docker-mode tests (netmaster creates docker
