@@ -57,8 +57,8 @@ func (n *Netctl) completionCommand() cli.Command {
 		}
 	}
 	return cli.Command{
-		Name:   "completion",
-		Usage:  "Print a shell completion script (bash or zsh)",
+		Name:  "completion",
+		Usage: "Print a shell completion script (bash or zsh)",
 		Subcommands: []cli.Command{
 			{Name: "bash", Usage: "bash completion script", ArgsUsage: noArgs, Action: script(bashCompletion)},
 			{Name: "zsh", Usage: "zsh completion script", ArgsUsage: noArgs, Action: script(zshCompletion)},
