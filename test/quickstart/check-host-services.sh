@@ -45,8 +45,8 @@ if listening 2379; then
 	say "something already listens on 2379; checking it keeps listening"
 elif command -v etcd >/dev/null 2>&1; then
 	etcd --name user --data-dir "$work/etcd" --listen-client-urls "$key_url" --advertise-client-urls "$key_url" \
-		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-		--initial-cluster user=http://127.0.0.1:2380 >"$work/etcd.log" 2>&1 &
+		--listen-peer-urls http://127.0.0.1:12380 --initial-advertise-peer-urls http://127.0.0.1:12380 \
+		--initial-cluster user=http://127.0.0.1:12380 >"$work/etcd.log" 2>&1 &
 	etcd_pid=$!
 	pids+=("$etcd_pid")
 	for _ in $(seq 1 100); do curl -fsS "$key_url/health" >/dev/null 2>&1 && break; sleep 0.1; done
