@@ -12,6 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# Descriptors inherited from the caller (a lock taken with flock(1), say)
+# are closed, so the daemons started below, which outlive this script, do
+# not hold them for as long as the cluster runs.
+for fd in $(ls /proc/$$/fd); do
+	case $fd in 0 | 1 | 2 | 255) ;; *) eval "exec $fd>&-" ;; esac
+done
 STATE=${QUICKSTART_STATE:-/run/contiv-quickstart}
 P=${QUICKSTART_PREFIX:-cqs-} # prefix of every namespace (at most 4 characters)
 

@@ -15,10 +15,10 @@
 #   installer-test scripts/install-deps.sh (what the tests need)
 #   quickstart     scripts/quickstart.sh, then its stop (the default);
 #                  also prints how many lines the quickstart printed
-# Next to other tests on the machine, take the test lock with flock -o
-# (--close): without it every daemon the quickstart starts inherits the
-# lock's descriptor and holds the lock for as long as the cluster runs:
-#   flock -o /tmp/contiv-nettest.lock bash test/quickstart/check-host-services.sh
+# Next to other tests on the machine, take the test lock:
+#   flock /tmp/contiv-nettest.lock bash test/quickstart/check-host-services.sh
+# (scripts/quickstart.sh closes inherited descriptors, so the daemons it
+# leaves running do not keep the lock.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-quickstart}
