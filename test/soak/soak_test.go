@@ -44,7 +44,7 @@ const (
 	settleAfter   = 10 * time.Second // quiet time after each fault's recovery
 	churnLive     = 3                // churned workloads kept per host
 	churnEvery    = 2 * time.Second
-	cleanWithin   = 150 * time.Second // leak checks after everything is deleted (two netplugin sweeps, remotesweep.go)
+	cleanWithin   = 190 * time.Second // leak checks after everything is deleted (two netplugin sweeps, remotesweep.go)
 )
 
 // TestSoak: three hosts in docker mode (hosts 0 and 1 run Docker
