@@ -13,17 +13,17 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netplugin/trace"
+	"github.com/contiv/netplugin/utils/problem"
 )
 
 // traceCommand is "netctl trace": where does a packet from an endpoint go
-// (docs/operations.md, "Packet trace"). Hidden, so that the application
-// help stays the original's (docs/compat.md).
+// (docs/operations.md, "Packet trace"). Beyond the original: listed in the
+// application help after the original's lines (docs/compat.md).
 func (n *Netctl) traceCommand() cli.Command {
 	return cli.Command{
 		Name:      "trace",
 		Usage:     "Trace a packet from an endpoint through its host's flow tables",
 		ArgsUsage: "<endpoint> <destination address>",
-		Hidden:    true,
 		Flags: []cli.Flag{
 			cli.StringFlag{Name: "proto, p", Value: "tcp", Usage: "protocol: tcp, udp or icmp"},
 			cli.IntFlag{Name: "port", Value: 80, Usage: "destination port (tcp, udp)"},
@@ -50,7 +50,12 @@ func (n *Netctl) trace(c *cli.Context) error {
 	if proto != "icmp" {
 		q.Set("port", strconv.Itoa(c.Int("port")))
 	}
-	resp, err := n.newHTTPClient().Get(n.netmaster + "/trace?" + q.Encode())
+	req, err := http.NewRequest(http.MethodGet, n.netmaster+"/trace?"+q.Encode(), nil)
+	if err != nil {
+		return fail(exitUsage, "Error connecting to netmaster: "+err.Error())
+	}
+	req.Header.Set("Accept", problem.Accept)
+	resp, err := n.newHTTPClient().Do(req)
 	if err != nil {
 		return fail(exitInvalid, n.describe(err))
 	}
@@ -60,6 +65,9 @@ func (n *Netctl) trace(c *cli.Context) error {
 		return fail(exitInvalid, n.describe(err))
 	}
 	if resp.StatusCode != http.StatusOK {
+		if d, ok := problem.Parse(resp.Header, resp.StatusCode, body); ok {
+			return fail(exitInvalid, d.Error())
+		}
 		return fail(exitInvalid, strings.TrimSpace(string(body)))
 	}
 	var res trace.Result
