@@ -52,7 +52,7 @@ func Flags(bin string) []cli.Flag {
 		cli.BoolFlag{Name: "use-json-log, json-log", EnvVar: env("USE_JSON_LOG"), Usage: "log in JSON"},
 		cli.BoolFlag{Name: "use-syslog, syslog", EnvVar: env("USE_SYSLOG"), Usage: "also log to syslog"},
 		cli.StringFlag{Name: "syslog-url", EnvVar: env("SYSLOG_URL"), Value: "udp://127.0.0.1:514", Usage: "syslog address proto://host:port"},
-	}, storeAuthFlags(bin)...)
+	}, StoreAuthFlags(bin)...)
 }
 
 // FromContext reads and validates the shared flags.
@@ -63,7 +63,7 @@ func FromContext(c *cli.Context) (Common, error) {
 		FwdMode:         strings.ToLower(strings.TrimSpace(c.String("fwdmode"))),
 		EtcdEndpoints:   SplitList(c.String("etcd-endpoints")),
 		ConsulEndpoints: SplitList(c.String("consul-endpoints")),
-		StoreAuth:       storeAuthFromContext(c),
+		StoreAuth:       StoreAuthFromContext(c),
 		LogLevel:        c.String("log-level"),
 		JSONLog:         c.Bool("use-json-log"),
 		Syslog:          c.Bool("use-syslog"),

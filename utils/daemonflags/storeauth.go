@@ -6,9 +6,9 @@ import (
 	"github.com/contiv/netplugin/objdb/dial"
 )
 
-// storeAuthFlags are the store credential flags (docs/security.md, "The
+// StoreAuthFlags are the store credential flags (docs/security.md, "The
 // store"), each with its CONTIV_<BIN>_* environment twin.
-func storeAuthFlags(bin string) []cli.Flag {
+func StoreAuthFlags(bin string) []cli.Flag {
 	env := func(s string) string { return "CONTIV_" + bin + "_" + s }
 	return []cli.Flag{
 		cli.StringFlag{Name: "etcd-cacert", EnvVar: env("ETCD_CACERT"), Usage: "PEM CAs the etcd servers' certificates are checked against (https:// endpoints)"},
@@ -23,8 +23,8 @@ func storeAuthFlags(bin string) []cli.Flag {
 	}
 }
 
-// storeAuthFromContext reads the store credential flags.
-func storeAuthFromContext(c *cli.Context) dial.Auth {
+// StoreAuthFromContext reads the store credential flags.
+func StoreAuthFromContext(c *cli.Context) dial.Auth {
 	return dial.Auth{
 		EtcdCACert: c.String("etcd-cacert"), EtcdCert: c.String("etcd-cert"), EtcdKey: c.String("etcd-key"),
 		EtcdUsername: c.String("etcd-username"), EtcdPasswordFile: c.String("etcd-password-file"),

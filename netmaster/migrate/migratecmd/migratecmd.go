@@ -31,7 +31,8 @@ type Config struct {
 	Source          migrate.Source
 	EtcdEndpoints   []string
 	ConsulEndpoints []string
-	Root            string // objdb.DefaultRoot when empty
+	Root            string    // objdb.DefaultRoot when empty
+	StoreAuth       dial.Auth // the target's credentials (docs/security.md, "The store")
 	Apply           migrate.Options
 	Verbose         bool
 }
@@ -41,7 +42,7 @@ func Command() cli.Command {
 	return cli.Command{
 		Name:  "migrate",
 		Usage: "copy an original Contiv cluster's store into this netmaster's store (docs/upgrade.md)",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			cli.StringFlag{Name: "source-etcd", Usage: "the original's etcd, read through its v2 API (http://host:2379)"},
 			cli.StringFlag{Name: "source-consul", Usage: "the original's consul agent (host:8500)"},
 			cli.StringFlag{Name: "source-file", Usage: "a dump: the etcd v2 answer of GET /v2/keys/?recursive=true, or the output of consul kv export contiv.io/"},
@@ -51,7 +52,7 @@ func Command() cli.Command {
 			cli.BoolFlag{Name: "merge", Usage: "allow a non-empty target: existing keys must hold the same value, any conflict stops the run before it writes"},
 			cli.BoolFlag{Name: "allow-unmapped", Usage: "carry the source over even if some keys have an unknown shape (they are listed)"},
 			cli.BoolFlag{Name: "verbose, v", Usage: "list every key written"},
-		},
+		}, daemonflags.StoreAuthFlags("NETMASTER")...), // the target's credentials, as netmaster's
 		Action: func(c *cli.Context) error {
 			cfg, err := FromContext(c)
 			if err != nil {
@@ -75,7 +76,8 @@ func FromContext(c *cli.Context) (Config, error) {
 		ConsulEndpoints: daemonflags.SplitList(c.String("consul-endpoints")),
 		Apply: migrate.Options{DryRun: c.Bool("dry-run"), Merge: c.Bool("merge"),
 			AllowUnmapped: c.Bool("allow-unmapped")},
-		Verbose: c.Bool("verbose"),
+		Verbose:   c.Bool("verbose"),
+		StoreAuth: daemonflags.StoreAuthFromContext(c),
 	}
 	var srcs []migrate.Source
 	if v := c.String("source-etcd"); v != "" {
@@ -112,7 +114,7 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (int, error) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	st, err := dial.Open(ctx, dial.Config{EtcdEndpoints: cfg.EtcdEndpoints, ConsulEndpoints: cfg.ConsulEndpoints,
-		Root: cfg.Root, Logger: logrus.NewEntry(log)})
+		Root: cfg.Root, Auth: cfg.StoreAuth, Logger: logrus.NewEntry(log)})
 	if err != nil {
 		return ExitFailed, fmt.Errorf("open target store: %w", err)
 	}
