@@ -53,6 +53,9 @@ type Daemon struct {
 	locals   map[string]*localEndpoint      // by endpoint state id
 	pending  map[string]struct{}            // endpoint state ids being attached
 	vteps    map[string]uint32              // peer VTEP IP → ofport
+	// peerRefs: the store's endpoints and node records per peer VTEP
+	// (peers.go); it has its own lock.
+	peerRefs peerRefs
 	uplinks  []ovsdriver.UplinkMember
 	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
 	bgp      bgpRunner
@@ -168,6 +171,13 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
+	// Cluster membership: this host's node record, then everyone's, before
+	// the peers follower decides which tunnels stay (peers.go).
+	goRun(ctx, &wg, d.keepNodeRecord)
+	nodes := d.want.nodes
+	if err := nodes.sync(ctx); err != nil {
+		d.log.WithError(err).Warn("read the node records")
+	}
 	bgps := d.want.bgp
 	if err := bgps.sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
@@ -216,6 +226,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
+	goRun(ctx, &wg, nodes.run)
 	goRun(ctx, &wg, nets.run)
 	goRun(ctx, &wg, groups.run)
 	goRun(ctx, &wg, eps.run)
