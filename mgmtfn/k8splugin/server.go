@@ -182,12 +182,14 @@ func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr
 	var err error
 
 	var podLabels map[string]string
+	inAPI := false // the API server has the pod: NetworkPolicy may select it
 	if p.Name != "" && p.K8sNameSpace != "" {
 		podLabels, err = s.cfg.Labels.PodLabels(ctx, PodRef{Namespace: p.K8sNameSpace, Name: p.Name, UID: p.PodUID})
 		if err != nil && !errors.Is(err, ErrPodNotFound) {
 			s.fail(w, http.StatusInternalServerError, fields, "Error getting labels", types.ErrTryAgainLater, err)
 			return
 		}
+		inAPI = err == nil
 	}
 	pl := PlacementFrom(podLabels, p.Labels)
 	name := p.Name
@@ -196,6 +198,9 @@ func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr
 	}
 	areq := attach.Request{Tenant: pl.Tenant, Network: pl.Network, Group: pl.Group,
 		ContainerID: endpointContainer(p.InfraContainerID, p.IntfName), Name: name, NetNS: p.NwNameSpace, IfName: p.IntfName}
+	if inAPI {
+		areq.PodNamespace, areq.PodName = p.K8sNameSpace, p.Name
+	}
 	if err := areq.Validate(); err != nil {
 		s.fail(w, http.StatusBadRequest, fields, "Invalid pod placement", types.ErrInvalidNetworkConfig, err)
 		return
@@ -257,7 +262,8 @@ func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr
 // detach removes the attachment's endpoint and then its record.
 func (s *Server) detach(ctx context.Context, rec record, netns string) error {
 	if err := s.cfg.Attacher.Detach(ctx, attach.DetachRequest{Tenant: rec.Tenant, Network: rec.Network,
-		ContainerID: rec.EndpointCtr, NetNS: netns, IfName: rec.IfName}); err != nil {
+		ContainerID: rec.EndpointCtr, NetNS: netns, IfName: rec.IfName,
+		PodNamespace: rec.PodNamespace, PodName: rec.PodName}); err != nil {
 		return err
 	}
 	return s.rec.remove(rec.ContainerID, rec.IfName)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/hostnat"
 	"github.com/contiv/netplugin/netplugin/masterclient"
@@ -46,6 +47,9 @@ type Daemon struct {
 	// changes in applied.glob.
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
+	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
+	// before the CNI server starts, never after.
+	netpol *netpol.Controller
 
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
