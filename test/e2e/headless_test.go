@@ -24,7 +24,7 @@ var headlessOutage = flag.Duration("headless.outage", 30*time.Second, "TestHeadl
 // directions; nothing is lost beyond the first second of each outage.
 func TestHeadlessDataplane(t *testing.T) {
 	outage := *headlessOutage
-	tb := testbed.New(t, testbed.Config{Hosts: 2, NetMode: "vxlan", FwdMode: "bridge", Netmasters: 2, Store: testbed.ExternalEtcd})
+	tb := testbed.New(t, testbed.Config{Hosts: 2, NetMode: "vlan", FwdMode: "bridge", Netmasters: 2, Store: testbed.ExternalEtcd})
 	tb.DumpOnFailure(t)
 	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.21.0/24", "--gateway", "198.19.21.254", "hl")
 	life := 2*outage + 10*time.Minute
