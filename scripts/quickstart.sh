@@ -127,6 +127,7 @@ for i in 0 1; do
 	inns "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
 		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 --etcd-endpoints "http://$MASTER:2379" \
 		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" \
+		--mesos-socket "$D/mesos.sock" --mesos-state-dir "$D/mesos" \
 		--name netplugin --docker-plugin-dir "$D/plugins" --docker-socket "$D/docker/docker.sock" >"$D/netplugin.log" 2>&1 &
 	echo $! >"$D/netplugin.pid"
 	# The engine runs in the host's namespace (it moves the link netplugin

@@ -34,6 +34,7 @@ import (
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
+	"github.com/contiv/netplugin/utils/problem"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -508,7 +509,15 @@ func (d *Daemon) handler() http.Handler {
 		metrics = d.cfg.Tokens.Middleware(metrics, nil)
 		api = d.cfg.Tokens.Middleware(api, func(r *http.Request) bool { return r.URL.Path == "/version" })
 	}
-	return d.httpm.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Each kind of client gets refusals in its convention (utils/problem,
+	// docs/rest-errors.md "Two kinds of client"); the metrics inside count
+	// the status the handler decided. Health, metrics and answers proxied
+	// from the leader pass unchanged.
+	return problem.Middleware(d.httpm.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			problem.Pass(r)
+		}
 		switch r.URL.Path {
 		case "/healthz":
 			httpmetrics.SetRoute(r, r.URL.Path)
@@ -522,7 +531,7 @@ func (d *Daemon) handler() http.Handler {
 		default:
 			api.ServeHTTP(w, r)
 		}
-	}))
+	})))
 }
 
 // checkStore: the store answers a read (a missing key is an answer).
@@ -555,6 +564,11 @@ func (d *Daemon) checkLeader(ctx context.Context) error {
 func (d *Daemon) followerHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpmetrics.SetRoute(r, "proxied")
+		problem.Pass(r)        // the leader answered for this client
+		if !d.lockSet.Load() { // still starting: no lock to ask yet
+			http.Error(w, "Leader not found", http.StatusInternalServerError)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		holder, err := d.lock.Holder(ctx)
 		cancel()

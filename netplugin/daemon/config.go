@@ -35,6 +35,10 @@ type Config struct {
 	AttachSocket string
 	CNISocket    string // kubernetes mode: the CNI server's socket
 	CNIStateDir  string // kubernetes mode: the CNI attachment records
+	// MesosSocket is the Mesos CNI server's socket (any mode; "" serves
+	// none), MesosStateDir its attachment records (docs/mesos.md).
+	MesosSocket   string
+	MesosStateDir string
 	// K8sConfig is the API server settings file of kubernetes mode: a
 	// kubeconfig or the original's contiv.json; "" means the in-cluster
 	// settings when KUBERNETES_SERVICE_HOST is set, else no API server

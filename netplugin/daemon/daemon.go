@@ -254,6 +254,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.startCNI(ctx, &wg, errc); err != nil {
 		return err
 	}
+	if err := d.startMesos(ctx, &wg, errc); err != nil {
+		return err
+	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
 	select {
 	case <-ctx.Done():

@@ -45,6 +45,13 @@ func (h *Host) CNISocket() string { return filepath.Join(h.Dir, "cni.sock") }
 // CNIStateDir holds the CNI server's attachment records.
 func (h *Host) CNIStateDir() string { return filepath.Join(h.Dir, "cni") }
 
+// MesosSocket is the unix socket of netplugin's Mesos CNI server
+// (docs/mesos.md).
+func (h *Host) MesosSocket() string { return filepath.Join(h.Dir, "mesos.sock") }
+
+// MesosStateDir holds the Mesos CNI server's attachment records.
+func (h *Host) MesosStateDir() string { return filepath.Join(h.Dir, "mesos") }
+
 // NetpluginArgs is the command line StartNetplugin uses.
 func (h *Host) NetpluginArgs() []string {
 	cfg := h.tb.Config
@@ -55,6 +62,7 @@ func (h *Host) NetpluginArgs() []string {
 		"--ovsdb-socket", h.OVS.DBSock, "--ovs-datapath", "netdev",
 		"--attach-socket", h.AttachSocket(),
 		"--cni-socket", h.CNISocket(), "--cni-state-dir", h.CNIStateDir(),
+		"--mesos-socket", h.MesosSocket(), "--mesos-state-dir", h.MesosStateDir(),
 		"--log-level", "debug",
 	}
 	if cfg.Docker {

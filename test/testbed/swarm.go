@@ -59,6 +59,7 @@ func (h *Host) pluginArgs() []string {
 		"--vlan-uplinks", TrunkIf,
 		"--ovsdb-socket", filepath.Join(hostDirInPlugin, strings.TrimPrefix(h.OVS.DBSock, h.Dir)), "--ovs-datapath", "netdev",
 		"--attach-socket", filepath.Join(hostDirInPlugin, "attach.sock"),
+		"--mesos-socket", filepath.Join(hostDirInPlugin, "mesos.sock"), "--mesos-state-dir", filepath.Join(hostDirInPlugin, "mesos"),
 		"--name", "netplugin", "--docker-plugin-dir", "/run/docker/plugins",
 		"--docker-socket", filepath.Join(hostDirInPlugin, "docker", "docker.sock"),
 		"--log-level", "debug",
