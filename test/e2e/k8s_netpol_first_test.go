@@ -84,16 +84,20 @@ func TestNetworkPolicyFirstPacket(t *testing.T) {
 		t.Cleanup(func() { _, _ = p.tool(t, tool, plugin, "del") })
 
 		// Watch the namespace for the interface while the ADD runs.
+		ifAddr := func() string {
+			out, err := exec.Command("ip", "-n", c.NS, "-o", "-4", "addr", "show", "dev", "eth0", "up").Output()
+			if f := strings.Fields(string(out)); err == nil && len(f) >= 4 && f[2] == "inet" {
+				return strings.Split(f[3], "/")[0]
+			}
+			return ""
+		}
 		seen := make(chan string, 1)
 		wctx, wcancel := context.WithCancel(ctx)
 		go func() {
 			for wctx.Err() == nil {
-				out, err := exec.Command("ip", "-n", c.NS, "-o", "-4", "addr", "show", "dev", "eth0", "up").Output()
-				if err == nil {
-					if f := strings.Fields(string(out)); len(f) >= 4 && f[2] == "inet" {
-						seen <- strings.Split(f[3], "/")[0]
-						return
-					}
+				if a := ifAddr(); a != "" {
+					seen <- a
+					return
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
@@ -109,8 +113,13 @@ func TestNetworkPolicyFirstPacket(t *testing.T) {
 		select {
 		case ip = <-seen:
 		case err := <-addDone:
+			// The ADD won the race with the watch: the interface is up now
+			// and the status still unwritten, so probe at once all the same.
 			wcancel()
-			t.Fatalf("ADD of %s ended (%v) before its interface was seen up:\n%s", name, err, addOut)
+			if ip = ifAddr(); err != nil || ip == "" {
+				t.Fatalf("ADD of %s ended (%v) without its interface up:\n%s", name, err, addOut)
+			}
+			addDone <- nil
 		case <-ctx.Done():
 			t.Fatal("interface never appeared")
 		}
