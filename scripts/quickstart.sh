@@ -12,6 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# Descriptors inherited from the caller (a lock taken with flock(1), say)
+# are closed, so the daemons started below, which outlive this script, do
+# not hold them for as long as the cluster runs.
+for fd in $(ls /proc/$$/fd); do
+	case $fd in 0 | 1 | 2 | 255) ;; *) eval "exec $fd>&-" ;; esac
+done
 STATE=${QUICKSTART_STATE:-/run/contiv-quickstart}
 P=${QUICKSTART_PREFIX:-cqs-} # prefix of every namespace (at most 4 characters)
 
@@ -57,7 +63,14 @@ fi
 [ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || bash scripts/install-deps.sh main
 export PATH=/usr/local/go/bin:$PATH
 mkdir -p bin
-go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe
+# One line for the build; the compiler's and module downloads' output goes
+# to bin/build.log, shown only when the build fails.
+echo "==> building bin/netmaster, bin/netplugin, bin/netctl, bin/netprobe (log: bin/build.log)"
+if ! go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe >bin/build.log 2>&1; then
+	tail -n 40 bin/build.log >&2
+	echo "quickstart: the build failed (bin/build.log)" >&2
+	exit 1
+fi
 stop_cluster # a previous run's leftovers
 mkdir -p "$STATE"
 trap 'echo "quickstart failed; logs are in $STATE (bash scripts/quickstart.sh stop removes everything)" >&2' ERR
@@ -92,15 +105,24 @@ inns "${P}fab" ip link set underlay up
 inns "${P}fab" ip link set vlanfab up
 
 MASTER=198.18.0.1
-echo "==> netmaster in namespace ${P}m at $MASTER:9999, embedded etcd on http://$MASTER:2379"
+# The store serves TLS and asks every client for a certificate of its CA
+# (docs/security.md, "The store").
+bash scripts/store-pki.sh "$STATE/store-pki" $MASTER
+SP=$STATE/store-pki
+STORE_ARGS=(--etcd-endpoints "https://$MASTER:2379" --etcd-cacert "$SP/ca.pem" --etcd-cert "$SP/client.pem" --etcd-key "$SP/client-key.pem")
+echo "==> netmaster in namespace ${P}m at $MASTER:9999, embedded etcd on https://$MASTER:2379 (client certificates required)"
 ip netns add "${P}m"
 inns "${P}m" ip link set lo up
 veth_into underlay "${P}m" eth1
 inns "${P}m" ip addr add $MASTER/24 dev eth1
 mkdir -p "$STATE/m"
-inns "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
+# Started with `ip netns exec` itself, not the inns function: in the
+# background a function runs in a subshell, and $! would be that shell's
+# pid, not the daemon's (ip netns exec execs the daemon in place).
+ip netns exec "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
 	--name netplugin --docker-socket "$STATE/h0/docker/docker.sock" \
-	--etcd-endpoints "http://$MASTER:2379" --embedded-etcd-dir "$STATE/m/etcd" \
+	"${STORE_ARGS[@]}" --embedded-etcd-dir "$STATE/m/etcd" \
+	--embedded-etcd-cert-file "$SP/server.pem" --embedded-etcd-key-file "$SP/server-key.pem" --embedded-etcd-client-ca-file "$SP/ca.pem" \
 	--external-address "$MASTER:9999" --internal-address "$MASTER:9999" >"$STATE/m/netmaster.log" 2>&1 &
 echo $! >"$STATE/m/netmaster.pid"
 NETCTL=(inns "${P}m" "$ROOT/bin/netctl" --netmaster "http://$MASTER:9999")
@@ -117,15 +139,15 @@ for i in 0 1; do
 	export OVS_RUNDIR=$D OVS_DBDIR=$D OVS_LOGDIR=$D OVS_SYSCONFDIR=$D
 	ovsdb-tool create "$D/conf.db" /usr/share/openvswitch/vswitch.ovsschema
 	inns "$H" ovsdb-server "$D/conf.db" --remote="punix:$D/db.sock" --pidfile="$D/ovsdb-server.pid" \
-		--unixctl="$D/ovsdb-server.ctl" --log-file="$D/ovsdb-server.log" -vconsole:off --detach
+		--unixctl="$D/ovsdb-server.ctl" --log-file="$D/ovsdb-server.log" -vconsole:off --detach 2>>"$D/ovsdb-server.log"
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" --no-wait init
 	inns "$H" ovs-vswitchd "unix:$D/db.sock" --pidfile="$D/ovs-vswitchd.pid" \
-		--unixctl="$D/ovs-vswitchd.ctl" --log-file="$D/ovs-vswitchd.log" -vconsole:off --detach
+		--unixctl="$D/ovs-vswitchd.ctl" --log-file="$D/ovs-vswitchd.log" -vconsole:off --detach 2>>"$D/ovs-vswitchd.log"
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy eth1
 	inns "$H" ip addr add "$IP/24" dev br-phy
 	inns "$H" ip link set br-phy up
-	inns "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
-		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 --etcd-endpoints "http://$MASTER:2379" \
+	ip netns exec "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
+		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 "${STORE_ARGS[@]}" \
 		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" \
 		--mesos-socket "$D/mesos.sock" --mesos-state-dir "$D/mesos" \
 		--name netplugin --docker-plugin-dir "$D/plugins" --docker-socket "$D/docker/docker.sock" >"$D/netplugin.log" 2>&1 &

@@ -15,9 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"mime"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -59,7 +62,14 @@ type Config struct {
 	// failing, when it asks for the same placement.
 	RepeatAdd bool
 	Log       logrus.FieldLogger
+	// SweepInterval is how often attachments whose pod network namespace
+	// is gone are detached and forgotten (sweepGone); 0 means
+	// DefaultSweepInterval, negative turns the sweep off.
+	SweepInterval time.Duration
 }
+
+// DefaultSweepInterval is Config.SweepInterval's default.
+const DefaultSweepInterval = time.Minute
 
 // Server serves the CNI API.
 type Server struct {
@@ -90,11 +100,28 @@ func New(cfg Config) (*Server, error) {
 // Serve runs the API on the unix socket (directory 0700, socket 0600, a
 // stale socket replaced, a live one refused) until ctx ends.
 func (s *Server) Serve(ctx context.Context, socket string) error {
-	return ServeSocket(ctx, "CNI", socket, s)
+	ln, err := attach.Listen(socket)
+	if err != nil {
+		return fmt.Errorf("CNI server: %w", err)
+	}
+	return s.ServeListener(ctx, ln)
 }
 
-// ServeListener runs the API on ln until ctx ends; it closes ln.
+// ServeListener runs the API on ln until ctx ends, sweeping attachments
+// whose pod is gone meanwhile (Config.SweepInterval); it closes ln.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
+	if every := s.sweepInterval(); every > 0 {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.sweepLoop(sctx, every)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+	}
 	return ServeListener(ctx, "CNI", ln, s)
 }
 
@@ -371,6 +398,80 @@ func (s *Server) checkPod(ctx context.Context, p cniapi.PodAttr, _ logrus.Fields
 		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Attachment is broken", types.ErrInternal, err)
 	}
 	return rec.Result, nil
+}
+
+func (s *Server) sweepInterval() time.Duration {
+	if s.cfg.SweepInterval == 0 {
+		return DefaultSweepInterval
+	}
+	return s.cfg.SweepInterval
+}
+
+func (s *Server) sweepLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.SweepGone(ctx); err != nil && ctx.Err() == nil {
+			s.log.WithError(err).Warn("sweep of attachments whose pod is gone incomplete; retrying later")
+		}
+	}
+}
+
+// SweepGone detaches and forgets every attachment whose pod network
+// namespace no longer exists: its pod is gone, and no DEL will come (a
+// runtime that fails to tear a sandbox's network down while it cleans up
+// a failed RunPodSandbox drops the sandbox anyway; containerd 1.6 does,
+// and sends no CNI GC). A namespace is only taken as gone when its folder
+// is visible here, so a netplugin that cannot see the runtime's namespaces
+// removes nothing. It returns how many it removed.
+func (s *Server) SweepGone(ctx context.Context) (int, error) {
+	recs, err := s.rec.list()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, rec := range recs {
+		if !netnsGone(rec.NetNS) {
+			continue
+		}
+		// Same order as ADD and DEL: the GC lock, then the attachment's.
+		s.gc.RLock()
+		unlock := s.locks.lock(rec.ContainerID + "@" + rec.IfName)
+		cur, found, err := s.rec.read(rec.ContainerID, rec.IfName)
+		if err == nil && found && netnsGone(cur.NetNS) {
+			err = s.detach(ctx, cur, "")
+			if err == nil {
+				n++
+				s.log.WithFields(logrus.Fields{"container": cur.ContainerID, "ifname": cur.IfName, "netns": cur.NetNS,
+					"pod": cur.PodNamespace + "/" + cur.PodName}).Info("detached an attachment whose pod network namespace is gone")
+			}
+		}
+		unlock()
+		s.gc.RUnlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s@%s: %w", rec.ContainerID, rec.IfName, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// netnsGone reports whether the namespace path p does not exist while
+// its folder does.
+func netnsGone(p string) bool {
+	if p == "" || !filepath.IsAbs(p) {
+		return false
+	}
+	if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (s *Server) gcPods(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/secretfile"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -58,7 +59,7 @@ func App(run Runner) *cli.App {
 			cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
 			cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
 			cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
-		}, daemonflags.RPCTLSFlags("NETPLUGIN", "netmaster")...),
+		}, append(daemonflags.RPCTLSFlags("NETPLUGIN", "netmaster"), daemonflags.RPCLimitFlags("NETPLUGIN")...)...),
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg daemon.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()
@@ -106,8 +107,11 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	if cfg.RPCServerTLS, cfg.RPCClientTLS, err = daemonflags.RPCTLSFromContext(c); err != nil {
 		return cfg, err
 	}
+	if cfg.RPCLimits, err = daemonflags.RPCLimitsFromContext(c); err != nil {
+		return cfg, err
+	}
 	if p := c.String("netmaster-token-file"); p != "" {
-		b, err := os.ReadFile(p)
+		b, err := secretfile.Read(p)
 		if err != nil {
 			return cfg, fmt.Errorf("--netmaster-token-file: %w", err)
 		}

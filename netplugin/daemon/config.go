@@ -16,6 +16,7 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
@@ -68,6 +69,9 @@ type Config struct {
 	// RPCServerTLS and RPCClientTLS, when set, make the ofnet RPC with
 	// the masters mutual TLS: the agents' listeners and their calls.
 	RPCServerTLS, RPCClientTLS *tls.Config
+	// RPCLimits bound the agents' RPC servers (zero fields: the ofrpc
+	// defaults; docs/security.md, "RPC limits").
+	RPCLimits ofrpc.Limits
 	// HostAccess turns on contivh0 host access and the host NAT rule
 	// (routing mode, docs/dataplane.md §3.7).
 	HostAccess bool

@@ -51,6 +51,10 @@ type Daemon struct {
 	// before the CNI server starts, never after.
 	netpol *netpol.Controller
 
+	// unbackedRemotes are the remote endpoints the last sweep found no
+	// endpoint record for (remotesweep.go); owned by sweepLoop.
+	unbackedRemotes map[string]bool
+
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
@@ -110,7 +114,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer cancel()
 	var err error
 	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
-		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
+		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Auth: d.cfg.Common.StoreAuth, Logger: logrus.NewEntry(logrus.StandardLogger())})
 	if err != nil {
 		return fmt.Errorf("open the cluster store: %w", err)
 	}
@@ -165,9 +169,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	defer d.cleanupHostAccess()
 
-	// Replay (docs/daemons.md §6.2): networks, then endpoints (reconciled with OVS),
-	// then groups; then follow the store. The followers only enqueue
-	// reconcile keys; the replay drains the queue after each step.
+	// Replay (the order and why: replay.go), then BGP, then services and
+	// providers, each step draining the queue; then follow the store. The
+	// followers only enqueue reconcile keys.
 	d.want = d.newDesired()
 	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
 	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
@@ -382,7 +386,7 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		return nil, err
 	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
-		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
+		RPCPort: uint16(rpcPort), RPCListener: rpcl, RPCLimits: d.cfg.RPCLimits, OFListener: ofl, UplinkMAC: uplinkMAC,
 		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
 		DNSLookup: d.names.Lookup,
 		Logger:    d.log.WithField("bridge", bridge)})

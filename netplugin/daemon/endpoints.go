@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -256,9 +257,9 @@ func parsePrefix(s string) (*net.IPNet, error) {
 }
 
 // endpointStateID is the endpoint id netmaster gives (tenant, network,
-// container).
+// container): state.EndpointID.
 func endpointStateID(tenant, network, containerID string) string {
-	return network + "." + tenant + "-" + containerID
+	return state.EndpointID(tenant, network, containerID)
 }
 
 // AttachHost creates a container's endpoint in netmaster (with the
@@ -384,6 +385,15 @@ func (d *Daemon) Attached(tenant, network, containerID string) (attach.Result, b
 	return res, err == nil
 }
 
+// endpointGone reports whether netmaster answered that the endpoint does
+// not exist: a retried delete whose first attempt reached netmaster (its
+// answer lost to a netmaster that died) finds it gone, and that is the
+// outcome the caller wants.
+func endpointGone(err error) bool {
+	var se *masterclient.StatusError
+	return errors.As(err, &se) && se.StatusCode == http.StatusNotFound
+}
+
 // Detach removes a container's endpoint: the link in its namespace, the
 // flows, the OVS port and netmaster's endpoint (and address). Detaching an
 // endpoint that is already gone succeeds.
@@ -441,7 +451,7 @@ func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 		d.netpolDetached(req) // its address may go to another pod
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
-		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil {
+		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil && !endpointGone(err) {
 		errs = append(errs, fmt.Errorf("delete endpoint %s in netmaster: %w", epID, err))
 	}
 	return errors.Join(errs...)

@@ -33,6 +33,11 @@ type Host struct {
 	engine                         *Engine     // Config.Docker only
 	fabMgmt, fabUnderlay, fabTrunk string      // this host's links on the fabric side
 	stopped                        atomic.Bool // StopHost ran: OVS is down
+
+	// ExtraArgs are appended to this host's netplugin command line after
+	// Config.NetpluginArgs at its next start (e.g. "--mode", "kubernetes"
+	// for one host of a docker-mode cluster).
+	ExtraArgs []string
 }
 
 // AttachSocket is the unix socket of netplugin's attach API.
@@ -69,7 +74,8 @@ func (h *Host) NetpluginArgs() []string {
 		args = append(args, "--name", PluginName, "--docker-plugin-dir", h.PluginDir(), "--docker-socket", h.DockerSocket())
 	}
 	args = append(args, h.tb.StoreArgs()...)
-	return append(args, cfg.NetpluginArgs...)
+	args = append(args, cfg.NetpluginArgs...)
+	return append(args, h.ExtraArgs...)
 }
 
 // StartNetplugin starts the host's netplugin (output appended to
