@@ -86,3 +86,34 @@ func ListPages(ctx context.Context, kv KV, prefix string, size int, fn func([]Ke
 	}
 	return nil
 }
+
+// VersionLister is implemented by backends that tell the store version a
+// listing was taken at (etcd: the response header's revision; consul: the
+// query's index). A watch started from that version misses nothing and,
+// unlike the highest version of the listed keys, it is never older than
+// the store's compaction: a re-list after "history compacted" resumes
+// (docs/architecture.md, "Watches after a compaction").
+type VersionLister interface {
+	ListVersion(ctx context.Context, prefix string) ([]KeyValue, int64, error)
+}
+
+// ListVersion lists prefix and returns the version to watch from: the
+// store's version of the listing when kv is a VersionLister, else the
+// highest version of the listed keys.
+func ListVersion(ctx context.Context, kv KV, prefix string) ([]KeyValue, int64, error) {
+	if vl, ok := kv.(VersionLister); ok {
+		kvs, ver, err := vl.ListVersion(ctx, prefix)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return kvs, ver, err
+		}
+	}
+	kvs, err := kv.List(ctx, prefix)
+	if err != nil {
+		return nil, 0, err
+	}
+	var ver int64
+	for _, e := range kvs {
+		ver = max(ver, e.Version)
+	}
+	return kvs, ver, nil
+}

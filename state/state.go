@@ -170,19 +170,19 @@ func (c Collection[T]) Take(ctx context.Context, id string) (T, error) {
 }
 
 // ReadAll returns every object directly under the prefix, sorted by ID, and
-// the highest version seen (a Watch started from it misses nothing). Keys
-// deeper than one segment are not objects of this kind and are ignored.
+// the version to watch from: the store's version of the listing where the
+// backend tells it (objdb.VersionLister), else the highest version seen. A
+// Watch started from it misses nothing; after a compaction the store's
+// version is past the compacted history even when no key under the prefix
+// changed since (the highest key version may not be). Keys deeper than one
+// segment are not objects of this kind and are ignored.
 func (c Collection[T]) ReadAll(ctx context.Context) ([]T, int64, error) {
-	kvs, err := c.kv.List(ctx, c.prefix)
+	kvs, ver, err := objdb.ListVersion(ctx, c.kv, c.prefix)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read all state under %q: %w", c.prefix, err)
 	}
 	out := make([]T, 0, len(kvs))
-	var maxVer int64
 	for _, kv := range kvs {
-		if kv.Version > maxVer {
-			maxVer = kv.Version
-		}
 		if strings.Contains(strings.TrimPrefix(kv.Key, c.prefix), "/") {
 			continue
 		}
@@ -192,7 +192,7 @@ func (c Collection[T]) ReadAll(ctx context.Context) ([]T, int64, error) {
 		}
 		out = append(out, v)
 	}
-	return out, maxVer, nil
+	return out, ver, nil
 }
 
 // Each calls fn with every object directly under the prefix, in ID order,

@@ -22,6 +22,7 @@ const (
 	PrefixDocknets      = "oper/docknet/"
 	PrefixEndpointOper  = "oper/eps/"
 	PrefixOvsDriverOper = "oper/ovs-driver/"
+	PrefixNodes         = "oper/nodes/"
 )
 
 // Store is every kind of state object over one objdb client.
@@ -44,6 +45,7 @@ type Store struct {
 	Docknets       Collection[Docknet]
 	EndpointOper   Collection[EndpointOper]
 	OvsDriverOper  Collection[OvsDriverOper]
+	Nodes          Collection[Node]
 }
 
 // New binds every collection to kv.
@@ -67,5 +69,6 @@ func New(kv objdb.KV) *Store {
 		Docknets:       NewCollection[Docknet](kv, PrefixDocknets),
 		EndpointOper:   NewCollection[EndpointOper](kv, PrefixEndpointOper),
 		OvsDriverOper:  NewCollection[OvsDriverOper](kv, PrefixOvsDriverOper),
+		Nodes:          NewCollection[Node](kv, PrefixNodes),
 	}
 }

@@ -261,3 +261,15 @@ type LocalEpInfo struct {
 	EpgKey      string
 	BridgeType  string
 }
+
+// Node is a host's membership of the cluster, "oper/nodes/<host label>"
+// (not in the original): netplugin writes it at every start, the host GC
+// (or an operator decommissioning the host) deletes it. Peers keep their
+// tunnel to a host while its record exists, whether or not its netplugin
+// runs (docs/architecture.md, "Headless dataplane").
+type Node struct {
+	Common
+	Hostname string `json:"hostname"`
+	VtepIP   string `json:"vtepIP"`
+	CtrlIP   string `json:"ctrlIP"`
+}

@@ -282,11 +282,13 @@ func (s *Server) logged(ctx context.Context, p cniapi.PodAttr,
 func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fields) (cniapi.RspAddPod, *Failure) {
 	var err error
 	var podLabels map[string]string
+	inAPI := false // the API server has the pod: NetworkPolicy may select it
 	if p.Name != "" && p.K8sNameSpace != "" {
 		podLabels, err = s.cfg.Labels.PodLabels(ctx, PodRef{Namespace: p.K8sNameSpace, Name: p.Name, UID: p.PodUID})
 		if err != nil && !errors.Is(err, ErrPodNotFound) {
 			return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error getting labels", types.ErrTryAgainLater, err)
 		}
+		inAPI = err == nil
 	}
 	pl := PlacementFrom(podLabels, p.Labels)
 	name := p.Name
@@ -295,6 +297,9 @@ func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fie
 	}
 	areq := attach.Request{Tenant: pl.Tenant, Network: pl.Network, Group: pl.Group,
 		ContainerID: endpointContainer(p.InfraContainerID, p.IntfName), Name: name, NetNS: p.NwNameSpace, IfName: p.IntfName}
+	if inAPI {
+		areq.PodNamespace, areq.PodName = p.K8sNameSpace, p.Name
+	}
 	if err := areq.Validate(); err != nil {
 		return cniapi.RspAddPod{}, failure(http.StatusBadRequest, "Invalid pod placement", types.ErrInvalidNetworkConfig, err)
 	}
@@ -354,7 +359,8 @@ func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fie
 // detach removes the attachment's endpoint and then its record.
 func (s *Server) detach(ctx context.Context, rec record, netns string) error {
 	if err := s.cfg.Attacher.Detach(ctx, attach.DetachRequest{Tenant: rec.Tenant, Network: rec.Network,
-		ContainerID: rec.EndpointCtr, NetNS: netns, IfName: rec.IfName}); err != nil {
+		ContainerID: rec.EndpointCtr, NetNS: netns, IfName: rec.IfName,
+		PodNamespace: rec.PodNamespace, PodName: rec.PodName}); err != nil {
 		return err
 	}
 	return s.rec.remove(rec.ContainerID, rec.IfName)

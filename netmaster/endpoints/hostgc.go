@@ -23,8 +23,10 @@ import (
 const hostGCTimeout = 5 * time.Minute
 
 // CollectHost deletes every endpoint homed on hostname, giving its
-// addresses and counts back as /plugin/deleteEndpoint does, and every
-// oper/eps entry of the host. It goes on after a failure and returns all
+// addresses and counts back as /plugin/deleteEndpoint does, every
+// oper/eps entry of the host, and last its node record: the host leaves
+// the cluster, and the other hosts drop their tunnel to it
+// (docs/architecture.md, "Headless dataplane"). It goes on after a failure and returns all
 // failures; n is the number of endpoints deleted.
 func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err error) {
 	if hostname == "" {
@@ -64,12 +66,18 @@ func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err 
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) == 0 {
+		if err := m.st.Nodes.Clear(ctx, hostname); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("delete the node record: %w", err))
+		}
+	}
 	return n, errors.Join(errs...)
 }
 
 // EndpointHosts lists, sorted, the distinct homing hosts of the endpoints,
-// walking them a page at a time (docs/scale.md); the agent follower
-// (netmaster/agents) uses it to find hosts that left endpoints behind.
+// walking them a page at a time (docs/scale.md), and the hosts of the node
+// records; the agent follower (netmaster/agents) uses it to find hosts
+// that left endpoints or their membership behind.
 func (m *Service) EndpointHosts(ctx context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
@@ -77,6 +85,13 @@ func (m *Service) EndpointHosts(ctx context.Context) ([]string, error) {
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("read endpoints: %w", err)
+	}
+	nodes, _, err := m.st.Nodes.ReadAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read node records: %w", err)
+	}
+	for _, n := range nodes {
+		seen[n.ID] = true
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
 }

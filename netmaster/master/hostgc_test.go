@@ -43,6 +43,11 @@ func TestHostGC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for _, n := range []string{"hosta", "hostb"} {
+		if _, err := st.Nodes.Write(ctx, state.Node{Common: state.Common{ID: n}, Hostname: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	epA := testEndpoint("198.18.60.10", "127.0.0.2")
 	a.push(self, ofrpc.MasterEndpointAdd, epA)
 	b.waitCall(ofrpc.AgentEndpointAdd+" "+epA.EndpointID, 1)
@@ -74,6 +79,11 @@ func TestHostGC(t *testing.T) {
 	}
 	if len(opers) != 1 || opers[0].ID != "n.default-b1" {
 		t.Fatalf("oper/eps left: %+v", opers)
+	}
+	// The host left the cluster: its node record goes (peers drop their
+	// tunnel to it, docs/architecture.md "Headless dataplane").
+	if nodes, _, err := st.Nodes.ReadAll(ctx); err != nil || len(nodes) != 1 || nodes[0].ID != "hostb" {
+		t.Fatalf("node records left: %+v (%v)", nodes, err)
 	}
 	ni := e.NetOper("default", "n")
 	if ni.Oper.NumEndpoints != 1 || ni.Oper.AllocatedAddressesCount != 1 ||
@@ -108,6 +118,14 @@ func TestHostGCOfHostGoneBeforeTerm(t *testing.T) {
 	e.CreateNet("default", "n", "vxlan", "198.18.61.0/24", "", 0)
 	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "gone1", "hostgone", "", ""))
 	e.CreateEndpoint(mastertest.EPBody("default", "n", "", "b1", "hostb", "", ""))
+	// A member that left only its node record behind is collected too.
+	st := state.New(e.St)
+	ctx := mastertest.Ctx(t, 30*time.Second)
+	for _, n := range []string{"hostb", "hostnode"} {
+		if _, err := st.Nodes.Write(ctx, state.Node{Common: state.Common{ID: n}, Hostname: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	e.Restart()
 	e.masterNode()
@@ -120,4 +138,8 @@ func TestHostGCOfHostGoneBeforeTerm(t *testing.T) {
 	if ni := e.NetOper("default", "n"); ni.Oper.AllocatedAddressesCount != 1 || ni.Oper.AllocatedIPAddresses != "198.18.61.2" {
 		t.Fatalf("network after host GC: %+v", ni.Oper)
 	}
+	waitUntil(t, "the node record of the departed member deleted", func() bool {
+		nodes, _, err := st.Nodes.ReadAll(ctx)
+		return err == nil && len(nodes) == 1 && nodes[0].ID == "hostb"
+	}, func() string { return "" })
 }

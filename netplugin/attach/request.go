@@ -50,6 +50,11 @@ type Request struct {
 	// Labels are the container's labels: a container whose labels include a
 	// service's selectors becomes one of its providers (docs/services.md).
 	Labels map[string]string `json:"labels,omitempty"`
+	// PodNamespace and PodName name the Kubernetes pod (the CNI front end):
+	// NetworkPolicy counts the pod under its new address before its
+	// interface exists (docs/k8s.md, "NetworkPolicy").
+	PodNamespace string `json:"podNamespace,omitempty"`
+	PodName      string `json:"podName,omitempty"`
 }
 
 // maxLabels bounds a request's label map.
@@ -76,6 +81,9 @@ type DetachRequest struct {
 	ContainerID string `json:"containerID"`
 	NetNS       string `json:"netns,omitempty"`
 	IfName      string `json:"ifName,omitempty"`
+	// PodNamespace and PodName: the pod NetworkPolicy forgets (Request).
+	PodNamespace string `json:"podNamespace,omitempty"`
+	PodName      string `json:"podName,omitempty"`
 }
 
 // Validate checks every field; the error is a *FieldError. An empty IfName
@@ -93,6 +101,9 @@ func (r Request) Validate() error {
 	}
 	if err := checkNetNS(r.NetNS); err != nil {
 		return err
+	}
+	if len(r.PodNamespace) > maxIDLen || len(r.PodName) > maxIDLen || strings.ContainsFunc(r.PodNamespace+r.PodName, unicode.IsControl) {
+		return &FieldError{Field: "podName", Reason: fmt.Sprintf("pod namespace and name must be at most %d characters without control characters", maxIDLen)}
 	}
 	if len(r.Labels) > maxLabels {
 		return &FieldError{Field: "labels", Reason: fmt.Sprintf("has %d entries, at most %d are allowed", len(r.Labels), maxLabels)}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/hostnat"
 	"github.com/contiv/netplugin/netplugin/masterclient"
@@ -46,6 +47,9 @@ type Daemon struct {
 	// changes in applied.glob.
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
+	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
+	// before the CNI server starts, never after.
+	netpol *netpol.Controller
 
 	// unbackedRemotes are the remote endpoints the last sweep found no
 	// endpoint record for (remotesweep.go); owned by sweepLoop.
@@ -57,6 +61,9 @@ type Daemon struct {
 	locals   map[string]*localEndpoint      // by endpoint state id
 	pending  map[string]struct{}            // endpoint state ids being attached
 	vteps    map[string]uint32              // peer VTEP IP → ofport
+	// peerRefs: the store's endpoints and node records per peer VTEP
+	// (peers.go); it has its own lock.
+	peerRefs peerRefs
 	uplinks  []ovsdriver.UplinkMember
 	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
 	bgp      bgpRunner
@@ -172,6 +179,13 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
+	// Cluster membership: this host's node record, then everyone's, before
+	// the peers follower decides which tunnels stay (peers.go).
+	goRun(ctx, &wg, d.keepNodeRecord)
+	nodes := d.want.nodes
+	if err := nodes.sync(ctx); err != nil {
+		d.log.WithError(err).Warn("read the node records")
+	}
 	bgps := d.want.bgp
 	if err := bgps.sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
@@ -220,6 +234,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
+	goRun(ctx, &wg, nodes.run)
 	goRun(ctx, &wg, nets.run)
 	goRun(ctx, &wg, groups.run)
 	goRun(ctx, &wg, eps.run)

@@ -210,13 +210,17 @@ func (d *Daemon) attach(ctx context.Context, req attach.Request) (res attach.Res
 	}
 	lc.MAC, _ = net.ParseMAC(res.MacAddress)
 	if err == nil {
+		// The pod's policy first, then its interface.
+		err = d.netpolAttached(ctx, req, res.IPAddress)
+	}
+	if err == nil {
 		if err = nsutil.MoveAndConfigure(lc); err != nil {
 			err = fmt.Errorf("move %s into %s: %w", res.IfName, req.NetNS, err)
 		}
 	}
 	if err != nil {
 		if derr := d.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
-			ContainerID: req.ContainerID}); derr != nil {
+			ContainerID: req.ContainerID, PodNamespace: req.PodNamespace, PodName: req.PodName}); derr != nil {
 			d.log.WithError(derr).Warnf("roll back endpoint %s", res.EndpointID)
 		}
 		return attach.Result{}, err
@@ -230,7 +234,8 @@ func (d *Daemon) attach(ctx context.Context, req attach.Request) (res attach.Res
 			ContainerID: req.ContainerID, Labels: req.Labels, Tenant: req.Tenant, Network: req.Network,
 			Event: "start", EndpointID: req.ContainerID, EPCommonName: req.Name}); err != nil {
 			if derr := d.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
-				ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: req.IfName}); derr != nil {
+				ContainerID: req.ContainerID, NetNS: req.NetNS, IfName: req.IfName,
+				PodNamespace: req.PodNamespace, PodName: req.PodName}); derr != nil {
 				d.log.WithError(derr).Warnf("roll back endpoint %s", res.EndpointID)
 			}
 			return attach.Result{}, err
@@ -442,6 +447,8 @@ func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 	}
 	if err := d.removeLocal(ctx, epID); err != nil {
 		errs = append(errs, err)
+	} else {
+		d.netpolDetached(req) // its address may go to another pod
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
 		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil && !endpointGone(err) {

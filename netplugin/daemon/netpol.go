@@ -3,12 +3,15 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
+	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/ofnet/agent"
 )
 
@@ -30,7 +33,42 @@ func (d *Daemon) startNetpol(ctx context.Context, wg *sync.WaitGroup, cs kuberne
 		log.WithField("pods", len(r)).Info("networkpolicy applied")
 		return nil
 	}, func(format string, args ...any) { log.Warnf(format, args...) })
+	d.netpol = c
 	goRun(ctx, wg, c.Run)
+}
+
+// netpolAttachWait bounds how long an attach waits for the NetworkPolicy
+// of its pod; the attach fails after it (the kubelet retries).
+const netpolAttachWait = 15 * time.Second
+
+// netpolAttached has the policy count a pod under its new address, and
+// waits until that is applied, before its interface is moved into the
+// pod (docs/k8s.md, "NetworkPolicy"): a pod a policy selects is isolated
+// from its first packet, whether or not its status exists yet.
+func (d *Daemon) netpolAttached(ctx context.Context, req attach.Request, cidr string) error {
+	if d.netpol == nil || req.PodNamespace == "" || req.PodName == "" {
+		return nil
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil || !p.Addr().Is4() {
+		return nil // NetworkPolicy here is IPv4 only
+	}
+	wctx, cancel := context.WithTimeout(ctx, netpolAttachWait)
+	defer cancel()
+	t0 := time.Now()
+	if err := d.netpol.PodAttached(wctx, req.PodNamespace, req.PodName, p.Addr()); err != nil {
+		return fmt.Errorf("attach %s/%s: %w", req.PodNamespace, req.PodName, err)
+	}
+	d.log.WithFields(map[string]any{"pod": req.PodNamespace + "/" + req.PodName, "ip": p.Addr().String(),
+		"wait": time.Since(t0).Round(time.Millisecond)}).Debug("networkpolicy covers the new pod")
+	return nil
+}
+
+// netpolDetached forgets what netpolAttached gave.
+func (d *Daemon) netpolDetached(req attach.DetachRequest) {
+	if d.netpol != nil && req.PodNamespace != "" && req.PodName != "" {
+		d.netpol.PodDetached(req.PodNamespace, req.PodName)
+	}
 }
 
 // toAgentRules converts the controller's result into the agents' input.

@@ -497,3 +497,76 @@ func TestReconcileGlobalConcurrentReaders(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// A peer whose netplugin.vtep entry expired (its agent is down) keeps its
+// tunnel while the store holds its endpoints or its node record; it is
+// removed once both are gone (docs/architecture.md, "Headless dataplane").
+func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
+	vx, drv := newFakeDatapath(), newFakeDriver()
+	td := newTestDaemon(t, vx, newFakeDatapath(), drv, 0)
+	td.start(t)
+	ctx := context.Background()
+	const ip = "198.18.0.2"
+	tunnel := func() bool {
+		_, inOVS := drv.vtep(ip)
+		vx.mu.Lock()
+		_, inDP := vx.vteps[ip]
+		vx.mu.Unlock()
+		return inOVS && inDP
+	}
+	settle := func() {
+		eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+		time.Sleep(50 * time.Millisecond)
+	}
+	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: 4789, Hostname: "host2"}
+	peers := td.want.peers
+	setLive := func(live bool) {
+		peers.mu.Lock()
+		if live {
+			peers.known[serviceKey(peer)] = peer
+		} else {
+			delete(peers.known, serviceKey(peer))
+		}
+		peers.mu.Unlock()
+		td.vtepEvent(ctx, peer)
+	}
+	ep := state.Endpoint{Common: state.Common{ID: "net1-ep1"}, HomingHost: "host2", VtepIP: ip}
+	node := state.Node{Common: state.Common{ID: "host2"}, Hostname: "host2", VtepIP: ip}
+
+	setLive(true)
+	td.want.eps.apply(ctx, ep.ID, &ep)
+	td.want.nodes.apply(ctx, node.ID, &node)
+	eventually(t, "tunnel to the live peer", tunnel)
+
+	setLive(false) // the agent stops: its lease runs out
+	settle()
+	if !tunnel() {
+		t.Fatal("tunnel removed when the peer's agent stopped, although its endpoints and node record are in the store")
+	}
+	td.want.eps.apply(ctx, ep.ID, nil)
+	settle()
+	if !tunnel() {
+		t.Fatal("tunnel removed while the peer's node record exists")
+	}
+	td.want.eps.apply(ctx, ep.ID, &ep)
+	td.want.nodes.apply(ctx, node.ID, nil)
+	settle()
+	if !tunnel() {
+		t.Fatal("tunnel removed while the peer's endpoints are in the store")
+	}
+	td.want.eps.apply(ctx, ep.ID, nil) // host GC: endpoints and record gone
+	eventually(t, "tunnel removed once the peer left the cluster", func() bool {
+		_, inOVS := drv.vtep(ip)
+		return !inOVS
+	})
+	// A node record alone brings the tunnel up (a peer that restarts
+	// without registering yet) and the periodic resync keeps it.
+	td.want.nodes.apply(ctx, node.ID, &node)
+	eventually(t, "tunnel to a member without a live agent", tunnel)
+	for _, k := range td.allKeys() {
+		if k == kindVtep+"/"+ip {
+			return
+		}
+	}
+	t.Errorf("resync keys miss the member's tunnel: %v", td.allKeys())
+}

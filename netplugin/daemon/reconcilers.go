@@ -35,7 +35,10 @@ type desired struct {
 	bgp    *follower[state.Bgp]
 	svcs   *follower[state.ServiceLB]
 	provs  *follower[state.SvcProvider]
-	peers  *serviceFollower
+	nodes  *follower[state.Node]
+	// peers are the live netplugin.vtep instances; with the endpoints and
+	// node records (peerRefs) they make the tunnels (peers.go).
+	peers *serviceFollower
 }
 
 // applied is what the reconcilers applied to the datapath; d.mu guards it.
@@ -78,7 +81,15 @@ func (d *Daemon) newDesired() desired {
 			put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.enqueue(kindGroup, g.ID) },
 			del: func(_ context.Context, g state.EndpointGroup) { r.enqueue(kindGroup, g.ID) }}, d.log, retry),
 		eps: newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{
-			put: d.endpointNamesPut, del: d.endpointNamesDel}, d.log, retry),
+			put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
+				d.endpointPeerPut(ep, prev)
+				d.endpointNamesPut(ctx, ep, prev)
+			},
+			del: func(ctx context.Context, ep state.Endpoint) {
+				d.endpointPeerDel(ep)
+				d.endpointNamesDel(ctx, ep)
+			}}, d.log, retry),
+		nodes: newFollower("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
 		glob: newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{
 			put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.enqueue(kindGlobal, "global") },
 			del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
@@ -133,6 +144,7 @@ func (d *Daemon) allKeys() []string {
 	if d.want.peers != nil {
 		add(kindVtep, d.want.peers.hosts())
 	}
+	add(kindVtep, d.peerRefs.ips())
 	d.mu.Lock()
 	for id := range d.applied.nets {
 		keys = append(keys, kindNetwork+"/"+id)
@@ -494,13 +506,14 @@ func (d *Daemon) reconcileBgp(ctx context.Context, host string) error {
 }
 
 // reconcileVtep keeps a VXLAN tunnel, in OVS and in the datapath, to every
-// live peer (docs/daemons.md §5.2), and removes the tunnels of peers that
-// left.
+// peer (docs/daemons.md §5.2) that is a cluster member (peers.go: live, or
+// with endpoints or a node record in the store), and removes the tunnels
+// of peers that left the cluster.
 func (d *Daemon) reconcileVtep(ctx context.Context, ip string) error {
 	if ip == d.cfg.VtepIP {
 		return nil
 	}
-	want := d.want.peers != nil && d.want.peers.has(ip)
+	want := d.wantPeer(ip)
 	d.mu.Lock()
 	ofport, inOVS := d.vteps[ip]
 	done := d.applied.vteps[ip]

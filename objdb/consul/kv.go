@@ -227,27 +227,44 @@ func (c *Client) deleteReturning(ctx context.Context, what, key string, o objdb.
 // List returns every key under prefix, sorted by key. "" lists the whole
 // root.
 func (c *Client) List(ctx context.Context, prefix string) ([]objdb.KeyValue, error) {
+	kvs, _, err := c.ListVersion(ctx, prefix)
+	return kvs, err
+}
+
+var _ objdb.VersionLister = (*Client)(nil)
+
+// ListVersion implements objdb.VersionLister: List, and the query's index
+// (consul's X-Consul-Index of the prefix), never below the ModifyIndex of
+// a listed key.
+func (c *Client) ListVersion(ctx context.Context, prefix string) ([]objdb.KeyValue, int64, error) {
 	if err := c.checkOpen(); err != nil {
-		return nil, fmt.Errorf("list %q: %w", prefix, err)
+		return nil, 0, fmt.Errorf("list %q: %w", prefix, err)
 	}
 	if err := checkPrefix(prefix); err != nil {
-		return nil, fmt.Errorf("list: %w", err)
+		return nil, 0, fmt.Errorf("list: %w", err)
 	}
 	var pairs api.KVPairs
+	var index uint64
 	err := c.retry(ctx, fmt.Sprintf("list %q", prefix), func(ctx context.Context) error {
-		p, _, err := c.api.KV().List(c.full(prefix), qopts(ctx))
+		p, meta, err := c.api.KV().List(c.full(prefix), qopts(ctx))
 		pairs = p
+		if meta != nil {
+			index = meta.LastIndex
+		}
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out := make([]objdb.KeyValue, 0, len(pairs))
+	ver := int64(index)
 	for _, p := range pairs {
-		out = append(out, c.keyValue(p))
+		kv := c.keyValue(p)
+		ver = max(ver, kv.Version)
+		out = append(out, kv)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return out, ver, nil
 }
 
 // checkPrefix accepts "" (everything) and any valid key, with or without a

@@ -177,6 +177,14 @@ func (c *Client) List(ctx context.Context, prefix string) ([]objdb.KeyValue, err
 	return kvs, err
 }
 
+var _ objdb.VersionLister = (*Client)(nil)
+
+// ListVersion implements objdb.VersionLister: List, and the store revision
+// the listing was taken at.
+func (c *Client) ListVersion(ctx context.Context, prefix string) ([]objdb.KeyValue, int64, error) {
+	return c.list(ctx, prefix)
+}
+
 // list also returns the store revision the listing was taken at.
 func (c *Client) list(ctx context.Context, prefix string) ([]objdb.KeyValue, int64, error) {
 	if err := checkPrefix(prefix); err != nil {

@@ -89,6 +89,19 @@ func (s *Store) List(ctx context.Context, prefix string) ([]objdb.KeyValue, erro
 	return l, err
 }
 
+// ListVersion implements objdb.VersionLister, measured as a list; it wraps
+// errors.ErrUnsupported when the wrapped store does not tell the version.
+func (s *Store) ListVersion(ctx context.Context, prefix string) ([]objdb.KeyValue, int64, error) {
+	vl, ok := s.Store.(objdb.VersionLister)
+	if !ok {
+		return nil, 0, fmt.Errorf("list version: %w", errors.ErrUnsupported)
+	}
+	start := time.Now()
+	l, ver, err := vl.ListVersion(ctx, prefix)
+	s.observe("list", start, err)
+	return l, ver, err
+}
+
 // ListPage implements objdb.Pager, measured as a list; it wraps
 // errors.ErrUnsupported when the wrapped store cannot page.
 func (s *Store) ListPage(ctx context.Context, prefix, after string, limit int, rev int64) ([]objdb.KeyValue, int64, int64, error) {

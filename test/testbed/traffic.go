@@ -48,7 +48,21 @@ func (c *Container) ServeTraffic(t testing.TB, ports ...int) *Server {
 	for _, p := range ports {
 		addrs = append(addrs, ":"+strconv.Itoa(p))
 	}
-	return c.serveTraffic(t, bin, strings.Join(addrs, ","))
+	return c.serveTraffic(t, bin, strings.Join(addrs, ","), defaultServeLifetime)
+}
+
+// defaultServeLifetime bounds a traffic server the test does not stop.
+const defaultServeLifetime = 10 * time.Minute
+
+// ServeTrafficFor is ServeTraffic on TrafficPort with a lifetime of its
+// own (a test that runs longer than ServeTraffic's 10 minutes).
+func (c *Container) ServeTrafficFor(t testing.TB, life time.Duration) *Server {
+	t.Helper()
+	bin, err := buildNetprobe()
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	return c.serveTraffic(t, bin, ":"+strconv.Itoa(TrafficPort), life)
 }
 
 // ServeTrafficOn is ServeTraffic bound to one address: its UDP answers leave
@@ -59,12 +73,12 @@ func (c *Container) ServeTrafficOn(t testing.TB, ip string, port int) *Server {
 	if err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
-	return c.serveTraffic(t, bin, net.JoinHostPort(ip, strconv.Itoa(port)))
+	return c.serveTraffic(t, bin, net.JoinHostPort(ip, strconv.Itoa(port)), defaultServeLifetime)
 }
 
-func (c *Container) serveTraffic(t testing.TB, bin, list string) *Server {
+func (c *Container) serveTraffic(t testing.TB, bin, list string, life time.Duration) *Server {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", c.NS, bin, "serve", "-tcp", list, "-udp", list, "-lifetime", "10m")
+	cmd := exec.Command("ip", "netns", "exec", c.NS, bin, "serve", "-tcp", list, "-udp", list, "-lifetime", life.String())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -90,6 +90,14 @@ type podInfo struct {
 // selector or CIDR) make that part allow nothing and are returned as
 // warnings; they never widen what is allowed.
 func Compute(policies []*networkingv1.NetworkPolicy, pods []*corev1.Pod, namespaces []*corev1.Namespace) (Result, []error) {
+	return ComputeKnown(policies, pods, namespaces, nil)
+}
+
+// ComputeKnown is Compute where a pod without an address in its status
+// has the one known gives ("namespace/name" → address): a pod attached a
+// moment ago, whose status the kubelet has not written yet, is selected
+// and admitted as a peer all the same.
+func ComputeKnown(policies []*networkingv1.NetworkPolicy, pods []*corev1.Pod, namespaces []*corev1.Namespace, known map[string]netip.Addr) (Result, []error) {
 	var warns []error
 	nsLabels := map[string]labels.Set{}
 	for _, ns := range namespaces {
@@ -102,6 +110,8 @@ func Compute(policies []*networkingv1.NetworkPolicy, pods []*corev1.Pod, namespa
 			continue
 		}
 		if ip, ok := podIPv4(p); ok {
+			running = append(running, podInfo{pod: p, ip: ip})
+		} else if ip, ok := known[p.Namespace+"/"+p.Name]; ok && ip.Is4() {
 			running = append(running, podInfo{pod: p, ip: ip})
 		}
 	}

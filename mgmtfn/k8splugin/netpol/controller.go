@@ -3,6 +3,8 @@ package netpol
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,6 +36,14 @@ type Controller struct {
 	log      Logger
 	last     Result
 	computes int
+
+	// attached are the addresses of pods attached on this host that the
+	// API server may not show yet (no status.podIP): CNI ADD gives them
+	// before the pod's interface exists, so a pod a policy selects is
+	// isolated from its first packet (PodAttached). mu guards both maps.
+	mu       sync.Mutex
+	attached map[string]netip.Addr      // "namespace/name" → address
+	waiters  map[string][]chan struct{} // closed once a result covering the pod is applied
 }
 
 const queueKey = "all"
@@ -45,6 +55,7 @@ func NewController(client kubernetes.Interface, sink Sink, log Logger) *Controll
 	}
 	f := informers.NewSharedInformerFactory(client, 0)
 	c := &Controller{factory: f, sink: sink, log: log,
+		attached: map[string]netip.Addr{}, waiters: map[string][]chan struct{}{},
 		pols: f.Networking().V1().NetworkPolicies().Lister(),
 		pods: f.Core().V1().Pods().Lister(),
 		nss:  f.Core().V1().Namespaces().Lister(),
@@ -116,17 +127,84 @@ func (c *Controller) sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list namespaces: %w", err)
 	}
-	res, warns := Compute(pols, pods, nss)
+	c.mu.Lock()
+	known := make(map[string]netip.Addr, len(c.attached))
+	for k, v := range c.attached {
+		known[k] = v
+	}
+	c.mu.Unlock()
+	res, warns := ComputeKnown(pols, pods, nss, known)
 	for _, w := range warns {
 		c.log("netpol: %v", w)
 	}
 	c.computes++
-	if c.last != nil && c.last.Equal(res) {
-		return nil
+	if c.last == nil || !c.last.Equal(res) {
+		if err := c.sink(ctx, res); err != nil {
+			return fmt.Errorf("apply networkpolicy result: %w", err)
+		}
+		c.last = res
 	}
-	if err := c.sink(ctx, res); err != nil {
-		return fmt.Errorf("apply networkpolicy result: %w", err)
+	// Release the ADDs whose pod this result covered: the pod was in the
+	// cache (its labels counted) with the address it was attached with.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		ws := c.waiters[key]
+		if len(ws) == 0 || c.attached[key] != known[key] {
+			continue
+		}
+		for _, w := range ws {
+			close(w)
+		}
+		delete(c.waiters, key)
 	}
-	c.last = res
 	return nil
+}
+
+// PodAttached tells the controller that pod namespace/name has address ip
+// on this host, before its interface exists (CNI ADD), and waits until a
+// result that counts the pod under that address, with the labels the API
+// server has for it, is applied: a policy that selects the pod isolates
+// it, and policies that admit it as a peer do, before its status reaches
+// the API server. It fails when ctx ends first (the pod is not in the API
+// server, or the policy could not be applied).
+func (c *Controller) PodAttached(ctx context.Context, namespace, name string, ip netip.Addr) error {
+	key := namespace + "/" + name
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.attached[key] = ip
+	c.waiters[key] = append(c.waiters[key], done)
+	c.mu.Unlock()
+	c.queue.Add(queueKey)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		ws := c.waiters[key]
+		for i, w := range ws {
+			if w == done {
+				c.waiters[key] = append(ws[:i:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(c.waiters[key]) == 0 {
+			delete(c.waiters, key)
+		}
+		c.mu.Unlock()
+		return fmt.Errorf("networkpolicy of pod %s with %v not applied: %w", key, ip, context.Cause(ctx))
+	}
+}
+
+// PodDetached forgets the address PodAttached gave (CNI DEL).
+func (c *Controller) PodDetached(namespace, name string) {
+	key := namespace + "/" + name
+	c.mu.Lock()
+	_, had := c.attached[key]
+	delete(c.attached, key)
+	c.mu.Unlock()
+	if had {
+		c.queue.Add(queueKey)
+	}
 }
