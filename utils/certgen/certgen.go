@@ -220,3 +220,65 @@ func write(dir, name string, p Pair) (Files, error) {
 	}
 	return f, nil
 }
+
+// Cluster is a CA with a master certificate and agent certificates, as
+// files (WriteCluster).
+type Cluster struct {
+	CA     *CA
+	CAFile string
+	Master Files
+	Agents map[string]Files // by host name
+}
+
+// WriteCluster writes into dir a new CA, a master certificate for
+// masterIPs and, for every host of agents, an agent certificate for its
+// addresses.
+func WriteCluster(dir string, masterIPs []net.IP, agents map[string][]net.IP) (*Cluster, error) {
+	ca, err := NewCA("contiv CA", 0)
+	if err != nil {
+		return nil, err
+	}
+	caf, err := WriteCA(dir, ca)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{CA: ca, CAFile: caf.Cert, Agents: map[string]Files{}}
+	p, err := ca.Issue(Request{Role: tlsutil.RoleMaster, IPs: masterIPs})
+	if err != nil {
+		return nil, err
+	}
+	if c.Master, err = WritePair(dir, "master", p); err != nil {
+		return nil, err
+	}
+	for host, ips := range agents {
+		if err := c.AddAgent(dir, host, ips); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// AddAgent issues and writes the agent certificate of host.
+func (c *Cluster) AddAgent(dir, host string, ips []net.IP) error {
+	p, err := c.CA.Issue(Request{Role: tlsutil.RoleAgent, Host: host, IPs: ips})
+	if err != nil {
+		return err
+	}
+	f, err := WritePair(dir, "agent-"+host, p)
+	if err != nil {
+		return err
+	}
+	c.Agents[host] = f
+	return nil
+}
+
+// MasterArgs are netmaster's --rpc-tls-* flags for c.
+func (c *Cluster) MasterArgs() []string {
+	return []string{"--rpc-tls-cert-file", c.Master.Cert, "--rpc-tls-key-file", c.Master.Key, "--rpc-tls-ca-file", c.CAFile}
+}
+
+// AgentArgs are netplugin's --rpc-tls-* flags for host.
+func (c *Cluster) AgentArgs(host string) []string {
+	f := c.Agents[host]
+	return []string{"--rpc-tls-cert-file", f.Cert, "--rpc-tls-key-file", f.Key, "--rpc-tls-ca-file", c.CAFile}
+}
