@@ -127,8 +127,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("openflow controller", a.ctrl.Run)
 	if a.cfg.RPCListener != nil {
 		start("rpc server", func(ctx context.Context) error {
-			return ofrpc.Serve(ctx, a.cfg.RPCListener, map[string]any{
-				"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}})
+			services := map[string]any{"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}}
+			for name, s := range a.cfg.RPCServices {
+				services[name] = s
+			}
+			return ofrpc.Serve(ctx, a.cfg.RPCListener, services)
 		})
 	}
 	start("initial sync", a.connectLoop)
