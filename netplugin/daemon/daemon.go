@@ -101,6 +101,9 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 func (d *Daemon) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if d.cfg.RPCServerTLS == nil && !d.cfg.InsecureRPC {
+		return errors.New("the agent RPC needs mutual TLS (RPCServerTLS) unless InsecureRPC is set")
+	}
 	var err error
 	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
 		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
