@@ -30,8 +30,11 @@ type Config struct {
 	Port uint16
 	// Pool is used to call the agents; nil: the master makes its own and
 	// closes it when Serve returns.
-	Pool   *ofrpc.Pool
-	Logger logrus.FieldLogger
+	Pool *ofrpc.Pool
+	// Authorize, when set, checks every call of an agent (on mutual TLS:
+	// ofrpc.AgentIdentity).
+	Authorize ofrpc.Authorizer
+	Logger    logrus.FieldLogger
 	// QueueLen bounds the messages waiting for one agent; beyond it the
 	// backlog is replaced by a full replay. 0: DefaultQueueLen.
 	QueueLen int
@@ -106,7 +109,7 @@ func (m *Master) Serve(ctx context.Context, ln net.Listener) error {
 	m.mu.Unlock()
 	m.log.WithField("addr", ln.Addr().String()).Info("ofnet master serving")
 
-	err := ofrpc.Serve(ctx, ln, map[string]any{ofrpc.ServiceMaster: &rpcService{m: m}})
+	err := ofrpc.ServeAuthorized(ctx, ln, map[string]any{ofrpc.ServiceMaster: &rpcService{m: m}}, m.cfg.Authorize)
 
 	// No RPC method runs any more, so no agent can be added.
 	m.mu.Lock()

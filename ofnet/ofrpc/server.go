@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/rpc"
-	"net/rpc/jsonrpc"
 	"sync"
 	"time"
 )
@@ -21,6 +20,10 @@ import (
 // is waited for, so methods should return promptly once ctx ends). It
 // returns nil when ctx ended, or the registration or accept error.
 func Serve(ctx context.Context, ln net.Listener, services map[string]any) error {
+	return serve(ctx, ln, services, nil)
+}
+
+func serve(ctx context.Context, ln net.Listener, services map[string]any, auth Authorizer) error {
 	srv := rpc.NewServer()
 	for name, rcvr := range services {
 		if err := srv.RegisterName(name, rcvr); err != nil {
@@ -71,7 +74,7 @@ func Serve(ctx context.Context, ln net.Listener, services map[string]any) error 
 			// ServeCodec returns when the peer hangs up, sends something
 			// that is not a request, or the connection is closed; it
 			// waits for running methods and closes the connection.
-			srv.ServeCodec(jsonrpc.NewServerCodec(conn))
+			srv.ServeCodec(newServerCodec(conn, auth))
 		}()
 	}
 }
