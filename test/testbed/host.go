@@ -68,7 +68,11 @@ func (h *Host) NetpluginArgs() []string {
 		rpc = []string{"--rpc-tls-cert-file", "/nonexistent: " + err.Error()}
 	}
 	args = append(args, rpc...)
-	return append(args, cfg.NetpluginArgs...)
+	args = append(args, cfg.NetpluginArgs...)
+	if cfg.NetpluginHostArgs != nil {
+		args = append(args, cfg.NetpluginHostArgs(h)...)
+	}
+	return args
 }
 
 // StartNetplugin starts the host's netplugin (output appended to

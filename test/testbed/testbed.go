@@ -113,6 +113,10 @@ type Config struct {
 	// command lines.
 	NetpluginArgs []string
 	NetmasterArgs []string
+	// NetpluginHostArgs, when set, adds per-host flags to netplugin's
+	// command line (after NetpluginArgs), e.g. an inspect address of its
+	// own.
+	NetpluginHostArgs func(h *Host) []string
 	// SkipNetplugin builds hosts without starting netplugin (start it
 	// later with Host.StartNetplugin; it is built then).
 	SkipNetplugin bool
