@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
+
+	"github.com/contiv/netplugin/utils/problem"
 )
 
 // MaxBodyBytes is the default bound on a request body (WithMaxBodyBytes).
@@ -46,8 +48,8 @@ func NewRouter(r *Registry) *mux.Router {
 	router := mux.NewRouter()
 	router.SkipClean(true)
 	router.UseEncodedPath()
-	router.NotFoundHandler = http.NotFoundHandler()
-	router.MethodNotAllowedHandler = http.NotFoundHandler()
+	router.NotFoundHandler = problem.NoRouteHandler()
+	router.MethodNotAllowedHandler = problem.NoRouteHandler()
 	r.AddRoutes(router)
 	return router
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/urfave/cli"
 
@@ -19,7 +20,8 @@ var opsOptions = []struct{ name, env, usage string }{
 	{"tls-ca-file", "NETCTL_TLS_CA_FILE", "PEM CAs trusted for netmaster's certificate"},
 	{"tls-cert-file", "NETCTL_TLS_CERT_FILE", "PEM client certificate presented to netmaster"},
 	{"tls-key-file", "NETCTL_TLS_KEY_FILE", "PEM key of --tls-cert-file"},
-	{"token", "NETCTL_TOKEN", "bearer token sent to netmaster"},
+	{"token", "NETCTL_TOKEN", "bearer token sent to netmaster (visible in ps: prefer NETCTL_TOKEN or --token-file)"},
+	{"token-file", "NETCTL_TOKEN_FILE", "file holding the bearer token (mode 0600)"},
 }
 
 func opsFlags() []cli.Flag {
@@ -41,7 +43,9 @@ func (n *Netctl) readOpsOptions(c *cli.Context) error {
 		}
 		val[o.name] = v
 	}
-	n.token = val["token"]
+	if err := n.resolveToken(c, val); err != nil {
+		return err
+	}
 	if val["tls-ca-file"] == "" && val["tls-cert-file"] == "" && val["tls-key-file"] == "" {
 		n.tlsConfig = nil
 		return nil
@@ -58,7 +62,7 @@ func (n *Netctl) readOpsOptions(c *cli.Context) error {
 // the TLS settings and the bearer token.
 func (n *Netctl) newHTTPClient() *http.Client {
 	if !n.insecure && n.tlsConfig == nil && n.token == "" {
-		return &http.Client{}
+		return &http.Client{CheckRedirect: sameOriginRedirects}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	cfg := insecureTLSConfig()
@@ -71,9 +75,14 @@ func (n *Netctl) newHTTPClient() *http.Client {
 	tr.TLSClientConfig = cfg
 	var rt http.RoundTripper = tr
 	if n.token != "" {
-		rt = bearer{token: n.token, next: tr}
+		u, err := url.Parse(n.netmaster)
+		if err == nil {
+			rt = bearer{token: n.token, origin: origin(u), next: tr}
+		} else {
+			rt = bearer{token: n.token, origin: "", next: tr} // every request is another origin: no token
+		}
 	}
-	return &http.Client{Transport: rt}
+	return &http.Client{Transport: rt, CheckRedirect: sameOriginRedirects}
 }
 
 // versionClient asks /version: the TLS settings, but no token and no
@@ -85,18 +94,6 @@ func (n *Netctl) versionClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = n.tlsConfig.Clone()
 	return &http.Client{Transport: tr}
-}
-
-// bearer adds "Authorization: Bearer <token>" to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // tlsHint explains a certificate netctl does not trust.

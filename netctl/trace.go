@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netplugin/trace"
+	"github.com/contiv/netplugin/utils/problem"
 )
 
 // traceCommand is "netctl trace": where does a packet from an endpoint go
@@ -50,7 +51,12 @@ func (n *Netctl) trace(c *cli.Context) error {
 	if proto != "icmp" {
 		q.Set("port", strconv.Itoa(c.Int("port")))
 	}
-	resp, err := n.newHTTPClient().Get(n.netmaster + "/trace?" + q.Encode())
+	req, err := http.NewRequest(http.MethodGet, n.netmaster+"/trace?"+q.Encode(), nil)
+	if err != nil {
+		return fail(exitUsage, "Error connecting to netmaster: "+err.Error())
+	}
+	req.Header.Set("Accept", problem.Accept)
+	resp, err := n.newHTTPClient().Do(req)
 	if err != nil {
 		return fail(exitInvalid, n.describe(err))
 	}
@@ -60,6 +66,9 @@ func (n *Netctl) trace(c *cli.Context) error {
 		return fail(exitInvalid, n.describe(err))
 	}
 	if resp.StatusCode != http.StatusOK {
+		if d, ok := problem.Parse(resp.Header, resp.StatusCode, body); ok {
+			return fail(exitInvalid, d.Error())
+		}
 		return fail(exitInvalid, strings.TrimSpace(string(body)))
 	}
 	var res trace.Result

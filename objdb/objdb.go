@@ -32,6 +32,12 @@ var (
 	ErrUnavailable = errors.New("objdb: store unavailable")
 	// ErrClosed: the client was closed.
 	ErrClosed = errors.New("objdb: client closed")
+	// ErrAuth: the store refused this client's credentials (a client
+	// certificate it does not trust, a server certificate the client does
+	// not trust, a wrong user, password or ACL token, or one without the
+	// permission asked for). Retrying does not help; the daemons stop at
+	// start with the message (docs/security.md, "The store").
+	ErrAuth = errors.New("objdb: store refused the credentials")
 	// ErrInvalid: bad input (malformed endpoint URL, empty key, ...).
 	ErrInvalid = errors.New("objdb: invalid argument")
 	// ErrUncertain: a Put or Delete failed, but an earlier attempt of the

@@ -92,7 +92,12 @@ inns "${P}fab" ip link set underlay up
 inns "${P}fab" ip link set vlanfab up
 
 MASTER=198.18.0.1
-echo "==> netmaster in namespace ${P}m at $MASTER:9999, embedded etcd on http://$MASTER:2379"
+# The store serves TLS and asks every client for a certificate of its CA
+# (docs/security.md, "The store").
+bash scripts/store-pki.sh "$STATE/store-pki" $MASTER
+SP=$STATE/store-pki
+STORE_ARGS=(--etcd-endpoints "https://$MASTER:2379" --etcd-cacert "$SP/ca.pem" --etcd-cert "$SP/client.pem" --etcd-key "$SP/client-key.pem")
+echo "==> netmaster in namespace ${P}m at $MASTER:9999, embedded etcd on https://$MASTER:2379 (client certificates required)"
 ip netns add "${P}m"
 inns "${P}m" ip link set lo up
 veth_into underlay "${P}m" eth1
@@ -104,9 +109,13 @@ mkdir -p "$STATE/m"
 PKI=$STATE/pki
 "$ROOT/bin/contiv-certs" ca --dir "$PKI" >/dev/null
 "$ROOT/bin/contiv-certs" master --dir "$PKI" --ip "$MASTER" >/dev/null
-inns "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
+# Started with `ip netns exec` itself, not the inns function: in the
+# background a function runs in a subshell, and $! would be that shell's
+# pid, not the daemon's (ip netns exec execs the daemon in place).
+ip netns exec "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmode bridge \
 	--name netplugin --docker-socket "$STATE/h0/docker/docker.sock" \
-	--etcd-endpoints "http://$MASTER:2379" --embedded-etcd-dir "$STATE/m/etcd" \
+	"${STORE_ARGS[@]}" --embedded-etcd-dir "$STATE/m/etcd" \
+	--embedded-etcd-cert-file "$SP/server.pem" --embedded-etcd-key-file "$SP/server-key.pem" --embedded-etcd-client-ca-file "$SP/ca.pem" \
 	--external-address "$MASTER:9999" --internal-address "$MASTER:9999" \
 	--rpc-tls-cert-file "$PKI/master.pem" --rpc-tls-key-file "$PKI/master-key.pem" --rpc-tls-ca-file "$PKI/ca.pem" \
 	>"$STATE/m/netmaster.log" 2>&1 &
@@ -133,9 +142,10 @@ for i in 0 1; do
 	inns "$H" ip addr add "$IP/24" dev br-phy
 	inns "$H" ip link set br-phy up
 	"$ROOT/bin/contiv-certs" agent --dir "$PKI" --host "$H" --ip "$IP" >/dev/null
-	inns "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
-		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 --etcd-endpoints "http://$MASTER:2379" \
+	ip netns exec "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
+		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 "${STORE_ARGS[@]}" \
 		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" \
+		--mesos-socket "$D/mesos.sock" --mesos-state-dir "$D/mesos" \
 		--name netplugin --docker-plugin-dir "$D/plugins" --docker-socket "$D/docker/docker.sock" \
 		--rpc-tls-cert-file "$PKI/agent-$H.pem" --rpc-tls-key-file "$PKI/agent-$H-key.pem" --rpc-tls-ca-file "$PKI/ca.pem" \
 		>"$D/netplugin.log" 2>&1 &

@@ -4,23 +4,8 @@
 // utils/version by scripts/version.sh, like the daemons' --version.
 package main
 
-import (
-	"fmt"
-	"os"
-
-	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
-	"github.com/contiv/netplugin/utils/version"
-)
+import "github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
 
 func main() {
-	v := version.Get()
-	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
-		fmt.Print(v.Lines())
-		return
-	}
-	about := "Contiv CNI plugin contivk8s"
-	if v.Version != "" {
-		about += " " + v.Version
-	}
-	cniplugin.Main(about)
+	cniplugin.RunBinary("Contiv CNI plugin contivk8s", cniplugin.Main)
 }

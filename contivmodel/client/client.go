@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/contiv/netplugin/utils/problem"
 )
 
 // ContivClient talks to one netmaster (or auth_proxy) base URL.
@@ -68,21 +70,37 @@ func (c *ContivClient) Login(username, password string) (*http.Response, []byte,
 	return c.roundTrip(req)
 }
 
-// HTTPError is a non-200 answer. Its text is what the original client
-// reported: the body for 500, "Page not found!" for a 404 of an unknown
-// route, "Access denied!" for 403, the status line otherwise; and the
-// netmaster's message for the client-error answers it gives (400, 404 of
-// a missing object, 408, 409, 413; docs/rest-errors.md).
+// HTTPError is a non-200 answer. The client asks for problem details
+// (utils/problem, docs/rest-errors.md "Two kinds of client"), so a
+// netmaster's refusal keeps its status (400, 404 of a missing object, 408,
+// 409, 413) and Problem holds it, its Detail the message. Its text is the
+// netmaster's message; for answers without one it is what the original
+// client reported: the body for 500, "Page not found!" for a 404 of an
+// unknown route, "Access denied!" for 403, the status line otherwise.
 type HTTPError struct {
 	StatusCode int
 	Body       []byte
+	Problem    *problem.Details // nil unless the answer was problem details
 	msg        string
+}
+
+// Unwrap gives the problem details to errors.As.
+func (e *HTTPError) Unwrap() error {
+	if e.Problem == nil {
+		return nil
+	}
+	return e.Problem
 }
 
 func (e *HTTPError) Error() string { return e.msg }
 
 func statusError(resp *http.Response, body []byte) error {
 	e := &HTTPError{StatusCode: resp.StatusCode, Body: body}
+	if d, ok := problem.Parse(resp.Header, resp.StatusCode, body); ok {
+		e.Problem = d
+		e.msg = d.Error() + "\n"
+		return e
+	}
 	switch resp.StatusCode {
 	case http.StatusInternalServerError:
 		e.msg = string(body)
@@ -115,6 +133,7 @@ func (c *ContivClient) roundTrip(req *http.Request) (*http.Response, []byte, err
 	if c.authToken != "" {
 		req.Header.Set("X-Auth-Token", c.authToken)
 	}
+	req.Header.Set("Accept", problem.Accept)
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
 		return nil, nil, err

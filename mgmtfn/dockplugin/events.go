@@ -110,7 +110,7 @@ type follower struct {
 
 func (f *follower) stream(ctx context.Context) error {
 	f.connected = false
-	filters := url.QueryEscape(`{"type":["container"],"event":["start","die"]}`)
+	filters := url.QueryEscape(`{"type":["container","network"],"event":["start","die","connect"]}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/events?filters="+filters, nil)
 	if err != nil {
 		return err
@@ -136,6 +136,15 @@ func (f *follower) stream(ctx context.Context) error {
 				return errors.New("engine events: stream closed")
 			}
 			return fmt.Errorf("engine events: %w", err)
+		}
+		if ev.Type == "network" && ev.Action == "connect" {
+			// docker network connect: a running container joined one of
+			// our networks; it sends no start event. (docker run connects
+			// before the start, which reports it.)
+			if id := ev.Actor.Attributes["container"]; id != "" && ev.Actor.ID != "" && f.isOurs(ctx, ev.Actor.ID) {
+				f.joined(ctx, id, ev.Actor.ID)
+			}
+			continue
 		}
 		if ev.Type != "container" || ev.Actor.ID == "" {
 			continue
@@ -165,6 +174,41 @@ func (f *follower) resync(ctx context.Context) error {
 	return nil
 }
 
+// connectWait bounds how long a connect event waits for the engine to
+// show the new endpoint in the container's settings.
+const connectWait = 2 * time.Second
+
+// joined reports the endpoints of a running container that was
+// connected to our network netID.
+func (f *follower) joined(ctx context.Context, id, netID string) {
+	deadline := time.Now().Add(connectWait)
+	for {
+		var c containerJSON
+		if err := f.get(ctx, "/containers/"+url.PathEscape(id)+"/json", &c); err != nil {
+			f.p.log.WithError(err).WithField("container", id).Debug("inspect connected container")
+			return
+		}
+		if !c.State.Running {
+			return // docker run: its start event reports it
+		}
+		for _, nw := range c.NetworkSettings.Networks {
+			if nw.NetworkID == netID && nw.EndpointID != "" && nw.IPAddress != "" {
+				f.report(ctx, c)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			f.p.log.WithField("container", id).Warn("connected container shows no endpoint on the network")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // started reports a container's endpoints on our networks.
 func (f *follower) started(ctx context.Context, id string) {
 	var c containerJSON
@@ -172,6 +216,12 @@ func (f *follower) started(ctx context.Context, id string) {
 		f.p.log.WithError(err).WithField("container", id).Debug("inspect started container")
 		return
 	}
+	f.report(ctx, c)
+}
+
+// report sends a start event for each of c's endpoints on our networks.
+func (f *follower) report(ctx context.Context, c containerJSON) {
+	id := c.ID
 	for _, nw := range c.NetworkSettings.Networks {
 		if nw.EndpointID == "" || nw.IPAddress == "" || !f.isOurs(ctx, nw.NetworkID) {
 			continue

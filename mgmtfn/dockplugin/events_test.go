@@ -59,6 +59,9 @@ func fakeDockerd(t *testing.T) (string, *int) {
 	mux.HandleFunc("/containers/c2/json", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(ctr("c2", "two", "dn2"))
 	})
+	mux.HandleFunc("/containers/c3/json", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(ctr("c3", "three", "dn1"))
+	})
 	mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		conns++
@@ -67,6 +70,10 @@ func fakeDockerd(t *testing.T) (string, *int) {
 		for _, a := range []string{"start", "die"} {
 			fmt.Fprintf(w, `{"Type":"container","Action":%q,"Actor":{"ID":"c2","Attributes":{"name":"two"}}}`+"\n", a)
 		}
+		// docker network connect: to another driver's network (ignored),
+		// then to ours.
+		fmt.Fprintln(w, `{"Type":"network","Action":"connect","Actor":{"ID":"other","Attributes":{"container":"c3","type":"bridge"}}}`)
+		fmt.Fprintln(w, `{"Type":"network","Action":"connect","Actor":{"ID":"dn1","Attributes":{"container":"c3","name":"net1","type":"netplugin"}}}`)
 	})
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
@@ -88,11 +95,11 @@ func TestFollowEvents(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	deadline := time.Now().Add(10 * time.Second)
-	for len(s.got()) < 6 && time.Now().Before(deadline) {
+	for len(s.got()) < 8 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	got := s.got()
-	if len(got) < 6 {
+	if len(got) < 8 {
 		t.Fatalf("events %+v: want two rounds (the follower reconnects)", got)
 	}
 	want := []ContainerEvent{
@@ -101,10 +108,12 @@ func TestFollowEvents(t *testing.T) {
 		{Event: "start", ContainerID: "c2", Name: "two", Labels: map[string]string{"app": "two"}, Tenant: "default",
 			Network: "web", EndpointID: "ep-c2", IPAddress: "198.19.1.5"},
 		{Event: "die", ContainerID: "c2"},
+		{Event: "start", ContainerID: "c3", Name: "three", Labels: map[string]string{"app": "three"}, Tenant: "default",
+			Network: "net1", EndpointID: "ep-c3", IPAddress: "198.19.1.5"},
 	}
-	for i := 0; i < 6; i++ {
-		if fmt.Sprint(got[i]) != fmt.Sprint(want[i%3]) {
-			t.Errorf("event %d: %+v, want %+v", i, got[i], want[i%3])
+	for i := 0; i < 8; i++ {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i%4]) {
+			t.Errorf("event %d: %+v, want %+v", i, got[i], want[i%4])
 		}
 	}
 }

@@ -97,6 +97,11 @@ func (p *Plugin) deleteEndpoint(ctx context.Context, req *EndpointRequest) (empt
 		return empty{}, err
 	}
 	res, attached := p.cfg.Backend.Attached(n.Tenant, n.Network, req.EndpointID)
+	if !attached {
+		// docs/docker.md: an endpoint not attached on this host is a 404
+		// (the engine deletes each endpoint once; a refusal changes nothing).
+		return empty{}, fmt.Errorf("endpoint %s of network %s is not attached on this host: %w", req.EndpointID, n.networkID(), ErrNotFound)
+	}
 	if err := p.cfg.Backend.Detach(ctx, attach.DetachRequest{Tenant: n.Tenant, Network: n.Network, ContainerID: req.EndpointID}); err != nil {
 		return empty{}, fmt.Errorf("endpoint %s on network %s: %w", req.EndpointID, n.networkID(), err)
 	}

@@ -462,6 +462,7 @@ func TestRefusals(t *testing.T) {
 		{"/NetworkDriver.CreateEndpoint", string(huge), 413, "larger than"},
 		{"/NetworkDriver.Join", `{"NetworkID":"dn1","EndpointID":"other"}`, 404, "not attached on this host"},
 		{"/NetworkDriver.DeleteEndpoint", `{"NetworkID":"dn1","EndpointID":"a b"}`, 400, "white space"},
+		{"/NetworkDriver.DeleteEndpoint", `{"NetworkID":"dn1","EndpointID":"unknown"}`, 404, "not attached on this host"},
 		{"/NetworkDriver.Bogus", `{}`, 404, "no such call"},
 		{"/IpamDriver.RequestPool", `{"Options":{"network":"nonet"}}`, 404, "nonet.default"},
 		{"/IpamDriver.RequestPool", `{}`, 400, `no "Pool"`},

@@ -15,9 +15,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"mime"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -54,8 +57,19 @@ type Config struct {
 	StateDir string
 	// Ready answers STATUS: nil when ADD can be served. nil means always.
 	Ready func(ctx context.Context) error
-	Log   logrus.FieldLogger
+	// RepeatAdd makes an ADD of an attachment that exists answer its
+	// recorded result (the Mesos front end, mgmtfn/mesosplugin) instead of
+	// failing, when it asks for the same placement.
+	RepeatAdd bool
+	Log       logrus.FieldLogger
+	// SweepInterval is how often attachments whose pod network namespace
+	// is gone are detached and forgotten (sweepGone); 0 means
+	// DefaultSweepInterval, negative turns the sweep off.
+	SweepInterval time.Duration
 }
+
+// DefaultSweepInterval is Config.SweepInterval's default.
+const DefaultSweepInterval = time.Minute
 
 // Server serves the CNI API.
 type Server struct {
@@ -93,11 +107,40 @@ func (s *Server) Serve(ctx context.Context, socket string) error {
 	return s.ServeListener(ctx, ln)
 }
 
-// ServeListener runs the API on ln until ctx ends; it closes ln.
+// ServeListener runs the API on ln until ctx ends, sweeping attachments
+// whose pod is gone meanwhile (Config.SweepInterval); it closes ln.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	if every := s.sweepInterval(); every > 0 {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.sweepLoop(sctx, every)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+	}
+	return ServeListener(ctx, "CNI", ln, s)
+}
+
+// ServeSocket serves h, the API called name, on the unix socket
+// (directory 0700, socket 0600, a stale socket replaced, a live one
+// refused) until ctx ends. The Mesos CNI server uses it too.
+func ServeSocket(ctx context.Context, name, socket string, h http.Handler) error {
+	ln, err := attach.Listen(socket)
+	if err != nil {
+		return fmt.Errorf("%s server: %w", name, err)
+	}
+	return ServeListener(ctx, name, ln, h)
+}
+
+// ServeListener serves h on ln until ctx ends; it closes ln.
+func ServeListener(ctx context.Context, name string, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if err := httpserve.Serve(ctx, srv, ln); err != nil {
-		return fmt.Errorf("serve the CNI API on %s: %w", ln.Addr(), err)
+		return fmt.Errorf("serve the %s API on %s: %w", name, ln.Addr(), err)
 	}
 	return nil
 }
@@ -146,10 +189,29 @@ func (s *Server) badRequest(w http.ResponseWriter, op string, err error) {
 	writeJSON(w, code, cniapi.RspAddPod{Result: 1, ErrMsg: "Invalid request", ErrInfo: "Err: " + err.Error(), Code: cniapi.CodeFor(err)})
 }
 
-// fail answers a failure of the work with the original's message.
-func (s *Server) fail(w http.ResponseWriter, status int, fields logrus.Fields, msg string, code uint, err error) {
-	s.log.WithFields(fields).WithError(err).Warn(msg)
-	writeJSON(w, status, cniapi.RspAddPod{Result: 1, ErrMsg: msg, ErrInfo: "Err: " + err.Error(), Code: code})
+// Failure is a request the server refused or could not serve: the HTTP
+// status, the original's message, the CNI error code and the cause.
+type Failure struct {
+	Status int
+	Msg    string
+	Code   uint
+	Err    error
+}
+
+func (f *Failure) Error() string { return f.Msg + ": " + f.Err.Error() }
+
+// Unwrap gives the cause.
+func (f *Failure) Unwrap() error { return f.Err }
+
+func failure(status int, msg string, code uint, err error) *Failure {
+	return &Failure{Status: status, Msg: msg, Code: code, Err: err}
+}
+
+// fail logs a failure of the work and answers it with the original's
+// message.
+func (s *Server) fail(w http.ResponseWriter, fields logrus.Fields, f *Failure) {
+	s.log.WithFields(fields).WithError(f.Err).Warn(f.Msg)
+	writeJSON(w, f.Status, cniapi.RspAddPod{Result: 1, ErrMsg: f.Msg, ErrInfo: "Err: " + f.Err.Error(), Code: f.Code})
 }
 
 func endpointContainer(containerID, ifName string) string {
@@ -162,31 +224,68 @@ func endpointContainer(containerID, ifName string) string {
 // podRoute wraps a handler of one pod request: it decodes and checks the
 // body (a refusal answers 400 and changes nothing), holds off GC and
 // serialises requests for the same attachment (container id, interface).
-func (s *Server) podRoute(op string, needNetNS bool, h func(http.ResponseWriter, *http.Request, cniapi.PodAttr, logrus.Fields)) func(http.ResponseWriter, *http.Request) {
+func (s *Server) podRoute(op string, needNetNS bool, h func(context.Context, cniapi.PodAttr, logrus.Fields) (cniapi.RspAddPod, *Failure)) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := cniapi.DecodePodAttr(r.Body, needNetNS)
 		if err != nil {
 			s.badRequest(w, op, err)
 			return
 		}
-		fields := logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
-		s.gc.RLock()
-		defer s.gc.RUnlock()
-		defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
-		h(w, r, p, fields)
+		fields := podFields(p)
+		rsp, f := s.serialised(r.Context(), p, fields, h)
+		if f != nil {
+			s.fail(w, fields, f)
+			return
+		}
+		writeJSON(w, http.StatusOK, rsp)
 	}
 }
 
-func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr, fields logrus.Fields) {
-	ctx := r.Context()
-	var err error
+func podFields(p cniapi.PodAttr) logrus.Fields {
+	return logrus.Fields{"pod": p.K8sNameSpace + "/" + p.Name, "container": p.InfraContainerID, "ifname": p.IntfName}
+}
 
+// serialised runs h holding off GC and after every other request for the
+// same attachment (container id, interface).
+func (s *Server) serialised(ctx context.Context, p cniapi.PodAttr, fields logrus.Fields,
+	h func(context.Context, cniapi.PodAttr, logrus.Fields) (cniapi.RspAddPod, *Failure)) (cniapi.RspAddPod, *Failure) {
+	s.gc.RLock()
+	defer s.gc.RUnlock()
+	defer s.locks.lock(p.InfraContainerID + "@" + p.IntfName)()
+	return h(ctx, p, fields)
+}
+
+// Add attaches p as the CNI server's AddPod does (p validated by the
+// caller); a front end that speaks another protocol (mgmtfn/mesosplugin)
+// calls it directly. A failure is a *Failure, logged here.
+func (s *Server) Add(ctx context.Context, p cniapi.PodAttr) (cniapi.RspAddPod, *Failure) {
+	return s.logged(ctx, p, s.addPod)
+}
+
+// Del detaches p as DelPod does; an attachment the server does not know
+// is success.
+func (s *Server) Del(ctx context.Context, p cniapi.PodAttr) (cniapi.RspAddPod, *Failure) {
+	return s.logged(ctx, p, s.delPod)
+}
+
+// logged runs h serialised and logs its failure.
+func (s *Server) logged(ctx context.Context, p cniapi.PodAttr,
+	h func(context.Context, cniapi.PodAttr, logrus.Fields) (cniapi.RspAddPod, *Failure)) (cniapi.RspAddPod, *Failure) {
+	fields := podFields(p)
+	rsp, f := s.serialised(ctx, p, fields, h)
+	if f != nil {
+		s.log.WithFields(fields).WithError(f.Err).Warn(f.Msg)
+	}
+	return rsp, f
+}
+
+func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fields) (cniapi.RspAddPod, *Failure) {
+	var err error
 	var podLabels map[string]string
 	if p.Name != "" && p.K8sNameSpace != "" {
 		podLabels, err = s.cfg.Labels.PodLabels(ctx, PodRef{Namespace: p.K8sNameSpace, Name: p.Name, UID: p.PodUID})
 		if err != nil && !errors.Is(err, ErrPodNotFound) {
-			s.fail(w, http.StatusInternalServerError, fields, "Error getting labels", types.ErrTryAgainLater, err)
-			return
+			return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error getting labels", types.ErrTryAgainLater, err)
 		}
 	}
 	pl := PlacementFrom(podLabels, p.Labels)
@@ -197,34 +296,34 @@ func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr
 	areq := attach.Request{Tenant: pl.Tenant, Network: pl.Network, Group: pl.Group,
 		ContainerID: endpointContainer(p.InfraContainerID, p.IntfName), Name: name, NetNS: p.NwNameSpace, IfName: p.IntfName}
 	if err := areq.Validate(); err != nil {
-		s.fail(w, http.StatusBadRequest, fields, "Invalid pod placement", types.ErrInvalidNetworkConfig, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusBadRequest, "Invalid pod placement", types.ErrInvalidNetworkConfig, err)
 	}
 	fields["tenant"], fields["network"], fields["group"] = pl.Tenant, pl.Network, pl.Group
 
 	old, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
 	if err != nil {
-		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error reading the attachment record", types.ErrIOFailure, err)
 	}
 	if found && old.State == stateAttached {
-		s.fail(w, http.StatusInternalServerError, fields, "Error creating EP", types.ErrInternal,
-			fmt.Errorf("the attachment %s@%s already exists (endpoint %s)", p.InfraContainerID, p.IntfName, old.Result.EndpointID))
-		return
+		if s.cfg.RepeatAdd && old.Tenant == pl.Tenant && old.Network == pl.Network && old.Group == pl.Group && old.NetNS == p.NwNameSpace {
+			s.log.WithFields(fields).WithField("endpoint", old.Result.EndpointID).Info("CNI ADD repeated: the recorded result")
+			return old.Result, nil
+		}
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error creating EP", types.ErrInternal,
+			fmt.Errorf("the attachment %s@%s already exists (endpoint %s in %s/%s, group %q, netns %s)", p.InfraContainerID, p.IntfName,
+				old.Result.EndpointID, old.Tenant, old.Network, old.Group, old.NetNS))
 	}
 	if found {
 		// A half-made attachment (an ADD cut short): undo it first.
 		if err := s.detach(ctx, old, old.NetNS); err != nil {
-			s.fail(w, http.StatusInternalServerError, fields, "Error removing a half-made attachment", types.ErrTryAgainLater, err)
-			return
+			return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error removing a half-made attachment", types.ErrTryAgainLater, err)
 		}
 	}
 	rec := record{CNINetwork: p.CNINetwork, ContainerID: p.InfraContainerID, IfName: p.IntfName, NetNS: p.NwNameSpace,
 		PodName: p.Name, PodNamespace: p.K8sNameSpace, Tenant: pl.Tenant, Network: pl.Network, Group: pl.Group,
 		EndpointCtr: areq.ContainerID, State: stateAdding}
 	if err := s.rec.write(rec); err != nil {
-		s.fail(w, http.StatusInternalServerError, fields, "Error writing the attachment record", types.ErrIOFailure, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error writing the attachment record", types.ErrIOFailure, err)
 	}
 	res, err := s.cfg.Attacher.Attach(ctx, areq)
 	if err != nil {
@@ -236,8 +335,7 @@ func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr
 		if errors.Is(err, attach.ErrInvalidRequest) {
 			status, code = http.StatusBadRequest, types.ErrInvalidNetworkConfig
 		}
-		s.fail(w, status, fields, "Error creating EP", code, err)
-		return
+		return cniapi.RspAddPod{}, failure(status, "Error creating EP", code, err)
 	}
 	rsp := cniapi.RspAddPod{EndpointID: res.EndpointID, IPAddress: res.IPAddress, IPv6Address: res.IPv6Address,
 		MacAddress: res.MacAddress, Gateway: res.Gateway, IPv6Gateway: res.IPv6Gateway, MTU: res.MTU, IfName: res.IfName}
@@ -247,11 +345,10 @@ func (s *Server) addPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr
 		if derr := s.detach(context.WithoutCancel(ctx), rec, rec.NetNS); derr != nil {
 			s.log.WithFields(fields).WithError(derr).Warn("undo an attachment whose record failed")
 		}
-		s.fail(w, http.StatusInternalServerError, fields, "Error writing the attachment record", types.ErrIOFailure, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error writing the attachment record", types.ErrIOFailure, err)
 	}
 	s.log.WithFields(fields).WithFields(logrus.Fields{"endpoint": rsp.EndpointID, "ip": rsp.IPAddress}).Info("CNI ADD done")
-	writeJSON(w, http.StatusOK, rsp)
+	return rsp, nil
 }
 
 // detach removes the attachment's endpoint and then its record.
@@ -263,45 +360,112 @@ func (s *Server) detach(ctx context.Context, rec record, netns string) error {
 	return s.rec.remove(rec.ContainerID, rec.IfName)
 }
 
-func (s *Server) delPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr, fields logrus.Fields) {
-	ctx := r.Context()
+func (s *Server) delPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fields) (cniapi.RspAddPod, *Failure) {
 	rec, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
 	if err != nil {
-		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error reading the attachment record", types.ErrIOFailure, err)
 	}
 	if !found {
 		s.log.WithFields(fields).Info("CNI DEL of an unknown attachment: nothing to do")
-		writeJSON(w, http.StatusOK, cniapi.RspAddPod{})
-		return
+		return cniapi.RspAddPod{}, nil
 	}
 	if err := s.detach(ctx, rec, p.NwNameSpace); err != nil {
-		s.fail(w, http.StatusInternalServerError, fields, "Error deleting EP", types.ErrTryAgainLater, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error deleting EP", types.ErrTryAgainLater, err)
 	}
 	s.log.WithFields(fields).WithField("endpoint", rec.Result.EndpointID).Info("CNI DEL done")
-	writeJSON(w, http.StatusOK, cniapi.RspAddPod{EndpointID: rec.Result.EndpointID})
+	return cniapi.RspAddPod{EndpointID: rec.Result.EndpointID}, nil
 }
 
-func (s *Server) checkPod(w http.ResponseWriter, r *http.Request, p cniapi.PodAttr, fields logrus.Fields) {
+func (s *Server) checkPod(ctx context.Context, p cniapi.PodAttr, _ logrus.Fields) (cniapi.RspAddPod, *Failure) {
 	rec, found, err := s.rec.read(p.InfraContainerID, p.IntfName)
 	if err != nil {
-		s.fail(w, http.StatusInternalServerError, fields, "Error reading the attachment record", types.ErrIOFailure, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error reading the attachment record", types.ErrIOFailure, err)
 	}
 	if !found || rec.State != stateAttached {
-		s.fail(w, http.StatusNotFound, fields, "Unknown attachment", types.ErrUnknownContainer,
+		return cniapi.RspAddPod{}, failure(http.StatusNotFound, "Unknown attachment", types.ErrUnknownContainer,
 			fmt.Errorf("no attachment %s@%s on this host", p.InfraContainerID, p.IntfName))
-		return
 	}
-	err = s.cfg.Checker.CheckAttachment(r.Context(), AttachmentRef{Tenant: rec.Tenant, Network: rec.Network,
+	err = s.cfg.Checker.CheckAttachment(ctx, AttachmentRef{Tenant: rec.Tenant, Network: rec.Network,
 		ContainerID: rec.EndpointCtr, NetNS: p.NwNameSpace, IfName: p.IntfName,
 		IPAddress: rec.Result.IPAddress, MacAddress: rec.Result.MacAddress})
 	if err != nil {
-		s.fail(w, http.StatusInternalServerError, fields, "Attachment is broken", types.ErrInternal, err)
-		return
+		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Attachment is broken", types.ErrInternal, err)
 	}
-	writeJSON(w, http.StatusOK, rec.Result)
+	return rec.Result, nil
+}
+
+func (s *Server) sweepInterval() time.Duration {
+	if s.cfg.SweepInterval == 0 {
+		return DefaultSweepInterval
+	}
+	return s.cfg.SweepInterval
+}
+
+func (s *Server) sweepLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.SweepGone(ctx); err != nil && ctx.Err() == nil {
+			s.log.WithError(err).Warn("sweep of attachments whose pod is gone incomplete; retrying later")
+		}
+	}
+}
+
+// SweepGone detaches and forgets every attachment whose pod network
+// namespace no longer exists: its pod is gone, and no DEL will come (a
+// runtime that fails to tear a sandbox's network down while it cleans up
+// a failed RunPodSandbox drops the sandbox anyway; containerd 1.6 does,
+// and sends no CNI GC). A namespace is only taken as gone when its folder
+// is visible here, so a netplugin that cannot see the runtime's namespaces
+// removes nothing. It returns how many it removed.
+func (s *Server) SweepGone(ctx context.Context) (int, error) {
+	recs, err := s.rec.list()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, rec := range recs {
+		if !netnsGone(rec.NetNS) {
+			continue
+		}
+		// Same order as ADD and DEL: the GC lock, then the attachment's.
+		s.gc.RLock()
+		unlock := s.locks.lock(rec.ContainerID + "@" + rec.IfName)
+		cur, found, err := s.rec.read(rec.ContainerID, rec.IfName)
+		if err == nil && found && netnsGone(cur.NetNS) {
+			err = s.detach(ctx, cur, "")
+			if err == nil {
+				n++
+				s.log.WithFields(logrus.Fields{"container": cur.ContainerID, "ifname": cur.IfName, "netns": cur.NetNS,
+					"pod": cur.PodNamespace + "/" + cur.PodName}).Info("detached an attachment whose pod network namespace is gone")
+			}
+		}
+		unlock()
+		s.gc.RUnlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s@%s: %w", rec.ContainerID, rec.IfName, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// netnsGone reports whether the namespace path p does not exist while
+// its folder does.
+func netnsGone(p string) bool {
+	if p == "" || !filepath.IsAbs(p) {
+		return false
+	}
+	if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (s *Server) gcPods(w http.ResponseWriter, r *http.Request) {

@@ -454,3 +454,54 @@ func TestMalformedRequestsChangeNothing(t *testing.T) {
 		t.Fatalf("the agent was called %d times by malformed requests", b.agent.calls-calls)
 	}
 }
+
+// An attachment whose pod network namespace is gone (the runtime dropped
+// the sandbox after a failed DEL) is detached and forgotten by the sweep;
+// one whose namespace exists, or whose namespace folder is not visible, is
+// kept.
+func TestSweepGone(t *testing.T) {
+	b := &bed{agent: newAgent(), dir: filepath.Join(t.TempDir(), "records")}
+	srv, err := k8splugin.New(k8splugin.Config{Attacher: b.agent, Checker: b.agent, StateDir: b.dir, Log: quiet(),
+		SweepInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.sock = filepath.Join(t.TempDir(), "run", "cni.sock")
+	ln, err := attach.Listen(b.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsDir := t.TempDir()
+	live := filepath.Join(nsDir, "cni-live")
+	if err := os.WriteFile(live, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.c = cniapi.NewClient(b.sock)
+	// Before the server runs: its sweep must not race the ADDs' checks.
+	runtest.Go(t, "serve", func(ctx context.Context) error { return srv.ServeListener(ctx, ln) })
+	add := func(id, netns string) {
+		p := pod(id)
+		p.NwNameSpace = netns
+		if _, err := b.c.AddPod(tctx(t), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("live", live)
+	add("gone", filepath.Join(nsDir, "cni-gone"))
+	add("hidden", filepath.Join(nsDir, "not-visible", "cni-x"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		eps := strings.Join(b.agent.endpoints(), " ")
+		if eps == "default-net.default-hidden default-net.default-live" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoints after the sweep: %s", eps)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	recs := snapshot(t, b.dir)
+	if _, ok := recs["gone@eth0.json"]; ok || len(recs) != 2 {
+		t.Fatalf("records after the sweep: %v", recs)
+	}
+}

@@ -45,6 +45,9 @@ type Config struct {
 	ClearDelay time.Duration
 	// TLS, when set, makes the ofnet master's RPC mutual TLS.
 	TLS *server.RPCTLS
+	// Limits bound the ofnet master's tables and RPC server (zero
+	// fields: the ofmaster and ofrpc defaults).
+	Limits ofmaster.Limits
 }
 
 // Hosts is what the agent follower needs of the endpoint side: the
@@ -84,7 +87,7 @@ func (a *Agents) Start(ctx context.Context, router *mux.Router) {
 	if a.cfg.IP == "" {
 		return
 	}
-	ocfg := ofmaster.Config{LocalIP: a.cfg.IP, Logger: a.log}
+	ocfg := ofmaster.Config{LocalIP: a.cfg.IP, Logger: a.log, Limits: a.cfg.Limits}
 	if a.cfg.TLS != nil {
 		// The term's pool, closed when the term's ofnet master is done.
 		ocfg.Pool = ofrpc.NewPool(ofrpc.WithTLS(a.cfg.TLS.Client))

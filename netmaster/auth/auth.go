@@ -11,13 +11,15 @@ package auth
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
+
+	"github.com/contiv/netplugin/utils/secretfile"
 )
 
 // Role is what a token may do.
@@ -68,14 +70,14 @@ type Tokens struct {
 // Len is the number of tokens.
 func (t *Tokens) Len() int { return len(t.byDigest) }
 
-// LoadFile reads a token file (see Parse).
+// LoadFile reads a token file (see Parse). A file the group or others can
+// read or write is refused (secretfile.ErrMode).
 func LoadFile(path string) (*Tokens, error) {
-	f, err := os.Open(path)
+	b, err := secretfile.Read(path)
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
-	defer f.Close()
-	t, err := Parse(f)
+	t, err := Parse(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("token file %s: %w", path, err)
 	}

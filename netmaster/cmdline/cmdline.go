@@ -15,7 +15,9 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/netmaster/auth"
+	"github.com/contiv/netplugin/netmaster/migrate/migratecmd"
 	"github.com/contiv/netplugin/netmaster/server"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
 	"github.com/contiv/netplugin/utils/tlsutil"
@@ -28,7 +30,7 @@ type NewLeader func(cfg server.Config, log *logrus.Entry) (server.Leader, error)
 // App returns the netmaster CLI application.
 func App(newLeader NewLeader) *cli.App {
 	env := func(s string) string { return "CONTIV_NETMASTER_" + s }
-	return daemonflags.App(daemonflags.AppSpec[server.Config]{
+	app := daemonflags.App(daemonflags.AppSpec[server.Config]{
 		Name:  "netmaster",
 		Usage: "Contiv netmaster: the network control plane",
 		Bin:   "NETMASTER",
@@ -40,6 +42,10 @@ func App(newLeader NewLeader) *cli.App {
 			cli.StringFlag{Name: "internal-address, control-url", EnvVar: env("INTERNAL_ADDRESS"), Usage: "ip:port identifying this netmaster (default <host ip>:<external port>)"},
 			cli.StringFlag{Name: "embedded-etcd-dir", EnvVar: env("EMBEDDED_ETCD_DIR"), Usage: "run an in-process etcd keeping its data in this directory, serving on the first --etcd-endpoints URL"},
 			cli.StringFlag{Name: "embedded-etcd-peer-url", EnvVar: env("EMBEDDED_ETCD_PEER_URL"), Value: "http://127.0.0.1:2380", Usage: "raft peer URL of the embedded etcd"},
+			cli.StringFlag{Name: "embedded-etcd-cert-file", EnvVar: env("EMBEDDED_ETCD_CERT_FILE"), Usage: "PEM certificate the embedded etcd serves https:// URLs with (with --embedded-etcd-key-file)"},
+			cli.StringFlag{Name: "embedded-etcd-key-file", EnvVar: env("EMBEDDED_ETCD_KEY_FILE"), Usage: "PEM key of --embedded-etcd-cert-file"},
+			cli.StringFlag{Name: "embedded-etcd-client-ca-file", EnvVar: env("EMBEDDED_ETCD_CLIENT_CA_FILE"), Usage: "the embedded etcd requires client certificates signed by these PEM CAs"},
+			cli.BoolFlag{Name: "embedded-etcd-insecure", EnvVar: env("EMBEDDED_ETCD_INSECURE"), Usage: "allow the embedded etcd to serve plain http on an address other than loopback (anyone reaching it owns the store)"},
 			cli.DurationFlag{Name: "leader-ttl", EnvVar: env("LEADER_TTL"), Value: server.DefaultLeaderTTL, Usage: "how long the leader lock outlives a dead leader"},
 			cli.DurationFlag{Name: "http-read-header-timeout", EnvVar: env("HTTP_READ_HEADER_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadHeaderTimeout, Usage: "REST API: time allowed for a request's headers"},
 			cli.DurationFlag{Name: "http-read-timeout", EnvVar: env("HTTP_READ_TIMEOUT"), Value: server.DefaultHTTPLimits.ReadTimeout, Usage: "REST API: time allowed for a whole request, headers and body"},
@@ -50,8 +56,11 @@ func App(newLeader NewLeader) *cli.App {
 			cli.StringFlag{Name: "tls-key-file", EnvVar: env("TLS_KEY_FILE"), Usage: "PEM private key of --tls-cert-file"},
 			cli.StringFlag{Name: "tls-client-ca-file", EnvVar: env("TLS_CLIENT_CA_FILE"), Usage: "require client certificates signed by these PEM CAs"},
 			cli.StringFlag{Name: "tls-ca-file", EnvVar: env("TLS_CA_FILE"), Usage: "PEM CAs a follower trusts for the leader's certificate (default: system roots)"},
-			cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only); default no authentication"},
-		}, daemonflags.RPCTLSFlags("NETMASTER", "the agents")...),
+			cli.StringFlag{Name: "auth-token-file", EnvVar: env("AUTH_TOKEN_FILE"), Usage: "bearer tokens, one \"token,name,role\" line each (role admin or read-only; file mode 0600); needs --tls-cert-file unless --external-address is loopback; default no authentication"},
+			cli.BoolFlag{Name: "insecure-auth-tokens", EnvVar: env("INSECURE_AUTH_TOKENS"), Usage: "accept --auth-token-file without TLS on an address other than loopback (tokens travel in clear)"},
+			cli.IntFlag{Name: "ofnet-max-nodes", EnvVar: env("OFNET_MAX_NODES"), Value: ofmaster.DefaultMaxNodes, Usage: "ofnet master: registered agents at most (two per host)"},
+			cli.IntFlag{Name: "ofnet-max-endpoints", EnvVar: env("OFNET_MAX_ENDPOINTS"), Value: ofmaster.DefaultMaxEndpoints, Usage: "ofnet master: endpoints in its table at most"},
+		}, append(daemonflags.RPCTLSFlags("NETMASTER", "the agents"), daemonflags.RPCLimitFlags("NETMASTER")...)...),
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg server.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()
@@ -69,6 +78,10 @@ func App(newLeader NewLeader) *cli.App {
 			return d.Run(ctx)
 		},
 	})
+	// `netmaster migrate` carries an original cluster's store over
+	// (docs/upgrade.md).
+	app.Commands = append(app.Commands, migratecmd.Command())
+	return app
 }
 
 // rpcTLS builds the ofnet RPC's mutual TLS from the --rpc-tls-* flags:
@@ -80,6 +93,22 @@ func rpcTLS(c *cli.Context) (*server.RPCTLS, error) {
 		return nil, err
 	}
 	return &server.RPCTLS{Server: srv, Client: cl}, nil
+}
+
+// checkTokensTLS refuses bearer tokens on a plain HTTP listener that others
+// can reach: the tokens would cross the network in clear
+// (docs/security.md, "Tokens"). Loopback is accepted; so is an explicit
+// --insecure-auth-tokens, loudly.
+func checkTokensTLS(cfg server.Config, extIP net.IP, insecure bool) error {
+	if cfg.Tokens == nil || cfg.TLS.CertFile != "" || extIP.IsLoopback() {
+		return nil
+	}
+	if !insecure {
+		return fmt.Errorf("--auth-token-file without --tls-cert-file on --external-address %s: tokens would travel in clear; "+
+			"serve TLS, listen on loopback, or give --insecure-auth-tokens", cfg.ExternalAddress)
+	}
+	logrus.Warnf("INSECURE: bearer tokens accepted over plain HTTP on %s (--insecure-auth-tokens): anyone on the path can read and replay them", cfg.ExternalAddress)
+	return nil
 }
 
 // ConfigFromContext reads and validates every netmaster flag.
@@ -97,7 +126,10 @@ func ConfigFromContext(c *cli.Context) (server.Config, error) {
 		InternalAddress:     c.String("internal-address"),
 		EmbeddedEtcdDir:     c.String("embedded-etcd-dir"),
 		EmbeddedEtcdPeerURL: c.String("embedded-etcd-peer-url"),
-		LeaderTTL:           c.Duration("leader-ttl"),
+		EmbeddedEtcdTLS: server.EmbeddedEtcdTLS{CertFile: c.String("embedded-etcd-cert-file"),
+			KeyFile: c.String("embedded-etcd-key-file"), ClientCAFile: c.String("embedded-etcd-client-ca-file"),
+			Insecure: c.Bool("embedded-etcd-insecure")},
+		LeaderTTL: c.Duration("leader-ttl"),
 		HTTP: server.HTTPLimits{
 			ReadHeaderTimeout: c.Duration("http-read-header-timeout"), ReadTimeout: c.Duration("http-read-timeout"),
 			WriteTimeout: c.Duration("http-write-timeout"), IdleTimeout: c.Duration("http-idle-timeout"),
@@ -116,6 +148,13 @@ func ConfigFromContext(c *cli.Context) (server.Config, error) {
 	}
 	if cfg.RPCTLS, err = rpcTLS(c); err != nil {
 		return cfg, err
+	}
+	if cfg.OfnetLimits.RPC, err = daemonflags.RPCLimitsFromContext(c); err != nil {
+		return cfg, err
+	}
+	cfg.OfnetLimits.MaxNodes, cfg.OfnetLimits.MaxEndpoints = c.Int("ofnet-max-nodes"), c.Int("ofnet-max-endpoints")
+	if cfg.OfnetLimits.MaxNodes < 1 || cfg.OfnetLimits.MaxEndpoints < 1 {
+		return cfg, fmt.Errorf("invalid --ofnet-max-nodes %d or --ofnet-max-endpoints %d: must be at least 1", cfg.OfnetLimits.MaxNodes, cfg.OfnetLimits.MaxEndpoints)
 	}
 	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
 		return cfg, fmt.Errorf("--tls-cert-file and --tls-key-file go together")
@@ -143,8 +182,11 @@ func ConfigFromContext(c *cli.Context) (server.Config, error) {
 	if cfg.HTTP.MaxBodyBytes < 1024 {
 		return cfg, fmt.Errorf("invalid --http-max-body-bytes %d: must be at least 1024", cfg.HTTP.MaxBodyBytes)
 	}
-	_, extPort, err := netutils.ParseHostPort("external-address", cfg.ExternalAddress)
+	extIP, extPort, err := netutils.ParseHostPort("external-address", cfg.ExternalAddress)
 	if err != nil {
+		return cfg, err
+	}
+	if err := checkTokensTLS(cfg, extIP, c.Bool("insecure-auth-tokens")); err != nil {
 		return cfg, err
 	}
 	if cfg.InternalAddress == "" {

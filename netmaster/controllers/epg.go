@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
@@ -305,6 +306,12 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	m := c.m
 	if g.Links.AppProfile.IsSet() {
 		return contivmodel.Errorf("Cannot delete %s, associated to appProfile %s", g.GroupName, g.Links.AppProfile.ObjKey)
+	}
+	// Fail closed (docs/security.md): a rule naming a deleted group
+	// could no longer be resolved, and its group id may be handed to
+	// another group; the rules go first.
+	if rules := sortedKeys(g.LinkSets.MatchRules); len(rules) > 0 {
+		return contivmodel.Errorf("Cannot delete %s, rules %s match it: delete them first", g.GroupName, strings.Join(rules, ", "))
 	}
 	if err := m.refuseSwarmDelete(ctx, "group", g.GroupName, g.TenantName, g.NetworkName, g.GroupName); err != nil {
 		return err

@@ -36,7 +36,9 @@ func (netprofileCtl) Create(_ context.Context, tx *contivmodel.Tx, np *contivmod
 }
 
 // Update replaces the QoS values (an omitted one becomes zero) and pushes
-// them to every group using the profile.
+// them to every group using the profile. A group write that fails fails the
+// update: the transaction aborts, the groups already written are restored
+// and the profile keeps its values (docs/security.md, "Fail closed").
 func (c netprofileCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *contivmodel.Netprofile) error {
 	m := c.m
 	if req.Burst == 1 {
@@ -60,7 +62,7 @@ func (c netprofileCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, r
 			gs.DSCP, gs.Bandwidth, gs.Burst = req.DSCP, req.Bandwidth, req.Burst
 			return nil
 		}); err != nil {
-			m.log.WithError(err).WithField("group", epgID).Warn("push netprofile to group")
+			return fmt.Errorf("netprofile %s: push QoS to group %s: %w", stored.Key, key, apierr.Store("write group state "+epgID, err))
 		}
 	}
 	return nil

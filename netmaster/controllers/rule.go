@@ -74,6 +74,11 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 		} else if !ok {
 			return contivmodel.Missingf("endpoint group %s not found", modelKey(r.TenantName, matchedGroup(r)))
 		}
+		if !isACI(tx) {
+			if _, err := m.remoteGroupID(ctx, r); err != nil {
+				return err
+			}
+		}
 	case r.FromNetwork != "":
 		if ok, err := contivmodel.Exists[contivmodel.Network](tx, modelKey(r.TenantName, r.FromNetwork)); err != nil {
 			return err
@@ -226,15 +231,16 @@ func ruleProtocol(p string) uint8 {
 // model key epgKey and id gid into its directional ofnet rules.
 func (m *Objects) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey string, gid int, polKey string, r *contivmodel.Rule) (map[string]*state.OfnetPolicyRule, error) {
 	fromIP, toIP := r.FromIpAddress, r.ToIpAddress
-	remote := 0
+	remote, remoteName := 0, ""
 	switch {
 	case r.FromEndpointGroup != "" || r.ToEndpointGroup != "":
-		rid := state.GroupID(r.TenantName, matchedGroup(r))
-		if gs, err := m.st.EndpointGroups.Read(ctx, rid); err == nil {
-			remote = gs.EndpointGroupID
-		} else {
-			m.log.WithError(err).WithField("group", rid).Warn("rule: remote group id not resolved")
+		// Fail closed (docs/security.md): an unresolved group would be id
+		// 0, which matches every group.
+		id, err := m.remoteGroupID(ctx, r)
+		if err != nil {
+			return nil, err
 		}
+		remote, remoteName = id, modelKey(r.TenantName, matchedGroup(r))
 	case r.FromNetwork != "" || r.ToNetwork != "":
 		name := r.FromNetwork
 		if name == "" {
@@ -262,7 +268,19 @@ func (m *Objects) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey str
 		return &state.OfnetPolicyRule{RuleId: prefix + dir, Priority: r.Priority, IpProtocol: proto, Action: r.Action}
 	}
 	out := map[string]*state.OfnetPolicyRule{}
-	add := func(o *state.OfnetPolicyRule) { out[o.RuleId] = o }
+	add := func(o *state.OfnetPolicyRule) {
+		// The names let the agents refuse a rule whose group id is
+		// missing instead of matching any group (ofrpc CheckGroups).
+		if remoteName != "" {
+			if o.SrcEndpointGroup == remote {
+				o.SrcEndpointGroupName = remoteName
+			}
+			if o.DstEndpointGroup == remote {
+				o.DstEndpointGroupName = remoteName
+			}
+		}
+		out[o.RuleId] = o
+	}
 	switch r.Direction {
 	case "in":
 		o := mk("inRx")
@@ -294,6 +312,26 @@ func (m *Objects) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey str
 		return nil, contivmodel.Invalidf("invalid direction for the rule")
 	}
 	return out, nil
+}
+
+// remoteGroupID is the id of the group rule r matches
+// (from/toEndpointGroup), read from the group's state. A group without
+// state or with id 0 is an error: installed, the rule would match every
+// group (docs/security.md, "Fail closed").
+func (m *Objects) remoteGroupID(ctx context.Context, r *contivmodel.Rule) (int, error) {
+	name := matchedGroup(r)
+	rid := state.GroupID(r.TenantName, name)
+	gs, err := m.st.EndpointGroups.Read(ctx, rid)
+	if err != nil {
+		if errors.Is(err, objdb.ErrNotFound) {
+			return 0, contivmodel.Missingf("rule %s: endpoint group %s has no state: its id cannot be resolved, rule refused", r.Key, modelKey(r.TenantName, name))
+		}
+		return 0, fmt.Errorf("rule %s: resolve endpoint group %s: %w", r.Key, modelKey(r.TenantName, name), err)
+	}
+	if gs.EndpointGroupID <= 0 {
+		return 0, contivmodel.Errorf("rule %s: endpoint group %s has no id (%d): rule refused", r.Key, modelKey(r.TenantName, name), gs.EndpointGroupID)
+	}
+	return gs.EndpointGroupID, nil
 }
 
 // installRule adds rule r to the (group, policy) instance: its ofnet rules

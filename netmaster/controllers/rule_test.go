@@ -78,7 +78,7 @@ func TestRules(t *testing.T) {
 		want[0]: {RuleId: want[0], Priority: 1, DstEndpointGroup: gid, IpProtocol: 6, DstPort: 80, Action: "allow"},
 		want[1]: {RuleId: want[1], Priority: 1, SrcEndpointGroup: gid, IpProtocol: 6, SrcPort: 80, Action: "allow"},
 		want[2]: {RuleId: want[2], Priority: 10, SrcEndpointGroup: gid, DstIpAddr: "10.2.1.0/24", Action: "allow"},
-		want[3]: {RuleId: want[3], Priority: 1, SrcEndpointGroup: rid, DstEndpointGroup: gid, IpProtocol: 6, TcpFlags: "syn,!ack", Action: "allow"},
+		want[3]: {RuleId: want[3], Priority: 1, SrcEndpointGroup: rid, DstEndpointGroup: gid, IpProtocol: 6, TcpFlags: "syn,!ack", Action: "allow", SrcEndpointGroupName: "default:g0"},
 	}
 	for id, w := range checks {
 		if got := e.PolicyRule(id); got != w {

@@ -170,7 +170,7 @@ func (m *Service) Start(ctx context.Context, sweepDelay time.Duration) error {
 // /trace on r; reg answers the /plugin/* errors and bounds their bodies.
 func (m *Service) AddRoutes(r *mux.Router, reg *contivmodel.Registry) {
 	m.addPluginRoutes(r, reg)
-	m.addEpCleanupRoute(r)
+	m.addEpCleanupRoute(r, reg)
 	m.addSweepRoute(r)
 	m.addTraceRoute(r)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/resources"
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
@@ -77,6 +78,8 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// RPCTLS, when set, makes the ofnet master's RPC mutual TLS.
 	RPCTLS *server.RPCTLS
+	// OfnetLimits bound the ofnet master (zero fields: defaults).
+	OfnetLimits ofmaster.Limits
 }
 
 // Leader implements server.Leader.
@@ -96,7 +99,7 @@ func NewLeader(cfg server.Config, log *logrus.Entry) (server.Leader, error) {
 	}
 	return New(Config{Infra: cfg.Infra, FwdMode: cfg.Common.FwdMode, ClusterMode: cfg.Common.Mode, LeaderTTL: cfg.LeaderTTL,
 		OfnetIP: ofnetIP, OfnetPort: server.RPCPort, PluginName: cfg.PluginName, DockerSocket: cfg.DockerSocket,
-		MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS}, log), nil
+		MaxBodyBytes: cfg.HTTP.MaxBodyBytes, Metrics: cfg.Registerer(), RPCTLS: cfg.RPCTLS, OfnetLimits: cfg.OfnetLimits}, log), nil
 }
 
 // New returns a Leader with cfg.
@@ -200,7 +203,7 @@ func (m *master) start(ctx context.Context) (http.Handler, error) {
 	m.registerTermMetrics(ctx, m.cfg.Metrics)
 	m.eps.AddRoutes(router, m.reg)
 	m.objs.AddRoutes(router)
-	m.agents = agents.New(agents.Config{IP: m.cfg.OfnetIP, Port: m.cfg.OfnetPort, ClearDelay: m.cfg.OfnetClearDelay, TLS: m.cfg.RPCTLS},
+	m.agents = agents.New(agents.Config{IP: m.cfg.OfnetIP, Port: m.cfg.OfnetPort, ClearDelay: m.cfg.OfnetClearDelay, TLS: m.cfg.RPCTLS, Limits: m.cfg.OfnetLimits},
 		m.log, m.svc, m.st, m.eps)
 	m.agents.Start(ctx, router)
 	return router, nil

@@ -31,6 +31,13 @@ type Daemon struct {
 // go to the test's log under -v (utils/logtest).
 func Start(t testing.TB, endpoint, fwdMode string, log *logrus.Entry) *Daemon {
 	t.Helper()
+	return StartStore(t, daemonflags.Common{EtcdEndpoints: []string{endpoint}}, fwdMode, log)
+}
+
+// StartStore is Start on the store that store's EtcdEndpoints or
+// ConsulEndpoints name.
+func StartStore(t testing.TB, store daemonflags.Common, fwdMode string, log *logrus.Entry) *Daemon {
+	t.Helper()
 	if log == nil {
 		log = logrus.NewEntry(logtest.New(t, logrus.WarnLevel))
 	}
@@ -42,7 +49,7 @@ func Start(t testing.TB, endpoint, fwdMode string, log *logrus.Entry) *Daemon {
 	ln.Close()
 	cfg := server.Config{
 		Common: daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: fwdMode,
-			EtcdEndpoints: []string{endpoint}, LogLevel: "error"},
+			EtcdEndpoints: store.EtcdEndpoints, ConsulEndpoints: store.ConsulEndpoints, LogLevel: "error"},
 		Infra: "default", ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 5 * time.Second,
 	}
 	leader, err := master.NewLeader(cfg, log)
@@ -79,4 +86,38 @@ func Start(t testing.TB, endpoint, fwdMode string, log *logrus.Entry) *Daemon {
 		}
 	}
 	return &Daemon{Daemon: d, Addr: addr}
+}
+
+// StartErr runs a netmaster on store and returns the error it exits with
+// within 10 s; a netmaster still running then is stopped and StartErr
+// returns nil.
+func StartErr(t testing.TB, store daemonflags.Common) error {
+	t.Helper()
+	log := logrus.NewEntry(logtest.New(t, logrus.WarnLevel))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := server.Config{
+		Common: daemonflags.Common{Mode: "test", NetMode: "vxlan", FwdMode: "routing",
+			EtcdEndpoints: store.EtcdEndpoints, ConsulEndpoints: store.ConsulEndpoints, LogLevel: "error"},
+		Infra: "default", ExternalAddress: addr, InternalAddress: addr, LeaderTTL: 5 * time.Second,
+	}
+	leader, err := master.NewLeader(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := server.New(cfg, leader, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = d.Run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }

@@ -78,7 +78,7 @@ func slowPost(addr string, n int, gap time.Duration) string {
 		return "dial: " + err.Error()
 	}
 	defer conn.Close()
-	if _, err := fmt.Fprintf(conn, "POST /x HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, n); err != nil {
+	if _, err := fmt.Fprintf(conn, "POST /x HTTP/1.1\r\nHost: %s\r\nAccept: application/problem+json\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, n); err != nil {
 		return "write headers: " + err.Error()
 	}
 	answer := make(chan string, 1)

@@ -27,13 +27,17 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netmaster/auth"
+	"github.com/contiv/netplugin/netmaster/migrate"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/embedetcd"
 	"github.com/contiv/netplugin/objdb/objdbmetrics"
+	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
+	"github.com/contiv/netplugin/utils/problem"
+	"github.com/contiv/netplugin/utils/profiles"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -69,6 +73,8 @@ type Config struct {
 	// default), so netplugins with default flags find it.
 	EmbeddedEtcdDir     string
 	EmbeddedEtcdPeerURL string
+	// EmbeddedEtcdTLS is how the embedded etcd serves its URLs.
+	EmbeddedEtcdTLS EmbeddedEtcdTLS
 	// HTTP are the REST server's limits; zero members take the defaults
 	// of DefaultHTTPLimits.
 	HTTP HTTPLimits
@@ -86,6 +92,17 @@ type Config struct {
 	// RPCTLS secures the ofnet RPC channel and netmaster's calls to the
 	// agents (reclaim, trace, BGP state); nil only with --insecure-rpc.
 	RPCTLS *RPCTLS
+	// OfnetLimits bound the leader's ofnet master: its agent and endpoint
+	// tables and its RPC server (docs/security.md, "RPC limits").
+	OfnetLimits ofmaster.Limits
+}
+
+// EmbeddedEtcdTLS are the embedded etcd's TLS files (https:// URLs) and
+// whether plain http may serve an address other than loopback
+// (docs/security.md, "The store").
+type EmbeddedEtcdTLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	Insecure                        bool
 }
 
 // HTTPLimits bound what one client can hold of the REST server
@@ -253,6 +270,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	defer stopStore()
 	d.store = st
+	if err := checkMigration(ctx, st); err != nil {
+		return err
+	}
 
 	follower := d.followerHandler()
 	d.serving.Store(&follower)
@@ -358,6 +378,8 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		srv, err := embedetcd.Start(ctx, embedetcd.Config{
 			Name: "netmaster", DataDir: d.cfg.EmbeddedEtcdDir, ClientURL: client,
 			PeerURL: d.cfg.EmbeddedEtcdPeerURL, Logger: d.log,
+			CertFile: d.cfg.EmbeddedEtcdTLS.CertFile, KeyFile: d.cfg.EmbeddedEtcdTLS.KeyFile,
+			ClientCAFile: d.cfg.EmbeddedEtcdTLS.ClientCAFile, Insecure: d.cfg.EmbeddedEtcdTLS.Insecure,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("start embedded etcd in %q: %w", d.cfg.EmbeddedEtcdDir, err)
@@ -366,7 +388,8 @@ func (d *Daemon) openStore(ctx context.Context) (objdb.Store, func(), error) {
 		eps = []string{srv.Endpoint()}
 		stop = func() { srv.Close() }
 	}
-	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: d.log})
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: eps, ConsulEndpoints: d.cfg.Common.ConsulEndpoints,
+		Auth: d.cfg.Common.StoreAuth, Logger: d.log})
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("open store: %w", err)
@@ -505,11 +528,21 @@ func (d *Daemon) handler() http.Handler {
 		metrics = promhttp.HandlerFor(d.cfg.Metrics, promhttp.HandlerOpts{Registry: d.cfg.Metrics})
 	}
 	var api http.Handler = http.HandlerFunc(d.serveHTTP)
+	profs := profiles.Handler()
 	if d.cfg.Tokens != nil {
 		metrics = d.cfg.Tokens.Middleware(metrics, nil)
+		profs = d.cfg.Tokens.Middleware(profs, nil)
 		api = d.cfg.Tokens.Middleware(api, func(r *http.Request) bool { return r.URL.Path == "/version" })
 	}
-	return d.httpm.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Each kind of client gets refusals in its convention (utils/problem,
+	// docs/rest-errors.md "Two kinds of client"); the metrics inside count
+	// the status the handler decided. Health, metrics and answers proxied
+	// from the leader pass unchanged.
+	return problem.Middleware(d.httpm.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			problem.Pass(r)
+		}
 		switch r.URL.Path {
 		case "/healthz":
 			httpmetrics.SetRoute(r, r.URL.Path)
@@ -521,9 +554,14 @@ func (d *Daemon) handler() http.Handler {
 			httpmetrics.SetRoute(r, r.URL.Path)
 			metrics.ServeHTTP(w, r)
 		default:
+			if strings.HasPrefix(r.URL.Path, profiles.Prefix) {
+				httpmetrics.SetRoute(r, profiles.Prefix)
+				profs.ServeHTTP(w, r)
+				return
+			}
 			api.ServeHTTP(w, r)
 		}
-	}))
+	})))
 }
 
 // checkStore: the store answers a read (a missing key is an answer).
@@ -556,6 +594,11 @@ func (d *Daemon) checkLeader(ctx context.Context) error {
 func (d *Daemon) followerHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpmetrics.SetRoute(r, "proxied")
+		problem.Pass(r)        // the leader answered for this client
+		if !d.lockSet.Load() { // still starting: no lock to ask yet
+			http.Error(w, "Leader not found", http.StatusInternalServerError)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		holder, err := d.lock.Holder(ctx)
 		cancel()
@@ -662,4 +705,18 @@ type debugWriter struct{ log *logrus.Entry }
 func (w debugWriter) Write(p []byte) (int, error) {
 	w.log.Debug(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// checkMigration refuses to run on a store a `netmaster migrate` has not
+// finished writing (docs/upgrade.md): its state would be partial.
+func checkMigration(ctx context.Context, st objdb.KV) error {
+	s, _, err := migrate.ReadStatus(ctx, st)
+	if err != nil {
+		return fmt.Errorf("check for an unfinished migration: %w", err)
+	}
+	if s != nil && s.State != migrate.StateDone {
+		return fmt.Errorf("the store holds an unfinished migration from %s (%s says %q since %s): run the same `netmaster migrate` command again to finish it before starting the netmaster",
+			s.Source, migrate.StatusKey, s.State, s.Started.Format(time.RFC3339))
+	}
+	return nil
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/urfave/cli"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
+	"github.com/contiv/netplugin/mgmtfn/mesosplugin"
 	"github.com/contiv/netplugin/netplugin/daemon"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/secretfile"
 	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
@@ -48,6 +50,8 @@ func App(run Runner) *cli.App {
 			cli.StringFlag{Name: "docker-socket", EnvVar: env("DOCKER_SOCKET"), Value: "/var/run/docker.sock", Usage: "the Docker Engine's API socket"},
 			cli.StringFlag{Name: "cni-socket", EnvVar: env("CNI_SOCKET"), Value: cniapi.DefaultSocket, Usage: "unix socket of the Kubernetes CNI server (kubernetes mode)"},
 			cli.StringFlag{Name: "cni-state-dir", EnvVar: env("CNI_STATE_DIR"), Value: daemon.DefaultCNIStateDir, Usage: "directory of the CNI server's attachment records (kubernetes mode)"},
+			cli.StringFlag{Name: "mesos-socket", EnvVar: env("MESOS_SOCKET"), Value: mesosplugin.DefaultSocket, Usage: "unix socket of the Mesos CNI server for netcontiv (any mode; \"\" serves none)"},
+			cli.StringFlag{Name: "mesos-state-dir", EnvVar: env("MESOS_STATE_DIR"), Value: daemon.DefaultMesosStateDir, Usage: "directory of the Mesos CNI server's attachment records"},
 			cli.StringFlag{Name: "k8s-config", EnvVar: env("K8S_CONFIG"), Usage: "kubernetes mode: the API server's settings, a kubeconfig or the original's contiv.json (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else none)"},
 			cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: daemon.DefaultInspectAddress, Usage: "address of the REST inspect server (loopback by default; another address needs --inspect-tls-* and --inspect-token-file, or --insecure-inspect)"},
 			cli.StringFlag{Name: "inspect-tls-cert-file", EnvVar: env("INSPECT_TLS_CERT_FILE"), Usage: "serve the inspect server over HTTPS with this PEM certificate (with --inspect-tls-key-file)"},
@@ -60,7 +64,7 @@ func App(run Runner) *cli.App {
 			cli.StringFlag{Name: "netmaster-cert-file", EnvVar: env("NETMASTER_CERT_FILE"), Usage: "PEM client certificate presented to netmaster (with --netmaster-key-file)"},
 			cli.StringFlag{Name: "netmaster-key-file", EnvVar: env("NETMASTER_KEY_FILE"), Usage: "PEM key of --netmaster-cert-file"},
 			cli.StringFlag{Name: "netmaster-token-file", EnvVar: env("NETMASTER_TOKEN_FILE"), Usage: "file holding the bearer token sent to netmaster"},
-		}, daemonflags.RPCTLSFlags("NETPLUGIN", "netmaster")...),
+		}, append(daemonflags.RPCTLSFlags("NETPLUGIN", "netmaster"), daemonflags.RPCLimitFlags("NETPLUGIN")...)...),
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg daemon.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()
@@ -92,6 +96,8 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		DockerSocket:     c.String("docker-socket"),
 		CNISocket:        c.String("cni-socket"),
 		CNIStateDir:      c.String("cni-state-dir"),
+		MesosSocket:      c.String("mesos-socket"),
+		MesosStateDir:    c.String("mesos-state-dir"),
 		K8sConfig:        c.String("k8s-config"),
 		HostAccess:       c.Bool("host-access"),
 		Version:          version.Get().Version,
@@ -103,8 +109,11 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		}
 		cfg.MasterTLS = tc
 	}
+	if cfg.RPCLimits, err = daemonflags.RPCLimitsFromContext(c); err != nil {
+		return cfg, err
+	}
 	if p := c.String("netmaster-token-file"); p != "" {
-		b, err := os.ReadFile(p)
+		b, err := secretfile.Read(p)
 		if err != nil {
 			return cfg, fmt.Errorf("--netmaster-token-file: %w", err)
 		}
@@ -163,7 +172,11 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 	if !strings.HasPrefix(cfg.DockerPluginDir, "/") {
 		return cfg, fmt.Errorf("invalid --docker-plugin-dir %q: must be an absolute path", cfg.DockerPluginDir)
 	}
-	for _, f := range []struct{ name, v string }{{"cni-socket", cfg.CNISocket}, {"cni-state-dir", cfg.CNIStateDir}} {
+	for _, f := range []struct{ name, v string }{{"cni-socket", cfg.CNISocket}, {"cni-state-dir", cfg.CNIStateDir},
+		{"mesos-socket", cfg.MesosSocket}, {"mesos-state-dir", cfg.MesosStateDir}} {
+		if f.name == "mesos-socket" && f.v == "" {
+			continue
+		}
 		if !filepath.IsAbs(f.v) {
 			return cfg, fmt.Errorf("invalid --%s %q: must be an absolute path", f.name, f.v)
 		}

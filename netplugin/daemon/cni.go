@@ -12,6 +12,7 @@ import (
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/kubewatch"
+	"github.com/contiv/netplugin/mgmtfn/mesosplugin"
 	"github.com/contiv/netplugin/netplugin/nsutil"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
@@ -112,3 +113,28 @@ func (d *Daemon) CheckAttachment(_ context.Context, ref k8splugin.AttachmentRef)
 }
 
 var _ k8splugin.Checker = (*Daemon)(nil)
+
+// DefaultMesosStateDir holds the Mesos CNI server's attachment records.
+const DefaultMesosStateDir = "/var/run/contiv/mesos"
+
+// startMesos serves the Mesos CNI API for netcontiv (docs/mesos.md) in
+// every mode, as the original did, unless MesosSocket is "".
+func (d *Daemon) startMesos(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) error {
+	if d.cfg.MesosSocket == "" {
+		return nil
+	}
+	dir := d.cfg.MesosStateDir
+	if dir == "" {
+		dir = DefaultMesosStateDir
+	}
+	srv, err := mesosplugin.New(mesosplugin.Config{Attacher: d, Checker: d, StateDir: dir, Log: d.log.WithField("api", "mesos")})
+	if err != nil {
+		return err
+	}
+	goRun(ctx, wg, func(ctx context.Context) {
+		if err := srv.Serve(ctx, d.cfg.MesosSocket); err != nil {
+			errc <- fmt.Errorf("Mesos CNI server: %w", err)
+		}
+	})
+	return nil
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
@@ -39,6 +40,10 @@ type Config struct {
 	AttachSocket string
 	CNISocket    string // kubernetes mode: the CNI server's socket
 	CNIStateDir  string // kubernetes mode: the CNI attachment records
+	// MesosSocket is the Mesos CNI server's socket (any mode; "" serves
+	// none), MesosStateDir its attachment records (docs/mesos.md).
+	MesosSocket   string
+	MesosStateDir string
 	// K8sConfig is the API server settings file of kubernetes mode: a
 	// kubeconfig or the original's contiv.json; "" means the in-cluster
 	// settings when KUBERNETES_SERVICE_HOST is set, else no API server
@@ -78,6 +83,9 @@ type Config struct {
 	// InsecureRPC: --insecure-rpc was given (both TLS settings nil); the
 	// daemon logs a warning.
 	InsecureRPC bool
+	// RPCLimits bound the agents' RPC servers (zero fields: the ofrpc
+	// defaults; docs/security.md, "RPC limits").
+	RPCLimits ofrpc.Limits
 	// HostAccess turns on contivh0 host access and the host NAT rule
 	// (routing mode, docs/dataplane.md §3.7).
 	HostAccess bool

@@ -47,6 +47,10 @@ type Daemon struct {
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
 
+	// unbackedRemotes are the remote endpoints the last sweep found no
+	// endpoint record for (remotesweep.go); owned by sweepLoop.
+	unbackedRemotes map[string]bool
+
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
@@ -106,7 +110,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	var err error
 	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
-		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Logger: logrus.NewEntry(logrus.StandardLogger())})
+		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Auth: d.cfg.Common.StoreAuth, Logger: logrus.NewEntry(logrus.StandardLogger())})
 	if err != nil {
 		return fmt.Errorf("open the cluster store: %w", err)
 	}
@@ -245,6 +249,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := d.startCNI(ctx, &wg, errc); err != nil {
 		return err
 	}
+	if err := d.startMesos(ctx, &wg, errc); err != nil {
+		return err
+	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
 	select {
 	case <-ctx.Done():
@@ -372,7 +379,7 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		return nil, err
 	}
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
-		RPCPort: uint16(rpcPort), RPCListener: rpcl, OFListener: ofl, UplinkMAC: uplinkMAC,
+		RPCPort: uint16(rpcPort), RPCListener: rpcl, RPCLimits: d.cfg.RPCLimits, OFListener: ofl, UplinkMAC: uplinkMAC,
 		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
 		DNSLookup: d.names.Lookup, RPCServices: services,
 		Logger: d.log.WithField("bridge", bridge)})

@@ -23,6 +23,8 @@ type datapath interface {
 	RemoveVtepPort(ctx context.Context, portNo uint32, remoteIP net.IP) error
 	AddUplink(ctx context.Context, portNo uint32, linkName string) error
 	AddMaster(ctx context.Context, n ofrpc.OfnetNode) error
+	RemoteEndpoints() []ofrpc.OfnetEndpoint
+	RemoveRemoteEndpoint(ctx context.Context, ep ofrpc.OfnetEndpoint) error
 	RemoveMaster(ctx context.Context, n ofrpc.OfnetNode) error
 	SetArpMode(ctx context.Context, mode string) error
 	FinishRestart(ctx context.Context) error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -379,6 +380,15 @@ func (d *Daemon) Attached(tenant, network, containerID string) (attach.Result, b
 	return res, err == nil
 }
 
+// endpointGone reports whether netmaster answered that the endpoint does
+// not exist: a retried delete whose first attempt reached netmaster (its
+// answer lost to a netmaster that died) finds it gone, and that is the
+// outcome the caller wants.
+func endpointGone(err error) bool {
+	var se *masterclient.StatusError
+	return errors.As(err, &se) && se.StatusCode == http.StatusNotFound
+}
+
 // Detach removes a container's endpoint: the link in its namespace, the
 // flows, the OVS port and netmaster's endpoint (and address). Detaching an
 // endpoint that is already gone succeeds.
@@ -434,7 +444,7 @@ func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 		errs = append(errs, err)
 	}
 	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: req.Tenant,
-		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil {
+		NetworkName: req.Network, ServiceName: group, EndpointID: req.ContainerID}); err != nil && !endpointGone(err) {
 		errs = append(errs, fmt.Errorf("delete endpoint %s in netmaster: %w", epID, err))
 	}
 	return errors.Join(errs...)

@@ -64,11 +64,13 @@ type fakeDatapath struct {
 	services  map[string]agent.ServiceSpec
 	providers map[string][]string
 	arpMode   string
+	remotes   map[string]ofrpc.OfnetEndpoint // what masters sent
 }
 
 func newFakeDatapath() *fakeDatapath {
 	return &fakeDatapath{faults: newFaults(), networks: map[uint16]uint32{}, locals: map[uint32]agent.EndpointInfo{},
-		vteps: map[string]uint32{}, services: map[string]agent.ServiceSpec{}, providers: map[string][]string{}}
+		vteps: map[string]uint32{}, services: map[string]agent.ServiceSpec{}, providers: map[string][]string{},
+		remotes: map[string]ofrpc.OfnetEndpoint{}}
 }
 
 func (a *fakeDatapath) hasNetwork(vlan uint16) bool {
@@ -135,6 +137,28 @@ func (a *fakeDatapath) AddVtepPort(_ context.Context, portNo uint32, ip net.IP) 
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.vteps[ip.String()] = portNo
+	return nil
+}
+
+func (a *fakeDatapath) RemoteEndpoints() []ofrpc.OfnetEndpoint {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ofrpc.OfnetEndpoint, 0, len(a.remotes))
+	for _, r := range a.remotes {
+		out = append(out, r)
+	}
+	return out
+}
+
+func (a *fakeDatapath) RemoveRemoteEndpoint(_ context.Context, ep ofrpc.OfnetEndpoint) error {
+	if err := a.call("RemoveRemoteEndpoint"); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old, ok := a.remotes[ep.EndpointID]; ok && !old.Timestamp.After(ep.Timestamp) {
+		delete(a.remotes, ep.EndpointID)
+	}
 	return nil
 }
 

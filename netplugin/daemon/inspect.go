@@ -18,6 +18,7 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
+	"github.com/contiv/netplugin/utils/profiles"
 )
 
 // serveInspect runs the REST server of docs/daemons.md §6.5 until ctx ends.
@@ -117,6 +118,7 @@ func (d *Daemon) addOpsRoutes(r *mux.Router) {
 	if d.cfg.Metrics != nil {
 		r.Handle("/metrics", promhttp.HandlerFor(d.cfg.Metrics, promhttp.HandlerOpts{Registry: d.cfg.Metrics}))
 	}
+	r.PathPrefix(profiles.Prefix).Handler(profiles.Handler())
 }
 
 // checkStore: the store answers a read (a missing key is an answer).

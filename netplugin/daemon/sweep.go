@@ -67,13 +67,9 @@ func (d *Daemon) deleteInMaster(ctx context.Context, ep state.Endpoint) error {
 	return nil
 }
 
-// sweepOrphans deletes every orphaned endpoint of this host; it returns
-// how many it deleted.
-func (d *Daemon) sweepOrphans(ctx context.Context) (int, error) {
-	all, _, err := d.st.Endpoints.ReadAll(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("list endpoints: %w", err)
-	}
+// sweepOrphans deletes every orphaned endpoint of this host among all
+// (the store's endpoint records); it returns how many it deleted.
+func (d *Daemon) sweepOrphans(ctx context.Context, all []state.Endpoint) (int, error) {
 	var orphans []state.Endpoint
 	d.mu.Lock()
 	for _, ep := range all {
@@ -103,11 +99,22 @@ func (d *Daemon) sweepOrphans(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// sweepLoop runs sweepOrphans now and every interval until ctx ends.
+// sweepLoop lists the store's endpoints now and every interval until ctx
+// ends, and runs sweepOrphans and dropStaleRemotes on the listing.
 func (d *Daemon) sweepLoop(ctx context.Context) {
 	for {
-		if _, err := d.sweepOrphans(ctx); err != nil && ctx.Err() == nil {
-			d.log.WithError(err).Warn("sweep of orphaned endpoints incomplete; retrying later")
+		all, _, err := d.st.Endpoints.ReadAll(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.WithError(err).Warn("sweep: list endpoints failed; retrying later")
+			}
+		} else {
+			if _, err := d.sweepOrphans(ctx, all); err != nil && ctx.Err() == nil {
+				d.log.WithError(err).Warn("sweep of orphaned endpoints incomplete; retrying later")
+			}
+			if _, err := d.dropStaleRemotes(ctx, all); err != nil && ctx.Err() == nil {
+				d.log.WithError(err).Warn("sweep of stale remote endpoints incomplete; retrying later")
+			}
 		}
 		if !ctxutil.Sleep(ctx, d.cfg.SweepInterval) {
 			return

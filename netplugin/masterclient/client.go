@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/utils/problem"
 )
 
 // Names netmaster registers under (docs/daemons.md §2.3, §2.4). They are
@@ -58,8 +59,9 @@ type Store interface {
 	GetService(ctx context.Context, name string) ([]objdb.ServiceInfo, error)
 }
 
-// StatusError is a non-200 answer. Message is the body text (netmaster
-// sends the error text as plain text with a 500).
+// StatusError is a non-200 answer. Message is the netmaster's message: the
+// detail of a problem details answer (the client asks for them, so a
+// refusal keeps its 4xx status), else the body text.
 type StatusError struct {
 	URL        string
 	StatusCode int
@@ -187,6 +189,9 @@ func (c *Client) sendOnce(ctx context.Context, method, addr, path string, body [
 	if c.token != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// Refusals keep their 4xx status as problem details
+	// (docs/rest-errors.md "Two kinds of client").
+	hreq.Header.Set("Accept", problem.Accept)
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", strings.ToLower(method), url, err)
@@ -194,6 +199,9 @@ func (c *Client) sendOnce(ctx context.Context, method, addr, path string, body [
 	defer hresp.Body.Close()
 	if hresp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(hresp.Body, maxErrorBody))
+		if d, ok := problem.Parse(hresp.Header, hresp.StatusCode, msg); ok {
+			return &StatusError{URL: url, StatusCode: hresp.StatusCode, Message: d.Error()}
+		}
 		return &StatusError{URL: url, StatusCode: hresp.StatusCode, Message: strings.TrimSpace(string(msg))}
 	}
 	if resp == nil {

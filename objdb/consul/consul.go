@@ -21,6 +21,7 @@ package consul
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -80,6 +81,14 @@ type Config struct {
 	// Logger receives retries and background failures (logrus standard
 	// logger when nil).
 	Logger *logrus.Entry
+	// TLS, when set, makes the client talk https to the agents: the CAs
+	// that sign the agents' certificates and the client certificate an
+	// agent with verify_incoming asks for (tlsutil.ClientConfig builds
+	// it). An "https://" endpoint without it trusts the system roots.
+	TLS *tls.Config
+	// Token is the ACL token sent with every request (none when empty;
+	// the consul client library then takes CONSUL_HTTP_TOKEN).
+	Token string
 }
 
 // Client is a connected consul backend. It implements objdb.Store.
@@ -111,19 +120,36 @@ type Client struct {
 var _ objdb.Store = (*Client)(nil)
 
 // ParseEndpoint checks one endpoint and returns it as "host:port". A
-// leading "http://" and a trailing "/" are stripped; any other scheme, a
-// path, a missing or non-numeric port or an empty host is an error wrapping
-// objdb.ErrInvalid that names the endpoint.
+// leading "http://" or "https://" and a trailing "/" are stripped; any
+// other scheme, a path, a missing or non-numeric port or an empty host is
+// an error wrapping objdb.ErrInvalid that names the endpoint.
 func ParseEndpoint(ep string) (string, error) {
+	_, hp, err := parseEndpoint(ep)
+	return hp, err
+}
+
+// parseEndpoint is ParseEndpoint that also returns the scheme the
+// endpoint named ("" when none).
+func parseEndpoint(ep string) (scheme, hostport string, err error) {
 	s := strings.TrimSpace(ep)
-	s = strings.TrimPrefix(s, "http://")
+	for _, sch := range []string{"http", "https"} {
+		if rest, ok := strings.CutPrefix(s, sch+"://"); ok {
+			scheme, s = sch, rest
+			break
+		}
+	}
 	s = strings.TrimSuffix(s, "/")
 	if s == "" {
-		return "", fmt.Errorf("%w: consul endpoint %q is empty", objdb.ErrInvalid, ep)
+		return "", "", fmt.Errorf("%w: consul endpoint %q is empty", objdb.ErrInvalid, ep)
 	}
 	if strings.Contains(s, "://") {
-		return "", fmt.Errorf("%w: consul endpoint %q: only http:// is supported", objdb.ErrInvalid, ep)
+		return "", "", fmt.Errorf("%w: consul endpoint %q: only http:// and https:// are supported", objdb.ErrInvalid, ep)
 	}
+	hp, err := checkHostPort(ep, s)
+	return scheme, hp, err
+}
+
+func checkHostPort(ep, s string) (string, error) {
 	if strings.ContainsAny(s, "/?#@ ") {
 		return "", fmt.Errorf("%w: consul endpoint %q: want host:port", objdb.ErrInvalid, ep)
 	}
@@ -150,12 +176,21 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("%w: no consul endpoint given", objdb.ErrInvalid)
 	}
 	eps := make([]string, 0, len(cfg.Endpoints))
+	schemes := map[string]bool{}
 	for _, ep := range cfg.Endpoints {
-		hp, err := ParseEndpoint(ep)
+		sch, hp, err := parseEndpoint(ep)
 		if err != nil {
 			return nil, err
 		}
+		schemes[sch] = true
 		eps = append(eps, hp)
+	}
+	scheme, err := pickScheme(schemes, cfg.TLS != nil)
+	if err != nil {
+		return nil, err
+	}
+	if scheme == "https" && cfg.TLS == nil {
+		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if cfg.Root == "" {
 		cfg.Root = objdb.DefaultRoot
@@ -194,7 +229,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	bo := cfg.newBackoff()
 	for attempt := 0; attempt <= cfg.Retries; attempt++ {
 		for _, ep := range eps {
-			c, err := newClient(cfg, ep, root, log)
+			c, err := newClient(cfg, scheme, ep, root, log)
 			if err != nil {
 				return nil, err
 			}
@@ -209,6 +244,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			c.cancel()
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("connect to consul %s: %w (last error: %v)", strings.Join(eps, ","), ctx.Err(), err)
+			}
+			if aerr := authError(scheme, ep, cfg, err); aerr != nil {
+				return nil, aerr
 			}
 			lastErr = fmt.Errorf("consul endpoint %s: %w", ep, err)
 			if !transient(err) {
@@ -227,7 +265,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return nil, fmt.Errorf("connect to consul %s: %w: %v", strings.Join(eps, ","), objdb.ErrUnavailable, lastErr)
 }
 
-func newClient(cfg Config, ep, root string, log *logrus.Entry) (*Client, error) {
+func newClient(cfg Config, scheme, ep, root string, log *logrus.Entry) (*Client, error) {
 	tr := &http.Transport{
 		Proxy:               nil, // loopback and cluster-internal: never through an HTTP proxy
 		DialContext:         (&net.Dialer{Timeout: cfg.RequestTimeout, KeepAlive: 30 * time.Second}).DialContext,
@@ -235,7 +273,11 @@ func newClient(cfg Config, ep, root string, log *logrus.Entry) (*Client, error) 
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	ac, err := api.NewClient(&api.Config{Address: ep, Scheme: "http", Transport: tr})
+	if cfg.TLS != nil {
+		tr.TLSClientConfig = cfg.TLS.Clone()
+		tr.TLSHandshakeTimeout = cfg.RequestTimeout
+	}
+	ac, err := api.NewClient(&api.Config{Address: ep, Scheme: scheme, Transport: tr, Token: cfg.Token})
 	if err != nil {
 		return nil, fmt.Errorf("%w: consul endpoint %q: %v", objdb.ErrInvalid, ep, err)
 	}

@@ -17,11 +17,12 @@ import (
 
 func TestParseEndpoint(t *testing.T) {
 	good := map[string]string{
-		"127.0.0.1:8500":        "127.0.0.1:8500",
-		"http://127.0.0.1:8500": "127.0.0.1:8500",
-		"http://localhost:1/":   "localhost:1",
-		"[::1]:8500":            "[::1]:8500",
-		" consul.local:8500 ":   "consul.local:8500",
+		"127.0.0.1:8500":         "127.0.0.1:8500",
+		"http://127.0.0.1:8500":  "127.0.0.1:8500",
+		"http://localhost:1/":    "localhost:1",
+		"https://127.0.0.1:8500": "127.0.0.1:8500",
+		"[::1]:8500":             "[::1]:8500",
+		" consul.local:8500 ":    "consul.local:8500",
 	}
 	for in, want := range good {
 		got, err := ParseEndpoint(in)
@@ -30,7 +31,7 @@ func TestParseEndpoint(t *testing.T) {
 		}
 	}
 	for _, in := range []string{
-		"", "http://", "127.0.0.1", "http://[::1", "ftp://127.0.0.1:1", "https://127.0.0.1:8500",
+		"", "http://", "127.0.0.1", "http://[::1", "ftp://127.0.0.1:1",
 		"http://127.0.0.1:notaport", "127.0.0.1:0", "127.0.0.1:70000", ":8500",
 		"http://127.0.0.1:8500/v1", "user@127.0.0.1:8500", "consul://127.0.0.1:8500",
 	} {

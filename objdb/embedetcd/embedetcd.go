@@ -65,6 +65,14 @@ type Config struct {
 	// file when a quarter of it is free or a compaction ran since
 	// (DefaultDefragInterval when zero; negative turns it off).
 	DefragInterval time.Duration
+	// CertFile and KeyFile, PEM, serve https:// client and peer URLs;
+	// with ClientCAFile every client must present a certificate signed
+	// by one of its CAs (etcd's --client-cert-auth).
+	CertFile, KeyFile, ClientCAFile string
+	// Insecure allows a plain http:// URL on an address that is not
+	// loopback. Without it such a URL is refused: anyone who reaches the
+	// address could read and write the whole store.
+	Insecure bool
 }
 
 // Server is a running embedded etcd.
@@ -118,6 +126,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.checkSecurity(curl, purl); err != nil {
+		return nil, err
+	}
+	for _, u := range []*url.URL{curl, purl} {
+		if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+			log.Warnf("INSECURE: embedded etcd serves plain http on %s: anyone who reaches it reads and writes the store", u)
+		}
+	}
 	// Ports we pick can be taken by someone else before etcd binds them;
 	// then pick again.
 	picked := curl.Port() == "0" || purl.Port() == "0"
@@ -138,8 +154,8 @@ func parseURL(what, raw string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w: %s URL %q: %v", objdb.ErrInvalid, what, raw, err)
 	}
-	if u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" {
-		return nil, fmt.Errorf("embedded etcd: %w: %s URL %q must be http://host:port", objdb.ErrInvalid, what, raw)
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.Port() == "" {
+		return nil, fmt.Errorf("embedded etcd: %w: %s URL %q must be http://host:port or https://host:port", objdb.ErrInvalid, what, raw)
 	}
 	return u, nil
 }
@@ -181,6 +197,7 @@ func start(ctx context.Context, cfg Config, curl, purl *url.URL, log *logrus.Ent
 	ec.ListenPeerUrls = []url.URL{pu}
 	ec.AdvertisePeerUrls = []url.URL{pu}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	cfg.applyTLS(ec, cu, pu)
 	ec.LogLevel = "error"
 	configureDisk(ec, cfg)
 	closing := new(atomic.Bool)
@@ -216,7 +233,7 @@ func start(ctx context.Context, cfg Config, curl, purl *url.URL, log *logrus.Ent
 	}
 }
 
-// Endpoint is the client URL ("http://127.0.0.1:port").
+// Endpoint is the client URL ("http://127.0.0.1:port", or https).
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // PeerURL is the raft peer URL in use (with the picked port).

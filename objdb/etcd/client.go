@@ -7,6 +7,7 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -63,6 +64,15 @@ type Config struct {
 	// Logger receives the backend's own logs; etcd's client library logs
 	// only its errors there. Nil means the logrus standard logger.
 	Logger *logrus.Entry
+	// TLS, when set, is used for https endpoints: the CAs that sign the
+	// servers' certificates and the client certificate etcd's
+	// --client-cert-auth asks for (tlsutil.ClientConfig builds it). An
+	// https endpoint without it trusts the system roots and presents no
+	// certificate.
+	TLS *tls.Config
+	// Username and Password authenticate to an etcd with auth enabled
+	// (both or neither).
+	Username, Password string
 }
 
 // Client is an objdb.Store on etcd v3.
@@ -155,9 +165,24 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		log:       log,
 		services:  map[string]*registration{},
 	}
+	tlsCfg, err := clientTLS(endpoints, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if (cfg.Username == "") != (cfg.Password == "") {
+		return nil, fmt.Errorf("%w: etcd user name and password go together", objdb.ErrInvalid)
+	}
+	// A certificate the store refuses looks to gRPC like a store that is
+	// down; ask each endpoint once over plain TLS to tell the two apart.
+	if err := probeTLS(ctx, endpoints, tlsCfg, c.dialTO); err != nil {
+		return nil, err
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 
 	cli, err := clientv3.New(clientv3.Config{
+		TLS:         tlsCfg,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
 		Endpoints:   endpoints,
 		DialTimeout: c.dialTO,
 		// Keep-alive probes notice a dead connection and make the
@@ -175,6 +200,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	})
 	if err != nil {
 		c.cancel()
+		if isAuthErr(err) {
+			return nil, fmt.Errorf("etcd at %s refused user %q: %w: %v", strings.Join(endpoints, ","), cfg.Username, objdb.ErrAuth, err)
+		}
 		return nil, fmt.Errorf("etcd client for %s: %w", strings.Join(endpoints, ","), err)
 	}
 	c.cli = cli
@@ -186,6 +214,20 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		c.cancel()
 		cli.Close()
+		if isAuthErr(err) {
+			who := "this client"
+			if cfg.Username != "" {
+				who = fmt.Sprintf("user %q", cfg.Username)
+			}
+			return nil, fmt.Errorf("etcd at %s refused %s: %w: %v", strings.Join(endpoints, ","), who, objdb.ErrAuth, err)
+		}
+		if errors.Is(err, objdb.ErrUnavailable) {
+			// The store may have come up refusing the certificate after
+			// the first probe: say so rather than "unavailable".
+			if perr := probeTLS(ctx, endpoints, tlsCfg, c.dialTO); perr != nil {
+				return nil, perr
+			}
+		}
 		return nil, fmt.Errorf("connect to etcd at %s: %w", strings.Join(endpoints, ","), err)
 	}
 	log.WithField("endpoints", strings.Join(endpoints, ",")).Debug("connected to etcd")

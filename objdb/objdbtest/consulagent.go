@@ -139,6 +139,7 @@ type consulAgent struct {
 	bin, dir string
 	ports    []int // http, serf-lan, serf-wan, server
 	out      *lockedBuffer
+	extra    []string // further agent flags
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -166,6 +167,7 @@ func (a *consulAgent) start() error {
 		"-data-dir", a.dir,
 		"-log-level", "warn",
 	)
+	cmd.Args = append(cmd.Args, a.extra...)
 	cmd.Stdout, cmd.Stderr = a.out, a.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

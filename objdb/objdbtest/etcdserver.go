@@ -113,6 +113,25 @@ func (e *embedded) restart(t testing.TB) {
 // the test is skipped, or fails when CI=true.
 func StartEtcdProcess(t testing.TB) Server {
 	t.Helper()
+	return StartEtcdProcessArgs(t)
+}
+
+// StartEtcdProcessArgs is StartEtcdProcess with extra etcd flags, e.g.
+// "--enable-v2" for the v2 keys API the original Contiv spoke.
+func StartEtcdProcessArgs(t testing.TB, extra ...string) Server {
+	t.Helper()
+	p := newEtcdProc(t)
+	p.extra = extra
+	startEtcdProc(t, p)
+	srv := etcdServer(p.clientAddr, p.restart)
+	srv.Signal = p.signal
+	return srv
+}
+
+// newEtcdProc finds the etcd binary (skipping the test without it) and
+// prepares a process stopped on t.Cleanup.
+func newEtcdProc(t testing.TB) *etcdProc {
+	t.Helper()
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/etcd"); serr == nil {
@@ -120,9 +139,15 @@ func StartEtcdProcess(t testing.TB) Server {
 		}
 	}
 	RequireComponent(t, "etcd server binary (Debian package etcd-server)", err)
-
 	p := &etcdProc{bin: bin, dir: t.TempDir()}
 	t.Cleanup(p.stop)
+	return p
+}
+
+// startEtcdProc starts p on free loopback ports and waits until it is
+// healthy.
+func startEtcdProc(t testing.TB, p *etcdProc) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		p.clientAddr, p.peerAddr = freeLoopback(t), freeLoopback(t)
 		err := p.start()
@@ -140,9 +165,6 @@ func StartEtcdProcess(t testing.TB) Server {
 		}
 		t.Fatalf("start etcd process: %v\n%s", err, out)
 	}
-	srv := etcdServer(p.clientAddr, p.restart)
-	srv.Signal = p.signal
-	return srv
 }
 
 // freeLoopback returns "127.0.0.1:port" of a port free right now.
@@ -162,10 +184,23 @@ type etcdProc struct {
 	bin, dir             string
 	clientAddr, peerAddr string
 
+	// scheme is "http" or "https"; extra are further etcd flags (TLS,
+	// --enable-v2); health asks /health (a plain client when nil).
+	scheme string
+	extra  []string
+	health *http.Client
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process has exited
 	out  SyncBuffer
+}
+
+func (p *etcdProc) url(addr string) string {
+	if p.scheme == "" {
+		return "http://" + addr
+	}
+	return p.scheme + "://" + addr
 }
 
 // output is the tail of the process's output, for failure messages.
@@ -178,18 +213,19 @@ func (p *etcdProc) output() string {
 }
 
 func (p *etcdProc) start() error {
-	curl, purl := "http://"+p.clientAddr, "http://"+p.peerAddr
-	cmd := exec.Command(p.bin,
+	curl, purl := p.url(p.clientAddr), "http://"+p.peerAddr
+	args := []string{
 		"--name", "objdbtest",
 		"--data-dir", p.dir,
 		"--listen-client-urls", curl,
 		"--advertise-client-urls", curl,
 		"--listen-peer-urls", purl,
 		"--initial-advertise-peer-urls", purl,
-		"--initial-cluster", "objdbtest="+purl,
+		"--initial-cluster", "objdbtest=" + purl,
 		"--logger", "zap",
 		"--log-level", "error",
-	)
+	}
+	cmd := exec.Command(p.bin, append(args, p.extra...)...)
 	cmd.Stdout = &p.out
 	cmd.Stderr = &p.out
 	// Die with the test binary even if it is killed before cleanup.
@@ -257,9 +293,12 @@ func (p *etcdProc) waitHealthy(d time.Duration) error {
 	p.mu.Lock()
 	done := p.done
 	p.mu.Unlock()
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	hc := p.health
+	if hc == nil {
+		hc = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	}
 	defer hc.CloseIdleConnections()
-	url := "http://" + p.clientAddr + "/health"
+	url := p.url(p.clientAddr) + "/health"
 	deadline := time.Now().Add(d)
 	var last error
 	for time.Now().Before(deadline) {

@@ -44,6 +44,7 @@ type Agent struct {
 	vteps     map[string]uint32 // peer IP → VTEP port
 	uplinks   map[uint32]string // port → link name
 	rules     map[string]ofrpc.OfnetPolicyRule
+	refused   map[string]string   // rule id → why AddRule refused it (inspect)
 	services  map[string]*service // by name (<svc>:<tenant>)
 	netpol    *netpolState        // Kubernetes NetworkPolicy; nil: not enforced
 	arpFlood  bool
@@ -76,6 +77,7 @@ func New(cfg Config) (*Agent, error) {
 		vteps:     map[string]uint32{},
 		uplinks:   map[uint32]string{},
 		rules:     map[string]ofrpc.OfnetPolicyRule{},
+		refused:   map[string]string{},
 		services:  map[string]*service{},
 		masters:   map[string]ofrpc.OfnetNode{},
 		cache:     map[string]map[ofctrl.FlowKey]ofctrl.Flow{},
@@ -127,11 +129,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	start("openflow controller", a.ctrl.Run)
 	if a.cfg.RPCListener != nil {
 		start("rpc server", func(ctx context.Context) error {
+			limits := a.cfg.RPCLimits
+			if limits.OnReject == nil {
+				limits.OnReject = func(remote net.Addr, err error) {
+					a.log.WithError(err).WithField("peer", remote.String()).Warn("agent: RPC connection refused or closed")
+				}
+			}
 			services := map[string]any{"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}}
 			for name, s := range a.cfg.RPCServices {
 				services[name] = s
 			}
-			return ofrpc.Serve(ctx, a.cfg.RPCListener, services)
+			return ofrpc.ServeLimits(ctx, a.cfg.RPCListener, services, limits)
 		})
 	}
 	start("initial sync", a.connectLoop)

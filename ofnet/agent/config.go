@@ -31,6 +31,7 @@ type Config struct {
 	LocalIP     net.IP       // this host's VTEP IP: the agent's identity towards masters
 	RPCPort     uint16       // advertised in RegisterNode (9002 / 9003)
 	RPCListener net.Listener // OfnetAgent/PolicyAgent are served here (nil: no RPC server)
+	RPCLimits   ofrpc.Limits // bounds of that server (zero fields: ofrpc defaults)
 	// RPCServices are further RPC services served on RPCListener, by
 	// service name (netplugin's own, docs/security.md).
 	RPCServices map[string]any

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"net"
 	"sort"
 
@@ -27,6 +28,7 @@ type State struct {
 	Networks       map[uint16]NetworkState
 	Uplinks        map[uint32]string
 	PolicyRules    map[string]ofrpc.OfnetPolicyRule
+	RefusedRules   map[string]string `json:",omitempty"` // rule id → why it was refused (docs/security.md, "Fail closed")
 	HostAccess     map[string]string `json:",omitempty"` // contivh0 and each endpoint's private address
 	Tables         []string
 	Flows          []string // installed flows, ovs-ofctl syntax with cookies
@@ -86,6 +88,9 @@ func (a *Agent) State() State {
 	}
 	for k, v := range a.rules {
 		st.PolicyRules[k] = v
+	}
+	if len(a.refused) > 0 {
+		st.RefusedRules = maps.Clone(a.refused)
 	}
 	if a.host != nil {
 		st.HostAccess = hostAccessState(*a.host, a.localEndpointsLocked())
@@ -210,3 +215,15 @@ func (a *Agent) MACOf(ip net.IP) (net.HardwareAddr, bool) {
 
 // RouterMAC is the gateway MAC containers send routed traffic to.
 func RouterMAC() net.HardwareAddr { return append(net.HardwareAddr(nil), routerMAC...) }
+
+// RemoteEndpoints returns the remote endpoints the agent holds (those
+// masters sent it), installed or deferred.
+func (a *Agent) RemoteEndpoints() []ofrpc.OfnetEndpoint {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ofrpc.OfnetEndpoint, 0, len(a.remotes))
+	for _, r := range a.remotes {
+		out = append(out, r)
+	}
+	return out
+}

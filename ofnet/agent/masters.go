@@ -17,13 +17,64 @@ type pushJob struct {
 	add      *ofrpc.OfnetEndpoint // EndpointAdd to targets
 	del      *ofrpc.OfnetEndpoint // EndpointDel to targets
 	targets  []ofrpc.OfnetNode
+	attempt  int // deletions: earlier attempts that failed
+}
+
+// Retries of an EndpointDel a master did not take: a master that missed an
+// add gets it with the replay of its next registration, but nothing
+// replays a deletion, and a master that keeps a deleted endpoint sends it
+// to every agent for ever (stale remote flows; found by the soak test,
+// docs/soak.md). The master ignores a deletion older than the endpoint it
+// holds, so a late retry cannot remove a newer add.
+const (
+	delRetryMin      = time.Second
+	delRetryMax      = 30 * time.Second
+	delRetryAttempts = 12 // about 4 minutes in all
+)
+
+// delayed is a job due at a time.
+type delayed struct {
+	job pushJob
+	due time.Time
 }
 
 // pushQueue is an unbounded FIFO, so forwarding set-up never waits for a master.
 type pushQueue struct {
 	mu     sync.Mutex
 	jobs   []pushJob
+	later  []delayed // retries, queued when due
 	notify chan struct{}
+}
+
+// putLater queues j at due.
+func (q *pushQueue) putLater(j pushJob, due time.Time) {
+	q.mu.Lock()
+	q.later = append(q.later, delayed{job: j, due: due})
+	q.mu.Unlock()
+}
+
+// promote queues the retries that are due and returns when the next one
+// is (zero when none waits).
+func (q *pushQueue) promote(now time.Time) time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var next time.Time
+	keep := q.later[:0]
+	for _, d := range q.later {
+		if !d.due.After(now) {
+			q.jobs = append(q.jobs, d.job)
+			continue
+		}
+		keep = append(keep, d)
+		if next.IsZero() || d.due.Before(next) {
+			next = d.due
+		}
+	}
+	for i := len(keep); i < len(q.later); i++ {
+		q.later[i] = delayed{}
+	}
+	q.later = keep
+	return next
 }
 
 func newPushQueue() *pushQueue { return &pushQueue{notify: make(chan struct{}, 1)} }
@@ -54,17 +105,31 @@ func masterAddr(n ofrpc.OfnetNode) string {
 }
 
 // pushLoop runs the queued master calls in order until ctx ends. Failures are logged:
-// a master that missed pushes gets every local endpoint on its next AddMaster.
+// a master that missed pushes gets every local endpoint on its next AddMaster, and a
+// deletion a master did not take is tried again (retryDel).
 func (a *Agent) pushLoop(ctx context.Context) error {
 	for {
+		next := a.pushes.promote(time.Now())
 		j, ok := a.pushes.take()
 		if !ok {
+			var due <-chan time.Time
+			var t *time.Timer
+			if !next.IsZero() {
+				t = time.NewTimer(time.Until(next))
+				due = t.C
+			}
 			select {
 			case <-ctx.Done():
-				return nil
 			case <-a.pushes.notify:
-				continue
+			case <-due:
 			}
+			if t != nil {
+				t.Stop()
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
 		}
 		a.runPush(ctx, j)
 	}
@@ -98,10 +163,42 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 			_ = call(m, "OfnetMaster.EndpointAdd", *j.add)
 		}
 	case j.del != nil:
+		var failed []ofrpc.OfnetNode
 		for _, m := range j.targets {
-			_ = call(m, "OfnetMaster.EndpointDel", *j.del)
+			if call(m, "OfnetMaster.EndpointDel", *j.del) != nil {
+				failed = append(failed, m)
+			}
+		}
+		a.retryDel(j, failed)
+	}
+}
+
+// retryDel queues another attempt of a deletion for the masters that
+// failed it and are still this agent's masters.
+func (a *Agent) retryDel(j pushJob, failed []ofrpc.OfnetNode) {
+	if len(failed) == 0 {
+		return
+	}
+	a.mu.Lock()
+	var still []ofrpc.OfnetNode
+	for _, m := range failed {
+		if _, ok := a.masters[masterAddr(m)]; ok {
+			still = append(still, m)
 		}
 	}
+	a.mu.Unlock()
+	if len(still) == 0 {
+		return
+	}
+	if j.attempt+1 >= delRetryAttempts {
+		a.log.WithField("endpoint", j.del.EndpointID).Warn("agent: masters did not take an endpoint deletion; giving up")
+		return
+	}
+	pause := delRetryMin << j.attempt
+	if pause > delRetryMax || pause <= 0 {
+		pause = delRetryMax
+	}
+	a.pushes.putLater(pushJob{del: j.del, targets: still, attempt: j.attempt + 1}, time.Now().Add(pause))
 }
 
 func (a *Agent) mastersLocked() []ofrpc.OfnetNode {

@@ -306,12 +306,24 @@ func (a *Agent) SetArpMode(ctx context.Context, mode string) error {
 
 // AddRule installs a policy rule (§4.3). The same rule again is a no-op; a different
 // rule with an existing RuleId is an error; an invalid rule is an error and changes
-// nothing.
+// nothing. A rule naming a group whose id it lacks is refused, allow and deny alike
+// (installed, it would match any group): the refusal is logged, returned and listed
+// under RefusedRules until the rule is deleted or a valid one replaces it
+// (docs/security.md, "Fail closed").
 func (a *Agent) AddRule(ctx context.Context, r ofrpc.OfnetPolicyRule) error {
+	if err := r.CheckGroups(); err != nil {
+		err = fmt.Errorf("agent: %w", err)
+		a.log.WithError(err).WithField("rule", r.RuleId).WithField("action", r.Action).Error("policy rule refused: not installed")
+		a.mu.Lock()
+		a.refused[r.RuleId] = err.Error()
+		a.mu.Unlock()
+		return err
+	}
 	if _, err := ruleFlow(a.tables.Get(pipeline.PolicyTable), r); err != nil {
 		return err
 	}
 	a.mu.Lock()
+	delete(a.refused, r.RuleId)
 	old, ok := a.rules[r.RuleId]
 	a.mu.Unlock()
 	if ok {
@@ -331,6 +343,9 @@ func (a *Agent) AddRule(ctx context.Context, r ofrpc.OfnetPolicyRule) error {
 
 // DelRule removes a policy rule by RuleId. Unknown ids are a no-op.
 func (a *Agent) DelRule(ctx context.Context, r ofrpc.OfnetPolicyRule) error {
+	a.mu.Lock()
+	delete(a.refused, r.RuleId)
+	a.mu.Unlock()
 	return a.change(ctx, "delete rule "+r.RuleId, func() func() {
 		old, ok := a.rules[r.RuleId]
 		if !ok {

@@ -80,6 +80,11 @@ func (m *Master) AddRule(ctx context.Context, r ofrpc.OfnetPolicyRule) error {
 	if r.RuleId == "" {
 		return fmt.Errorf("add rule: id required: %w", ErrInvalid)
 	}
+	// Fail closed (docs/security.md): a rule naming a group it has no id
+	// for is not sent to any agent.
+	if err := r.CheckGroups(); err != nil {
+		return fmt.Errorf("add rule: %w: %w", ErrInvalid, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -9,4 +9,7 @@ var (
 	ErrRuleNotFound = errors.New("ofnet master: Rule does not exist")
 	ErrInvalid      = errors.New("ofnet master: invalid argument")
 	ErrNotServing   = errors.New("ofnet master: not serving")
+	// ErrLimit: a table is at its bound (Config.MaxNodes, MaxEndpoints);
+	// the request was refused and nothing changed.
+	ErrLimit = errors.New("ofnet master: limit reached")
 )

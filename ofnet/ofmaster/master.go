@@ -16,8 +16,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultQueueLen    = 4096
-	DefaultCallTimeout = 30 * time.Second // an agent's AddRule may wait 20 s for its switch
+	DefaultQueueLen     = 4096
+	DefaultCallTimeout  = 30 * time.Second // an agent's AddRule may wait 20 s for its switch
+	DefaultMaxNodes     = 4096             // registered agents (two per host)
+	DefaultMaxEndpoints = 1 << 20          // endpoints in the table
 )
 
 // Config configures a Master.
@@ -40,6 +42,22 @@ type Config struct {
 	QueueLen int
 	// CallTimeout bounds one call to an agent. 0: DefaultCallTimeout.
 	CallTimeout time.Duration
+	// Limits bound the tables and the RPC server.
+	Limits Limits
+}
+
+// Limits bound what agents can make a master hold (docs/security.md,
+// "RPC limits"). Zero fields take the defaults.
+type Limits struct {
+	// MaxNodes bounds the registered agents (each has a sender
+	// goroutine); a registration beyond it fails with ErrLimit.
+	// 0: DefaultMaxNodes.
+	MaxNodes int
+	// MaxEndpoints bounds the endpoint table; a new endpoint beyond it
+	// fails with ErrLimit. 0: DefaultMaxEndpoints.
+	MaxEndpoints int
+	// RPC bounds the RPC server (zero fields: the ofrpc defaults).
+	RPC ofrpc.Limits
 }
 
 // Master is one ofnet master. Its local API (AddNode, AddRule, ...) is safe
@@ -66,6 +84,12 @@ func New(cfg Config) *Master {
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.Limits.MaxNodes <= 0 {
+		cfg.Limits.MaxNodes = DefaultMaxNodes
+	}
+	if cfg.Limits.MaxEndpoints <= 0 {
+		cfg.Limits.MaxEndpoints = DefaultMaxEndpoints
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -109,7 +133,16 @@ func (m *Master) Serve(ctx context.Context, ln net.Listener) error {
 	m.mu.Unlock()
 	m.log.WithField("addr", ln.Addr().String()).Info("ofnet master serving")
 
-	err := ofrpc.ServeAuthorized(ctx, ln, map[string]any{ofrpc.ServiceMaster: &rpcService{m: m}}, m.cfg.Authorize)
+	limits := m.cfg.Limits.RPC
+	if limits.OnReject == nil {
+		limits.OnReject = func(remote net.Addr, err error) {
+			m.log.WithError(err).WithField("peer", remote.String()).Warn("ofnet master: RPC connection refused or closed")
+		}
+	}
+	if limits.Authorize == nil {
+		limits.Authorize = m.cfg.Authorize
+	}
+	err := ofrpc.ServeLimits(ctx, ln, map[string]any{ofrpc.ServiceMaster: &rpcService{m: m}}, limits)
 
 	// No RPC method runs any more, so no agent can be added.
 	m.mu.Lock()
@@ -146,10 +179,13 @@ type State struct {
 
 // AgentStats is what the master sent one agent.
 type AgentStats struct {
-	Queued  int               // messages waiting
-	Sent    map[string]uint64 // successful calls per method
-	Failed  map[string]uint64 // failed calls per method
-	Resyncs uint64            // full replays (registration, overflow, unreachable)
+	Queued int // messages waiting
+	// KeptDeletions counts deletions of dropped backlogs waiting for the
+	// next replay.
+	KeptDeletions int
+	Sent          map[string]uint64 // successful calls per method
+	Failed        map[string]uint64 // failed calls per method
+	Resyncs       uint64            // full replays (registration, overflow, unreachable)
 }
 
 // State returns a copy of the master's tables.

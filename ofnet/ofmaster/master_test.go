@@ -187,6 +187,18 @@ func TestRuleAddDel(t *testing.T) {
 	if err := m.AddRule(ctx, ofrpc.OfnetPolicyRule{}); !errors.Is(err, ofmaster.ErrInvalid) {
 		t.Fatalf("rule without id: %v", err)
 	}
+	// Fail closed: a rule naming a group it has no id for is neither
+	// stored nor sent (the agent's calls below are r's only).
+	for _, action := range []string{"allow", "deny"} {
+		bad := rule("t1:g1:t1:p1:r2:inRx", 6)
+		bad.Action, bad.SrcEndpointGroup, bad.SrcEndpointGroupName = action, 0, "t1:g9"
+		if err := m.AddRule(ctx, bad); !errors.Is(err, ofmaster.ErrInvalid) || !errors.Is(err, ofrpc.ErrGroupUnresolved) {
+			t.Fatalf("%s rule with an unresolved group: %v", action, err)
+		}
+		if _, ok := m.Rule(bad.RuleId); ok {
+			t.Fatalf("%s rule with an unresolved group stored", action)
+		}
+	}
 	if got, ok := m.Rule(r.RuleId); !ok || got != r {
 		t.Fatalf("Rule(%q) = %+v, %v", r.RuleId, got, ok)
 	}
@@ -474,4 +486,80 @@ func waitState(t *testing.T, m *runningMaster, what string, cond func(ofmaster.S
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A replay sends only what the master holds, so deletions dropped with an
+// overflowing backlog must still reach an agent that got the deleted
+// endpoints from an earlier replay (the cause of TestQueueOverflowReplays
+// failing under load: its registration replay started late and carried
+// endpoints deleted afterwards).
+func TestOverflowKeepsDeletions(t *testing.T) {
+	m := startMaster(t, ofmaster.Config{QueueLen: 3})
+	b := startAgent(t, hostB)
+	for i := 1; i <= 20; i++ {
+		m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, i, 1))
+	}
+	if err := m.AddRule(ctxT(t), rule("r1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AddRule(ctxT(t), rule("r2", 2)); err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	b.mu.Lock()
+	b.gate = gate
+	b.mu.Unlock()
+	m.register(t, b) // its replay holds all 20 endpoints and blocks on the first
+	waitState(t, m, "the replay to start", func(st ofmaster.State) bool {
+		return st.AgentStats[b.node.Addr()].Queued == 0
+	})
+	for i := 1; i <= 20; i += 2 {
+		m.mustRPC(t, ofrpc.MasterEndpointDel, ep(hostA, i, 1))
+	}
+	if err := m.DelRule(ctxT(t), rule("r1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted and added again: the kept deletion goes first, the replay adds it back.
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, 3, 2))
+	if s := m.State().AgentStats[b.node.Addr()]; s.KeptDeletions == 0 {
+		t.Fatalf("the overflow kept no deletion: %+v", s)
+	}
+	b.mu.Lock()
+	b.gate = nil
+	b.mu.Unlock()
+	close(gate)
+	want := m.State().EndpointDb
+	if len(want) != 11 {
+		t.Fatalf("master holds %d endpoints, want 11", len(want))
+	}
+	b.waitFor("the master's endpoints and rules", func(_ []call, eps map[string]ofrpc.OfnetEndpoint, rules map[string]ofrpc.OfnetPolicyRule) bool {
+		_, r2 := rules["r2"]
+		return sameEndpoints(eps, want) && len(rules) == 1 && r2
+	})
+	waitState(t, m, "the kept deletions to be sent", func(st ofmaster.State) bool {
+		return st.AgentStats[b.node.Addr()].KeptDeletions == 0
+	})
+}
+
+// An agent that keeps its state across a spell of unreachability (a
+// network fault, not a restart) gets the deletions it missed.
+func TestUnreachableAgentGetsDeletions(t *testing.T) {
+	m := startMaster(t, ofmaster.Config{})
+	b := startAgent(t, hostB)
+	m.register(t, b)
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, 1, 1))
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostA, 2, 1))
+	b.sync(m.Master, 1)
+	b.stop()
+	m.mustRPC(t, ofrpc.MasterEndpointDel, ep(hostA, 1, 1))
+	waitState(t, m, "the failed deletion to be kept", func(st ofmaster.State) bool {
+		s := st.AgentStats[b.node.Addr()]
+		return s.Failed[ofrpc.AgentEndpointDel] > 0 && s.KeptDeletions == 1
+	})
+	b.restart(t)
+	m.register(t, b)
+	b.waitFor("the deletion", func(_ []call, eps map[string]ofrpc.OfnetEndpoint, _ map[string]ofrpc.OfnetPolicyRule) bool {
+		_, ok := eps[ep(hostA, 2, 1).EndpointID]
+		return len(eps) == 1 && ok
+	})
 }

@@ -36,9 +36,14 @@ type peer struct {
 	wake   chan struct{} // one slot: something was queued
 	kick   chan struct{} // one slot: the agent registered (ends a back-off)
 
-	mu    sync.Mutex // guards queue and stats; never held during a call
+	mu    sync.Mutex // guards queue, dropped and stats; never held during a call
 	queue []message
-	stats AgentStats
+	// dropped holds the deletions of a backlog that was dropped (overflow
+	// or unreachable agent), one per endpoint or rule id, in the order they
+	// were made. A replay sends only what the master holds, so it cannot
+	// undo an add the agent already got; these deletions go out first.
+	dropped []message
+	stats   AgentStats
 }
 
 func newPeer(n ofrpc.OfnetNode, log logrus.FieldLogger) *peer {
@@ -50,13 +55,16 @@ func newPeer(n ofrpc.OfnetNode, log logrus.FieldLogger) *peer {
 }
 
 // enqueue appends msg. A full queue is replaced by one replay: the state it
-// sends already contains the effect of everything dropped (callers change
-// the state before queueing), except deletions and GARP bursts, which are
-// lost for an agent this far behind.
+// sends already contains the effect of every dropped add (callers change
+// the state before queueing). Dropped deletions are kept and sent before
+// the replay's state: the agent may hold an endpoint or rule from an
+// earlier replay or call that the master has deleted since. GARP bursts
+// are lost for an agent this far behind.
 func (p *peer) enqueue(m *Master, msg message) {
 	p.mu.Lock()
 	if len(p.queue) >= m.cfg.QueueLen {
 		p.log.WithField("queued", len(p.queue)).Warn("agent queue full: backlog replaced by a full replay")
+		p.keepDeletions(append(p.queue, msg))
 		p.queue = []message{{replay: true}}
 		p.stats.Resyncs++
 	} else {
@@ -81,9 +89,64 @@ func (p *peer) registered() {
 	}
 }
 
-// resetToReplay drops the backlog for one replay (agent was unreachable).
+// deletionKey names the object a deletion removes ("" for other messages).
+func deletionKey(msg message) string {
+	switch msg.method {
+	case ofrpc.AgentEndpointDel:
+		if ep, ok := msg.arg.(ofrpc.OfnetEndpoint); ok {
+			return "ep/" + ep.EndpointID
+		}
+	case ofrpc.PolicyDelRule:
+		if r, ok := msg.arg.(ofrpc.OfnetPolicyRule); ok {
+			return "rule/" + r.RuleId
+		}
+	}
+	return ""
+}
+
+// keepDeletions moves the deletions among msgs to p.dropped, keeping the
+// latest of each id. Callers hold p.mu.
+func (p *peer) keepDeletions(msgs []message) {
+	for _, msg := range msgs {
+		k := deletionKey(msg)
+		if k == "" {
+			continue
+		}
+		for i, d := range p.dropped {
+			if deletionKey(d) == k {
+				p.dropped = append(p.dropped[:i], p.dropped[i+1:]...)
+				break
+			}
+		}
+		p.dropped = append(p.dropped, msg)
+	}
+}
+
+// takeDropped hands the kept deletions to a replay.
+func (p *peer) takeDropped() []message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.dropped
+	p.dropped = nil
+	return d
+}
+
+// restoreDropped puts back deletions a replay could not send, ahead of any
+// kept since.
+func (p *peer) restoreDropped(d []message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	later := p.dropped
+	p.dropped = nil
+	p.keepDeletions(d)
+	p.keepDeletions(later)
+}
+
+// resetToReplay drops the backlog for one replay (agent was unreachable),
+// keeping its deletions.
 func (p *peer) resetToReplay() {
 	p.mu.Lock()
+	p.keepDeletions(p.queue)
 	p.queue = []message{{replay: true}}
 	p.stats.Resyncs++
 	p.mu.Unlock()
@@ -115,7 +178,7 @@ func (p *peer) next(ctx context.Context) (message, bool) {
 func (p *peer) statsCopy() AgentStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := AgentStats{Queued: len(p.queue), Resyncs: p.stats.Resyncs,
+	s := AgentStats{Queued: len(p.queue), KeptDeletions: len(p.dropped), Resyncs: p.stats.Resyncs,
 		Sent: make(map[string]uint64, len(p.stats.Sent)), Failed: make(map[string]uint64, len(p.stats.Failed))}
 	for k, v := range p.stats.Sent {
 		s.Sent[k] = v
@@ -153,6 +216,9 @@ func (p *peer) run(ctx context.Context, m *Master) {
 		}
 		pause := bo.NextBackOff()
 		p.log.WithError(err).WithField("retry", pause).Warn("agent unreachable: backlog dropped, full replay after the pause")
+		if !msg.replay {
+			p.restoreDropped([]message{msg}) // a failed deletion is kept too
+		}
 		p.resetToReplay()
 		t := time.NewTimer(pause)
 		select {
@@ -167,9 +233,19 @@ func (p *peer) run(ctx context.Context, m *Master) {
 	}
 }
 
-// replay sends the master's current state; it stops at the first
-// transport error.
+// replay sends the deletions kept from dropped backlogs, then the master's
+// current state; it stops at the first transport error (unsent deletions
+// are kept for the next replay).
 func (p *peer) replay(ctx context.Context, m *Master) error {
+	dels := p.takeDropped()
+	for i, msg := range dels {
+		err := p.deliver(ctx, m, msg)
+		var remote *ofrpc.RemoteError
+		if err != nil && !errors.As(err, &remote) {
+			p.restoreDropped(dels[i:])
+			return err
+		}
+	}
 	for _, msg := range m.snapshot(p.node.HostAddr) {
 		err := p.deliver(ctx, m, msg)
 		var remote *ofrpc.RemoteError

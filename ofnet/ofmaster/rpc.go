@@ -59,6 +59,9 @@ func (m *Master) registerNode(n ofrpc.OfnetNode) error {
 	}
 	key := n.Addr()
 	p := m.agents[key]
+	if p == nil && len(m.agents) >= m.cfg.Limits.MaxNodes {
+		return fmt.Errorf("register node %s: %d agents registered: %w", key, len(m.agents), ErrLimit)
+	}
 	if p == nil {
 		p = newPeer(n, m.log)
 		var ctx context.Context
@@ -80,8 +83,12 @@ func (m *Master) endpointAdd(ep ofrpc.OfnetEndpoint) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.endpoints[ep.EndpointID]; ok && !old.Timestamp.Before(ep.Timestamp) {
+	old, ok := m.endpoints[ep.EndpointID]
+	if ok && !old.Timestamp.Before(ep.Timestamp) {
 		return nil
+	}
+	if !ok && len(m.endpoints) >= m.cfg.Limits.MaxEndpoints {
+		return fmt.Errorf("endpoint add %q: %d endpoints stored: %w", ep.EndpointID, len(m.endpoints), ErrLimit)
 	}
 	m.endpoints[ep.EndpointID] = ep
 	m.fanOut(ofrpc.AgentEndpointAdd, ep, ep.OriginatorIp.String())

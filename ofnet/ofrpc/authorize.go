@@ -1,14 +1,12 @@
 package ofrpc
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/rpc"
-	"net/rpc/jsonrpc"
 	"slices"
 )
 
@@ -18,25 +16,12 @@ import (
 // text (docs/security.md, "Certificates and roles").
 type Authorizer func(peer *x509.Certificate, method string, arg any) error
 
-// ServeAuthorized is Serve with every call checked by auth first.
-func ServeAuthorized(ctx context.Context, ln net.Listener, services map[string]any, auth Authorizer) error {
-	return serve(ctx, ln, services, auth)
-}
-
 // authCodec checks each request body with auth once it is decoded.
 type authCodec struct {
 	rpc.ServerCodec
 	conn   net.Conn
 	auth   Authorizer
 	method string
-}
-
-func newServerCodec(conn net.Conn, auth Authorizer) rpc.ServerCodec {
-	c := jsonrpc.NewServerCodec(conn)
-	if auth == nil {
-		return c
-	}
-	return &authCodec{ServerCodec: c, conn: conn, auth: auth}
 }
 
 func (c *authCodec) ReadRequestHeader(r *rpc.Request) error {

@@ -10,20 +10,24 @@ import (
 	"time"
 )
 
-// Serve registers every receiver under its map key (the service name, e.g.
-// "OfnetAgent") and serves each connection accepted on ln with the JSON-RPC
-// codec until ctx ends. A receiver's RPC methods have the net/rpc shape
-// func (r *T) Method(arg A, reply *R) error.
-//
-// Serve owns ln: when it returns, ln and every connection it accepted are
-// closed and every goroutine it started has finished (a method still running
-// is waited for, so methods should return promptly once ctx ends). It
-// returns nil when ctx ended, or the registration or accept error.
+// Serve is ServeLimits with the default Limits.
 func Serve(ctx context.Context, ln net.Listener, services map[string]any) error {
-	return serve(ctx, ln, services, nil)
+	return ServeLimits(ctx, ln, services, Limits{})
 }
 
-func serve(ctx context.Context, ln net.Listener, services map[string]any, auth Authorizer) error {
+// ServeLimits registers every receiver under its map key (the service name,
+// e.g. "OfnetAgent") and serves each connection accepted on ln with the
+// JSON-RPC codec until ctx ends, within limits (docs/security.md, "RPC
+// limits"). A receiver's RPC methods have the net/rpc shape
+// func (r *T) Method(arg A, reply *R) error.
+//
+// ServeLimits owns ln: when it returns, ln and every connection it
+// accepted are closed and every goroutine it started has finished (a
+// method still running is waited for, so methods should return promptly
+// once ctx ends). It returns nil when ctx ended, or the registration or
+// accept error.
+func ServeLimits(ctx context.Context, ln net.Listener, services map[string]any, limits Limits) error {
+	limits = limits.withDefaults()
 	srv := rpc.NewServer()
 	for name, rcvr := range services {
 		if err := srv.RegisterName(name, rcvr); err != nil {
@@ -31,7 +35,7 @@ func serve(ctx context.Context, ln net.Listener, services map[string]any, auth A
 			return fmt.Errorf("ofrpc: register service %q: %w", name, err)
 		}
 	}
-	cs := &connSet{conns: map[net.Conn]struct{}{}}
+	cs := &connSet{conns: map[net.Conn]struct{}{}, max: limits.MaxConns}
 	stop := context.AfterFunc(ctx, func() {
 		ln.Close()
 		cs.closeAll()
@@ -65,16 +69,24 @@ func serve(ctx context.Context, ln net.Listener, services map[string]any, auth A
 			return fmt.Errorf("ofrpc: accept on %s: %w", ln.Addr(), err)
 		}
 		delay = 0
-		if !cs.add(conn) {
+		if err := cs.add(conn); err != nil {
 			conn.Close()
+			if !errors.Is(err, net.ErrClosed) {
+				limits.reject(conn.RemoteAddr(), err)
+			}
 			continue
 		}
 		go func() {
 			defer cs.done(conn)
 			// ServeCodec returns when the peer hangs up, sends something
-			// that is not a request, or the connection is closed; it
-			// waits for running methods and closes the connection.
-			srv.ServeCodec(newServerCodec(conn, auth))
+			// that is not a request or is too large, stays idle, or the
+			// connection is closed; it waits for running methods and
+			// closes the connection.
+			var codec rpc.ServerCodec = newLimitedCodec(conn, limits)
+			if limits.Authorize != nil {
+				codec = &authCodec{ServerCodec: codec, conn: conn, auth: limits.Authorize}
+			}
+			srv.ServeCodec(codec)
 		}()
 	}
 }
@@ -83,20 +95,25 @@ func serve(ctx context.Context, ln net.Listener, services map[string]any, auth A
 type connSet struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
+	max    int // < 0: unbounded
 	closed bool
 	wg     sync.WaitGroup
 }
 
-// add records c; false once closeAll ran.
-func (s *connSet) add(c net.Conn) bool {
+// add records c: net.ErrClosed once closeAll ran, ErrTooManyConns at the
+// bound.
+func (s *connSet) add(c net.Conn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return net.ErrClosed
+	}
+	if s.max >= 0 && len(s.conns) >= s.max {
+		return fmt.Errorf("%w: %d open", ErrTooManyConns, len(s.conns))
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
-	return true
+	return nil
 }
 
 func (s *connSet) done(c net.Conn) {

@@ -1,6 +1,8 @@
 package ofrpc
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -81,16 +83,45 @@ type OfnetEndpoint struct {
 }
 
 // OfnetPolicyRule is one directional policy rule (docs/dataplane.md §4.3).
+//
+// SrcEndpointGroupName and DstEndpointGroupName ("<tenant>:<group>") are
+// this project's additions: they say the rule is meant to match that
+// group, so an id of 0 there (which matches any group) means the group
+// was not resolved, and CheckGroups refuses the rule instead of widening
+// it (docs/security.md, "Fail closed"). They are omitted from the JSON
+// when empty, so a rule without them encodes as upstream's.
 type OfnetPolicyRule struct {
-	RuleId           string
-	Priority         int
-	SrcEndpointGroup int
-	DstEndpointGroup int
-	SrcIpAddr        string
-	DstIpAddr        string
-	IpProtocol       uint8
-	SrcPort          uint16
-	DstPort          uint16
-	TcpFlags         string
-	Action           string
+	RuleId               string
+	Priority             int
+	SrcEndpointGroup     int
+	DstEndpointGroup     int
+	SrcIpAddr            string
+	DstIpAddr            string
+	IpProtocol           uint8
+	SrcPort              uint16
+	DstPort              uint16
+	TcpFlags             string
+	Action               string
+	SrcEndpointGroupName string `json:",omitempty"`
+	DstEndpointGroupName string `json:",omitempty"`
+}
+
+// ErrGroupUnresolved is returned by CheckGroups for a rule that names an
+// endpoint group whose id it does not carry.
+var ErrGroupUnresolved = errors.New("ofrpc: endpoint group of the rule not resolved")
+
+// CheckGroups refuses a rule that names a group (SrcEndpointGroupName,
+// DstEndpointGroupName) without carrying its id: installed, such a rule
+// would match every group on that side. Rules naming no group pass.
+func (r OfnetPolicyRule) CheckGroups() error {
+	var errs []error
+	if r.SrcEndpointGroupName != "" && r.SrcEndpointGroup <= 0 {
+		errs = append(errs, fmt.Errorf("%s rule %q: source group %q has id %d: %w",
+			r.Action, r.RuleId, r.SrcEndpointGroupName, r.SrcEndpointGroup, ErrGroupUnresolved))
+	}
+	if r.DstEndpointGroupName != "" && r.DstEndpointGroup <= 0 {
+		errs = append(errs, fmt.Errorf("%s rule %q: destination group %q has id %d: %w",
+			r.Action, r.RuleId, r.DstEndpointGroupName, r.DstEndpointGroup, ErrGroupUnresolved))
+	}
+	return errors.Join(errs...)
 }

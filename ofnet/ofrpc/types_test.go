@@ -43,6 +43,11 @@ func TestArgumentJSONGolden(t *testing.T) {
 			`{"RuleId":"t1:g1:t1:p1:r1:inRx","Priority":10,"SrcEndpointGroup":3,"DstEndpointGroup":4,` +
 				`"SrcIpAddr":"10.1.0.0/16","DstIpAddr":"","IpProtocol":6,"SrcPort":0,"DstPort":80,` +
 				`"TcpFlags":"syn,!ack","Action":"allow"}`},
+		{"rule naming its group", ofrpc.OfnetPolicyRule{RuleId: "t1:g1:t1:p1:r2:inRx", SrcEndpointGroup: 3,
+			DstEndpointGroup: 4, Action: "deny", SrcEndpointGroupName: "t1:g0"},
+			`{"RuleId":"t1:g1:t1:p1:r2:inRx","Priority":0,"SrcEndpointGroup":3,"DstEndpointGroup":4,` +
+				`"SrcIpAddr":"","DstIpAddr":"","IpProtocol":0,"SrcPort":0,"DstPort":0,` +
+				`"TcpFlags":"","Action":"deny","SrcEndpointGroupName":"t1:g0"}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,5 +161,27 @@ func TestWireFormat(t *testing.T) {
 	}
 	if err := <-srvErr; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CheckGroups refuses a rule that names a group without its id (which
+// would match any group) and passes every other rule.
+func TestCheckGroups(t *testing.T) {
+	for _, c := range []struct {
+		r  ofrpc.OfnetPolicyRule
+		ok bool
+	}{
+		{ofrpc.OfnetPolicyRule{RuleId: "a", Action: "allow"}, true},
+		{ofrpc.OfnetPolicyRule{RuleId: "b", Action: "allow", SrcEndpointGroup: 3, SrcEndpointGroupName: "t:g"}, true},
+		{ofrpc.OfnetPolicyRule{RuleId: "c", Action: "deny", DstEndpointGroup: 4, DstEndpointGroupName: "t:g"}, true},
+		{ofrpc.OfnetPolicyRule{RuleId: "d", Action: "allow", SrcEndpointGroupName: "t:g"}, false},
+		{ofrpc.OfnetPolicyRule{RuleId: "e", Action: "deny", DstEndpointGroupName: "t:g"}, false},
+		{ofrpc.OfnetPolicyRule{RuleId: "f", Action: "allow", SrcEndpointGroup: -1, SrcEndpointGroupName: "t:g"}, false},
+		{ofrpc.OfnetPolicyRule{RuleId: "g", Action: "allow", SrcEndpointGroup: 3, SrcEndpointGroupName: "t:g", DstEndpointGroupName: "t:h"}, false},
+	} {
+		err := c.r.CheckGroups()
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ofrpc.ErrGroupUnresolved)) {
+			t.Errorf("CheckGroups(%+v) = %v", c.r, err)
+		}
 	}
 }

@@ -43,6 +43,20 @@ func TestQuickstart(t *testing.T) {
 			t.Errorf("quickstart output lacks %q:\n%s", want, out)
 		}
 	}
+	// Every pid file names the daemon itself, not a shell that started it.
+	for file, comm := range map[string]string{"m/netmaster.pid": "netmaster", "h0/netplugin.pid": "netplugin",
+		"h1/netplugin.pid": "netplugin", "h0/dockerd.pid": "dockerd", "h1/dockerd.pid": "dockerd",
+		"web-netprobe.pid": "netprobe"} {
+		pid, err := os.ReadFile(filepath.Join(state, file))
+		if err != nil {
+			t.Errorf("pid file: %v", err)
+			continue
+		}
+		got, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/comm")
+		if err != nil || strings.TrimSpace(string(got)) != comm {
+			t.Errorf("%s holds pid %s, a %q process (%v), want %s", file, strings.TrimSpace(string(pid)), strings.TrimSpace(string(got)), err, comm)
+		}
+	}
 	stop()
 	if out, _ := exec.Command("ip", "netns", "list").CombinedOutput(); strings.Contains(string(out), "qst-") {
 		t.Errorf("namespaces left after stop:\n%s", out)

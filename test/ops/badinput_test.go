@@ -34,7 +34,7 @@ func TestBadInputCutOff(t *testing.T) {
 		{"malformed token", map[string]string{"Authorization": "Bearer a b"}, "{}", 401, "malformed Authorization header"},
 		{"token with a comma", map[string]string{"Authorization": "Bearer abc,def0123456789"}, "{}", 401, "malformed"},
 		{"oversize header", map[string]string{"Authorization": "Bearer " + adminToken, "X-Pad": strings.Repeat("a", 2<<20)}, "{}", 431, ""},
-		{"oversize body", map[string]string{"Authorization": "Bearer " + adminToken},
+		{"oversize body", map[string]string{"Authorization": "Bearer " + adminToken, "Accept": "application/problem+json"},
 			`{"tenantName":"default","networkName":"big","subnet":"198.18.43.0/24","encap":"vxlan","pad":"` + strings.Repeat("x", 128<<10) + `"}`, 413, ""},
 	} {
 		req, err := http.NewRequest("POST", "http://"+nm.Addr+"/api/v1/networks/default:big/", strings.NewReader(c.body))

@@ -30,7 +30,7 @@ type Binaries struct {
 // builds caches the result of building each group of commands once per
 // test process.
 var builds struct {
-	master, plugin, probe, cni struct {
+	master, plugin, probe, cni, mesos struct {
 		once sync.Once
 		err  error
 	}
@@ -113,6 +113,22 @@ func BuildCNIPlugin() (string, error) {
 		return "", builds.cni.err
 	}
 	return filepath.Join(dir, "contivk8s"), nil
+}
+
+// BuildMesosPlugin builds the Mesos CNI plugin netcontiv (once) and
+// returns its path.
+func BuildMesosPlugin() (string, error) {
+	dir, err := buildDir()
+	if err != nil {
+		return "", err
+	}
+	builds.mesos.once.Do(func() {
+		builds.mesos.err = goBuild(dir, "./cmd/netcontiv")
+	})
+	if builds.mesos.err != nil {
+		return "", builds.mesos.err
+	}
+	return filepath.Join(dir, "netcontiv"), nil
 }
 
 func buildDir() (string, error) {

@@ -51,7 +51,18 @@ type Engine struct {
 
 	host *Host
 	proc *daemon
+	// holder keeps the engine's mount namespace (private, with the
+	// plugin folder mounted over /run/docker/plugins) across engine
+	// restarts: the sandboxes' network namespace mounts live there, so a
+	// restarted live-restore engine finds its running containers'
+	// namespaces.
+	holder      *daemon
+	dockerdArgs []string
 }
+
+// holderLifetime bounds the mount namespace holder (it is killed with the
+// engine long before).
+const holderLifetime = 6 * time.Hour
 
 // PluginDir is where the host's netplugin serves the docker plugin socket
 // (the engine sees it as /run/docker/plugins).
@@ -91,6 +102,9 @@ func (h *Host) StartEngine(t testing.TB) {
 		})
 	}
 	e := h.engine
+	if err := e.startHolder(); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
 	if err := e.proc.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
@@ -111,21 +125,58 @@ func (e *Engine) prepare() error {
 		}
 	}
 	cfg := filepath.Join(e.Dir, "daemon.json")
-	// An empty configuration: the machine's /etc/docker/daemon.json sets
+	// Its own configuration: the machine's /etc/docker/daemon.json sets
 	// data-root and storage-driver, which clash with the flags.
-	if err := os.WriteFile(cfg, []byte("{}\n"), 0o600); err != nil {
+	conf := "{}\n"
+	if e.host.tb.Config.LiveRestore {
+		conf = `{"live-restore": true}` + "\n"
+	}
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return err
 	}
-	dockerd := strings.Join([]string{"exec", "dockerd", "--config-file", cfg,
+	e.dockerdArgs = []string{"dockerd", "--config-file", cfg,
 		"--data-root", filepath.Join(e.Dir, "data"), "--exec-root", filepath.Join(e.Dir, "exec"),
 		"-H", "unix://" + e.Socket, "--pidfile", filepath.Join(e.Dir, "docker.pid"),
 		"--iptables=false", "--ip6tables=false", "--bridge=none", "--storage-driver=fuse-overlayfs",
-		"--cgroup-parent", e.CgroupParent, "--log-level", "info"}, " ")
-	script := fmt.Sprintf("set -e; mount --bind %s /run/docker/plugins; %s", e.host.PluginDir(), dockerd)
-	// nsenter, unshare and sh exec in place: the daemon's pid is dockerd's.
-	e.proc = &daemon{name: "dockerd " + e.host.NS, ns: e.host.NS, logPath: filepath.Join(e.Dir, "dockerd.log"),
+		"--cgroup-parent", e.CgroupParent, "--log-level", "info"}
+	// The holder makes the private mount namespace once; every start of
+	// the engine enters it. nsenter, unshare and sh exec in place: each
+	// daemon's pid is sleep's and dockerd's.
+	script := fmt.Sprintf("set -e; mount --bind %s /run/docker/plugins; exec sleep %d", e.host.PluginDir(), int(holderLifetime.Seconds()))
+	e.holder = &daemon{name: "mount namespace of dockerd " + e.host.NS, ns: e.host.NS, logPath: filepath.Join(e.Dir, "holder.log"),
 		direct: []string{"nsenter", "--net=" + filepath.Join(netnsDir(), e.host.NS), "unshare", "-m", "--propagation", "private",
 			"sh", "-c", script}}
+	e.proc = &daemon{name: "dockerd " + e.host.NS, ns: e.host.NS, logPath: filepath.Join(e.Dir, "dockerd.log")}
+	return nil
+}
+
+// startHolder starts the mount namespace holder (once) and points the
+// engine's command line at its namespaces.
+func (e *Engine) startHolder() error {
+	if e.holder.running() {
+		return nil
+	}
+	if err := e.holder.start(); err != nil {
+		return err
+	}
+	e.holder.mu.Lock()
+	pid := e.holder.cmd.Process.Pid
+	e.holder.mu.Unlock()
+	// Ready once its mount namespace differs from ours (the bind mount
+	// comes before the exec of sleep; wait for sleep).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if !e.holder.running() || time.Now().After(deadline) {
+			return fmt.Errorf("mount namespace of dockerd %s: not ready (%s)\n%s", e.host.NS, e.holder.exitStatus(), e.holder.logs(10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.proc.direct = append([]string{"nsenter", "--net=" + filepath.Join(netnsDir(), e.host.NS),
+		fmt.Sprintf("--mount=/proc/%d/ns/mnt", pid)}, e.dockerdArgs...)
 	return nil
 }
 
@@ -250,6 +301,11 @@ func (e *Engine) destroy() error {
 		}
 	}
 	if err := killCgroup(e.CgroupParent); err != nil {
+		errs = append(errs, err)
+	}
+	// With live-restore the engine leaves containerd and the shims
+	// running; they are in its mount namespace's holder's namespace too.
+	if err := e.holder.stop(syscall.SIGKILL, engineStopGrace); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

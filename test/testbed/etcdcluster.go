@@ -210,6 +210,23 @@ func (m *EtcdMember) Start(t testing.TB) {
 	}
 }
 
+// Pause stops the member's process (SIGSTOP): it holds its connections
+// but answers nothing, like a stalled disk or a frozen VM. Resume ends it.
+func (m *EtcdMember) Pause(t testing.TB) {
+	t.Helper()
+	if err := m.proc.signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("testbed: pause etcd %s: %v", m.Name, err)
+	}
+}
+
+// Resume continues a paused member (SIGCONT).
+func (m *EtcdMember) Resume(t testing.TB) {
+	t.Helper()
+	if err := m.proc.signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("testbed: resume etcd %s: %v", m.Name, err)
+	}
+}
+
 // Partition cuts the member off the management network: its link on the
 // fabric side goes down, as if its cable were pulled. The process runs on.
 func (m *EtcdMember) Partition(t testing.TB) {

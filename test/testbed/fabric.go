@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,7 +140,7 @@ func (tb *Testbed) startEtcd(t testing.TB) {
 	if err != nil {
 		t.Fatalf("testbed: etcd: %v", err)
 	}
-	client := fmt.Sprintf("http://%s:%d", StoreIP, EtcdPort)
+	client := fmt.Sprintf("%s://%s:%d", tb.storeScheme(), StoreIP, EtcdPort)
 	peer := "http://127.0.0.1:2380"
 	tb.store = &daemon{
 		name: "etcd", ns: tb.StoreNS, bin: bin, logPath: filepath.Join(dir, "etcd.log"),
@@ -151,11 +152,15 @@ func (tb *Testbed) startEtcd(t testing.TB) {
 			"--logger", "zap", "--log-level", "warn",
 		},
 	}
+	tb.store.args = append(tb.store.args, tb.etcdServerTLSArgs()...)
 	if err := tb.store.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
 	hc := nsHTTPClient(tb.StoreNS)
 	hc.Timeout = 2 * time.Second
+	if hc.Transport.(*http.Transport).TLSClientConfig, err = tb.storeClientTLS(); err != nil {
+		t.Fatalf("testbed: etcd client TLS: %v", err)
+	}
 	err = poll(storeReadyTimeout, tb.store.exited(), func() error {
 		return objdbtest.CheckEtcdHealth(hc, client+"/health")
 	})

@@ -33,6 +33,11 @@ type Host struct {
 	engine                         *Engine     // Config.Docker only
 	fabMgmt, fabUnderlay, fabTrunk string      // this host's links on the fabric side
 	stopped                        atomic.Bool // StopHost ran: OVS is down
+
+	// ExtraArgs are appended to this host's netplugin command line after
+	// Config.NetpluginArgs at its next start (e.g. "--mode", "kubernetes"
+	// for one host of a docker-mode cluster).
+	ExtraArgs []string
 }
 
 // AttachSocket is the unix socket of netplugin's attach API.
@@ -45,6 +50,13 @@ func (h *Host) CNISocket() string { return filepath.Join(h.Dir, "cni.sock") }
 // CNIStateDir holds the CNI server's attachment records.
 func (h *Host) CNIStateDir() string { return filepath.Join(h.Dir, "cni") }
 
+// MesosSocket is the unix socket of netplugin's Mesos CNI server
+// (docs/mesos.md).
+func (h *Host) MesosSocket() string { return filepath.Join(h.Dir, "mesos.sock") }
+
+// MesosStateDir holds the Mesos CNI server's attachment records.
+func (h *Host) MesosStateDir() string { return filepath.Join(h.Dir, "mesos") }
+
 // NetpluginArgs is the command line StartNetplugin uses.
 func (h *Host) NetpluginArgs() []string {
 	cfg := h.tb.Config
@@ -55,6 +67,7 @@ func (h *Host) NetpluginArgs() []string {
 		"--ovsdb-socket", h.OVS.DBSock, "--ovs-datapath", "netdev",
 		"--attach-socket", h.AttachSocket(),
 		"--cni-socket", h.CNISocket(), "--cni-state-dir", h.CNIStateDir(),
+		"--mesos-socket", h.MesosSocket(), "--mesos-state-dir", h.MesosStateDir(),
 		"--log-level", "debug",
 	}
 	if cfg.Docker {
@@ -72,7 +85,7 @@ func (h *Host) NetpluginArgs() []string {
 	if cfg.NetpluginHostArgs != nil {
 		args = append(args, cfg.NetpluginHostArgs(h)...)
 	}
-	return args
+	return append(args, h.ExtraArgs...)
 }
 
 // StartNetplugin starts the host's netplugin (output appended to

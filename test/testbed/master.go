@@ -66,6 +66,7 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 	if cfg.Store == Embedded {
 		args = append(args, "--embedded-etcd-dir", filepath.Join(m.Dir, "etcd"),
 			"--embedded-etcd-peer-url", "http://127.0.0.1:2380")
+		args = append(args, tb.embeddedEtcdArgs()...)
 	}
 	if cfg.LeaderTTL > 0 {
 		args = append(args, "--leader-ttl", cfg.LeaderTTL.String())

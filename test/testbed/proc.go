@@ -68,6 +68,19 @@ func (d *daemon) start() error {
 	return nil
 }
 
+// signal sends sig to the running process.
+func (d *daemon) signal(sig syscall.Signal) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cmd == nil || isClosed(d.done) {
+		return fmt.Errorf("signal %s: not running", d.name)
+	}
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %s: %w", d.name, err)
+	}
+	return nil
+}
+
 // running reports whether the process is up.
 func (d *daemon) running() bool {
 	d.mu.Lock()

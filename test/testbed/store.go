@@ -43,7 +43,11 @@ func (tb *Testbed) Store(t testing.TB) objdb.Store {
 	if tb.Config.Store == ExternalConsul {
 		st, err = consul.New(ctx, consul.Config{Endpoints: []string{addr}})
 	} else {
-		st, err = etcd.New(ctx, etcd.Config{Endpoints: []string{"http://" + addr}})
+		tlsCfg, terr := tb.storeClientTLS()
+		if terr != nil {
+			t.Fatalf("testbed: store client TLS: %v", terr)
+		}
+		st, err = etcd.New(ctx, etcd.Config{Endpoints: []string{tb.storeScheme() + "://" + addr}, TLS: tlsCfg})
 	}
 	if err != nil {
 		t.Fatalf("testbed: open store: %v", err)

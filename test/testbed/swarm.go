@@ -59,6 +59,7 @@ func (h *Host) pluginArgs() []string {
 		"--vlan-uplinks", TrunkIf,
 		"--ovsdb-socket", filepath.Join(hostDirInPlugin, strings.TrimPrefix(h.OVS.DBSock, h.Dir)), "--ovs-datapath", "netdev",
 		"--attach-socket", filepath.Join(hostDirInPlugin, "attach.sock"),
+		"--mesos-socket", filepath.Join(hostDirInPlugin, "mesos.sock"), "--mesos-state-dir", filepath.Join(hostDirInPlugin, "mesos"),
 		"--name", "netplugin", "--docker-plugin-dir", "/run/docker/plugins",
 		"--docker-socket", filepath.Join(hostDirInPlugin, "docker", "docker.sock"),
 		"--log-level", "debug",
@@ -74,6 +75,22 @@ func (h *Host) pluginArgs() []string {
 	}
 	args = append(args, rpc...)
 	return append(append(args, h.tb.StoreArgs()...), cfg.NetpluginArgs...)
+}
+
+// pluginStorePaths rewrites the store's client files in args to the
+// copies StartManagedPlugin puts into the host folder, which the plugin
+// sees at hostDirInPlugin.
+func (h *Host) pluginStorePaths(args []string) []string {
+	if !h.tb.storeTLS() {
+		return args
+	}
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if filepath.Dir(a) == h.tb.StorePKI.Dir {
+			out[i] = filepath.Join(hostDirInPlugin, "store-pki", filepath.Base(a))
+		}
+	}
+	return out
 }
 
 // StartManagedPlugin creates and enables the managed netplugin on the
@@ -101,10 +118,14 @@ func (h *Host) StartManagedPlugin(t testing.TB) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("testbed: static netplugin: %v\n%s", err, out)
 	}
+	if _, err := h.tb.copyStoreClientFiles(filepath.Join(h.Dir, "store-pki")); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
 	var cfg pluginConfig
 	cfg.Description = "contiv netplugin (testbed host " + h.Name + ")"
 	cfg.Documentation = "docs/docker.md"
 	cfg.Entrypoint = append([]string{"/netplugin"}, h.pluginArgs()...)
+	cfg.Entrypoint = h.pluginStorePaths(cfg.Entrypoint)
 	cfg.Interface.Types = []string{"docker.networkdriver/1.0", "docker.ipamdriver/1.0"}
 	cfg.Interface.Socket = "netplugin.sock"
 	cfg.Network.Type = "host"

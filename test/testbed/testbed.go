@@ -134,6 +134,15 @@ type Config struct {
 	// instead of the testbed's certificates (security.go); only for the
 	// test of that flag.
 	InsecureRPC bool
+	// InsecureStore runs the etcd in plain http without client
+	// certificates (storepki.go); by default it serves TLS and asks
+	// every client for a certificate.
+	InsecureStore bool
+	// LiveRestore (with Docker) enables the engines' live-restore: a
+	// stopped engine leaves its containers running and a restarted one
+	// takes them back (their namespaces stay in the engine's mount
+	// namespace, docker.go).
+	LiveRestore bool
 }
 
 // mode is the daemons' --mode.
@@ -192,6 +201,9 @@ type Testbed struct {
 	Bins     Binaries // Netplugin is empty until needed
 	// Etcd are the members of the etcd cluster (Config.EtcdMembers = 3).
 	Etcd []*EtcdMember
+	// StorePKI is the store's CA and certificates when the etcd serves
+	// TLS (storepki.go), nil otherwise.
+	StorePKI *objdbtest.PKI
 
 	store *daemon // the external etcd or consul
 	httpc *http.Client
@@ -270,6 +282,7 @@ func New(t testing.TB, cfg Config) *Testbed {
 		t.Fatalf("testbed: fabric: %v", err)
 	}
 	tb.StoreIP = MasterIP(0)
+	tb.setupStorePKI(t)
 	switch cfg.Store {
 	case ExternalEtcd:
 		if cfg.EtcdMembers > 1 {
@@ -425,7 +438,11 @@ func (tb *Testbed) StoreArgs() []string {
 	if len(tb.Etcd) > 0 {
 		return []string{"--etcd-endpoints", strings.Join(tb.EtcdEndpoints(), ",")}
 	}
-	return []string{"--etcd-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, EtcdPort)}
+	args := []string{"--etcd-endpoints", fmt.Sprintf("%s://%s:%d", tb.storeScheme(), tb.StoreIP, EtcdPort)}
+	if tb.storeTLS() {
+		args = append(args, tb.storeAuthArgs(tb.StorePKI.Dir)...)
+	}
+	return args
 }
 
 // netpluginBinary returns the netplugin to run, building it on first use.

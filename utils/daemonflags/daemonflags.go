@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli"
+
+	"github.com/contiv/netplugin/objdb/dial"
 )
 
 // ExitInvalid is the exit status of any flag validation error (EINVAL).
@@ -29,16 +31,18 @@ type Common struct {
 	FwdMode         string
 	EtcdEndpoints   []string
 	ConsulEndpoints []string
-	LogLevel        string
-	JSONLog         bool
-	Syslog          bool
-	SyslogURL       string
+	// StoreAuth are the store credentials (files named by the flags).
+	StoreAuth dial.Auth
+	LogLevel  string
+	JSONLog   bool
+	Syslog    bool
+	SyslogURL string
 }
 
 // Flags returns the shared flags; bin is "NETMASTER" or "NETPLUGIN".
 func Flags(bin string) []cli.Flag {
 	env := func(s string) string { return "CONTIV_" + bin + "_" + s }
-	return []cli.Flag{
+	return append([]cli.Flag{
 		cli.StringFlag{Name: "mode, plugin-mode, cluster-mode", EnvVar: env("MODE"), Usage: "cluster mode: docker, kubernetes or swarm-mode"},
 		cli.StringFlag{Name: "netmode, network-mode", EnvVar: env("NET_MODE"), Usage: "network mode: vlan or vxlan"},
 		cli.StringFlag{Name: "fwdmode, forward-mode", EnvVar: env("FORWARD_MODE"), Usage: "forwarding mode: bridge or routing"},
@@ -48,7 +52,7 @@ func Flags(bin string) []cli.Flag {
 		cli.BoolFlag{Name: "use-json-log, json-log", EnvVar: env("USE_JSON_LOG"), Usage: "log in JSON"},
 		cli.BoolFlag{Name: "use-syslog, syslog", EnvVar: env("USE_SYSLOG"), Usage: "also log to syslog"},
 		cli.StringFlag{Name: "syslog-url", EnvVar: env("SYSLOG_URL"), Value: "udp://127.0.0.1:514", Usage: "syslog address proto://host:port"},
-	}
+	}, storeAuthFlags(bin)...)
 }
 
 // FromContext reads and validates the shared flags.
@@ -59,6 +63,7 @@ func FromContext(c *cli.Context) (Common, error) {
 		FwdMode:         strings.ToLower(strings.TrimSpace(c.String("fwdmode"))),
 		EtcdEndpoints:   SplitList(c.String("etcd-endpoints")),
 		ConsulEndpoints: SplitList(c.String("consul-endpoints")),
+		StoreAuth:       storeAuthFromContext(c),
 		LogLevel:        c.String("log-level"),
 		JSONLog:         c.Bool("use-json-log"),
 		Syslog:          c.Bool("use-syslog"),

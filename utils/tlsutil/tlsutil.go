@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 )
 
@@ -67,4 +68,46 @@ func ClientConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// Failure is why a TLS connection failed, as ClassifyError tells it.
+type Failure int
+
+// Failures ClassifyError tells apart.
+const (
+	// NotTLS: the error is not a TLS failure (refused, timed out, ...).
+	NotTLS Failure = iota
+	// ServerUntrusted: the peer's certificate did not verify against the
+	// CAs this side trusts.
+	ServerUntrusted
+	// RefusedByPeer: the peer ended the handshake with an alert, as a
+	// server does with a client certificate it does not trust or when
+	// none was sent and it asks for one.
+	RefusedByPeer
+	// PlainPeer: the peer did not answer in TLS (an http:// server).
+	PlainPeer
+)
+
+// ClassifyError tells a TLS failure of a client connection from other
+// errors, from the error types crypto/tls returns (a received alert is a
+// *net.OpError whose Op is "remote error").
+func ClassifyError(err error) Failure {
+	var verr *tls.CertificateVerificationError
+	if errors.As(err, &verr) {
+		return ServerUntrusted
+	}
+	var rec tls.RecordHeaderError
+	if errors.As(err, &rec) {
+		return PlainPeer
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "remote error" {
+		return RefusedByPeer
+	}
+	return NotTLS
+}
+
+// HasClientCert reports whether cfg presents a client certificate.
+func HasClientCert(cfg *tls.Config) bool {
+	return cfg != nil && (len(cfg.Certificates) > 0 || cfg.GetClientCertificate != nil)
 }

@@ -53,44 +53,51 @@ func NewClient(socket string) *Client {
 // AddPod attaches a pod.
 func (c *Client) AddPod(ctx context.Context, p PodAttr) (RspAddPod, error) {
 	var r RspAddPod
-	err := c.post(ctx, PathAddPod, p, &r)
+	err := c.Post(ctx, PathAddPod, p, &r)
 	return r, err
 }
 
 // DelPod detaches a pod; an unknown attachment succeeds.
 func (c *Client) DelPod(ctx context.Context, p PodAttr) error {
 	var r RspAddPod
-	return c.post(ctx, PathDelPod, p, &r)
+	return c.Post(ctx, PathDelPod, p, &r)
 }
 
 // CheckPod verifies an attachment and returns what it was given.
 func (c *Client) CheckPod(ctx context.Context, p PodAttr) (RspAddPod, error) {
 	var r RspAddPod
-	err := c.post(ctx, PathCheckPod, p, &r)
+	err := c.Post(ctx, PathCheckPod, p, &r)
 	return r, err
 }
 
 // GC removes the attachments of a network that are not in g.Valid.
 func (c *Client) GC(ctx context.Context, g GCRequest) (RspGC, error) {
 	var r RspGC
-	err := c.post(ctx, PathGC, g, &r)
+	err := c.Post(ctx, PathGC, g, &r)
 	return r, err
 }
 
 // Status asks whether the server can serve AddPod.
 func (c *Client) Status(ctx context.Context) error {
 	var r RspStatus
-	return c.post(ctx, PathStatus, struct{}{}, &r)
+	return c.Post(ctx, PathStatus, struct{}{}, &r)
 }
 
-// errFields reads the message and code of any error answer.
+// errFields reads the message and code of any error answer: the CNI
+// server's (errmsg, errinfo) or a CNI error object's (msg, details; the
+// Mesos CNI server's, mgmtfn/mesosplugin).
 type errFields struct {
 	ErrMsg  string `json:"errmsg"`
 	ErrInfo string `json:"errinfo"`
+	Msg     string `json:"msg"`
+	Details string `json:"details"`
 	Code    uint   `json:"code"`
 }
 
-func (c *Client) post(ctx context.Context, path string, in, out any) error {
+// Post sends in as JSON to path on the socket and decodes a 200 answer
+// into out; any other answer is a *ServerError, a server that cannot be
+// reached ErrUnavailable.
+func (c *Client) Post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("encode %s request: %w", path, err)
@@ -111,11 +118,17 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	}
 	if resp.StatusCode != http.StatusOK {
 		var ef errFields
-		if json.Unmarshal(raw, &ef) != nil || ef.ErrMsg == "" {
+		if json.Unmarshal(raw, &ef) == nil && ef.ErrMsg == "" && ef.Msg != "" {
+			ef.ErrMsg, ef.ErrInfo = ef.Msg, ef.Details
+		}
+		if ef.ErrMsg == "" {
 			ef.ErrMsg = strings.TrimSpace(string(raw))
 		}
 		_ = json.Unmarshal(raw, out)
 		return &ServerError{Status: resp.StatusCode, Msg: ef.ErrMsg, Details: ef.ErrInfo, Code: ef.Code}
+	}
+	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
+		return nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("decode the answer of %s: %w", path, err)

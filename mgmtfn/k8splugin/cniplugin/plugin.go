@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -29,6 +30,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
+	cniversion "github.com/contiv/netplugin/utils/version"
 )
 
 // Versions are the CNI spec versions contivk8s speaks.
@@ -112,6 +114,23 @@ func (p *Plugin) Funcs() skel.CNIFuncs {
 	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, GC: p.GC, Status: p.Status}
 }
 
+// RunBinary is the main of a CNI binary (contivk8s, netcontiv): with the
+// one argument "-version" or "--version" it prints the build stamped into
+// utils/version, like the daemons' --version; otherwise it calls run with
+// the "about" text, name and version.
+func RunBinary(name string, run func(about string)) {
+	v := cniversion.Get()
+	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
+		fmt.Print(v.Lines())
+		return
+	}
+	about := name
+	if v.Version != "" {
+		about += " " + v.Version
+	}
+	run(about)
+}
+
 // Main runs the plugin as a CNI binary (exit status 1 and an error result
 // on stdout on failure).
 func Main(about string) {
@@ -137,24 +156,8 @@ func (p *Plugin) begin(verb string, args *skel.CmdArgs) (*call, error) {
 	if c.socket == "" {
 		c.socket = cniapi.DefaultSocket
 	}
-	l := logrus.New()
-	switch {
-	case p.Log != nil:
-		l.SetOutput(p.Log)
-	case conf.LogFile != nil && (*conf.LogFile == "" || *conf.LogFile == "-"):
-		l.SetOutput(os.Stderr)
-	default:
-		path := DefaultLogFile
-		if conf.LogFile != nil {
-			path = *conf.LogFile
-		}
-		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			l.SetOutput(f)
-			c.closer = f
-		} else {
-			l.SetOutput(os.Stderr)
-		}
-	}
+	var l *logrus.Logger
+	l, c.closer = OpenLog(p.Log, conf.LogFile, DefaultLogFile)
 	c.log = l.WithFields(logrus.Fields{"NETNS": args.Netns, "cmd": verb, "container": args.ContainerID, "ifname": args.IfName})
 	if p.Dial != nil {
 		c.api = p.Dial(c.socket)
@@ -164,6 +167,33 @@ func (p *Plugin) begin(verb string, args *skel.CmdArgs) (*call, error) {
 	return c, nil
 }
 
+// OpenLog returns a CNI binary's logger: to w when it is set, else to
+// standard error when logFile is "" or "-", else appended to logFile (def
+// when nil; standard error when it cannot be opened). The closer, when not
+// nil, closes the file.
+func OpenLog(w io.Writer, logFile *string, def string) (*logrus.Logger, io.Closer) {
+	l := logrus.New()
+	switch {
+	case w != nil:
+		l.SetOutput(w)
+	case logFile != nil && (*logFile == "" || *logFile == "-"):
+		l.SetOutput(os.Stderr)
+	default:
+		path := def
+		if logFile != nil {
+			path = *logFile
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			l.SetOutput(os.Stderr)
+			return l, nil
+		}
+		l.SetOutput(f)
+		return l, f
+	}
+	return l, nil
+}
+
 func (c *call) end() {
 	if c.closer != nil {
 		c.closer.Close()
@@ -171,7 +201,12 @@ func (c *call) end() {
 }
 
 func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
-	t := p.Timeout
+	return CallContext(p.Timeout)
+}
+
+// CallContext bounds one call of a CNI binary to netplugin: by t, or
+// DefaultTimeout when t is 0.
+func CallContext(t time.Duration) (context.Context, context.CancelFunc) {
 	if t == 0 {
 		t = DefaultTimeout
 	}
@@ -182,19 +217,30 @@ func (p *Plugin) ctx() (context.Context, context.CancelFunc) {
 // prevResult when there is one.
 func LoadConf(data []byte) (*NetConf, error) {
 	conf := &NetConf{}
-	if err := json.Unmarshal(data, conf); err != nil {
-		return nil, types.NewError(types.ErrDecodingFailure, "Contiv: parse the network configuration", err.Error())
-	}
-	if conf.Socket != "" && !filepath.IsAbs(conf.Socket) {
-		return nil, types.NewError(types.ErrInvalidNetworkConfig, "Contiv: invalid network configuration",
-			fmt.Sprintf("\"socket\" %q is not an absolute path", conf.Socket))
-	}
-	if conf.RawPrevResult != nil {
-		if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
-			return nil, types.NewError(types.ErrDecodingFailure, "Contiv: parse prevResult", err.Error())
-		}
+	if err := DecodeConf(data, conf, &conf.PluginConf, &conf.Socket); err != nil {
+		return nil, err
 	}
 	return conf, nil
+}
+
+// DecodeConf decodes a configuration into conf, whose embedded
+// types.PluginConf is pc and "socket" member socket: the socket must be
+// an absolute path when given, and prevResult is parsed when present.
+// Errors are CNI errors.
+func DecodeConf(data []byte, conf any, pc *types.PluginConf, socket *string) error {
+	if err := json.Unmarshal(data, conf); err != nil {
+		return types.NewError(types.ErrDecodingFailure, "Contiv: parse the network configuration", err.Error())
+	}
+	if *socket != "" && !filepath.IsAbs(*socket) {
+		return types.NewError(types.ErrInvalidNetworkConfig, "Contiv: invalid network configuration",
+			fmt.Sprintf("\"socket\" %q is not an absolute path", *socket))
+	}
+	if pc.RawPrevResult != nil {
+		if err := version.ParsePrevResult(pc); err != nil {
+			return types.NewError(types.ErrDecodingFailure, "Contiv: parse prevResult", err.Error())
+		}
+	}
+	return nil
 }
 
 // podAttr builds the request from the environment, CNI_ARGS and the
@@ -233,9 +279,10 @@ func podAttr(args *skel.CmdArgs, conf *NetConf) (cniapi.PodAttr, error) {
 	return attr, nil
 }
 
-// cniError turns a failure of the API into a CNI error. unavailable is the
-// code used when netplugin cannot be reached.
-func cniError(err error, unavailable uint) error {
+// CNIError turns a failure of the API into a CNI error. unavailable is the
+// code used when netplugin cannot be reached. A server message that has
+// the "Contiv:" prefix already keeps it once.
+func CNIError(err error, unavailable uint) error {
 	var se *cniapi.ServerError
 	switch {
 	case errors.As(err, &se):
@@ -243,7 +290,11 @@ func cniError(err error, unavailable uint) error {
 		if code == 0 {
 			code = types.ErrInternal
 		}
-		return types.NewError(code, "Contiv:"+se.Msg, se.Details)
+		msg := se.Msg
+		if !strings.HasPrefix(msg, "Contiv:") {
+			msg = "Contiv:" + msg
+		}
+		return types.NewError(code, msg, se.Details)
 	case errors.Is(err, cniapi.ErrUnavailable):
 		return types.NewError(unavailable, "Contiv: netplugin's CNI server is not reachable", err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
@@ -281,9 +332,9 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	rsp, err := c.api.AddPod(ctx, attr)
 	if err != nil {
 		c.log.WithError(err).Error("AddPod failed")
-		return cniError(err, types.ErrTryAgainLater)
+		return CNIError(err, types.ErrTryAgainLater)
 	}
-	res, err := buildResult(c.conf, args, rsp)
+	res, err := BuildResult(c.conf.PrevResult, args, rsp)
 	if err != nil {
 		c.log.WithError(err).Error("build result")
 		return types.NewError(types.ErrInternal, "Contiv: build the result", err.Error())
@@ -292,12 +343,13 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	return types.PrintResult(res, c.conf.CNIVersion)
 }
 
-// buildResult adds the attachment's interface, addresses and default
-// routes to prevResult (or to an empty result).
-func buildResult(conf *NetConf, args *skel.CmdArgs, rsp cniapi.RspAddPod) (*current.Result, error) {
+// BuildResult adds the attachment's interface, addresses and default
+// routes to prevResult (or to an empty result when it is nil). The Mesos
+// CNI binary (mgmtfn/mesosplugin/netcontiv) builds its result with it too.
+func BuildResult(prevResult types.Result, args *skel.CmdArgs, rsp cniapi.RspAddPod) (*current.Result, error) {
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion}
-	if conf.PrevResult != nil {
-		prev, err := current.NewResultFromResult(conf.PrevResult)
+	if prevResult != nil {
+		prev, err := current.NewResultFromResult(prevResult)
 		if err != nil {
 			return nil, fmt.Errorf("convert prevResult: %w", err)
 		}
@@ -350,7 +402,7 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 	defer cancel()
 	if err := c.api.DelPod(ctx, attr); err != nil {
 		c.log.WithError(err).Error("DelPod failed")
-		return cniError(err, types.ErrTryAgainLater)
+		return CNIError(err, types.ErrTryAgainLater)
 	}
 	c.log.Info("DEL done")
 	return nil
@@ -377,7 +429,7 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	rsp, err := c.api.CheckPod(ctx, attr)
 	if err != nil {
 		c.log.WithError(err).Error("CheckPod failed")
-		return cniError(err, types.ErrTryAgainLater)
+		return CNIError(err, types.ErrTryAgainLater)
 	}
 	prev, err := current.NewResultFromResult(c.conf.PrevResult)
 	if err != nil {
@@ -425,7 +477,7 @@ func (p *Plugin) GC(args *skel.CmdArgs) error {
 	}
 	if err != nil {
 		c.log.WithError(err).Error("GC failed")
-		return cniError(err, types.ErrTryAgainLater)
+		return CNIError(err, types.ErrTryAgainLater)
 	}
 	return nil
 }
@@ -447,9 +499,9 @@ func (p *Plugin) Status(args *skel.CmdArgs) error {
 			if se.Code == 0 {
 				se.Code = cniapi.ErrPluginNotAvailable
 			}
-			return cniError(se, 0)
+			return CNIError(se, 0)
 		}
-		return cniError(err, cniapi.ErrPluginNotAvailable)
+		return CNIError(err, cniapi.ErrPluginNotAvailable)
 	}
 	return nil
 }

@@ -196,14 +196,19 @@ func (e *Env) RegisterVtep(ip, hostname string) {
 	e.Register(objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", TTL: 10, HostAddr: ip, Port: 4789, Hostname: hostname})
 }
 
-// EpCleanup sends a /debug/epcleanup request; it must answer 200 text/plain.
-func (e *Env) EpCleanup(tenant, category, id string) string {
+// EpCleanup sends a /debug/epcleanup request; query is "" or e.g.
+// "dryRun=true". It returns the status and body; a 200 must be text/plain.
+func (e *Env) EpCleanup(tenant, category, id, query string) (int, string) {
 	e.T.Helper()
-	code, body, hdr := DoReq(e.T, e.Srv.URL, "DELETE", "/debug/epcleanup/tenant/"+tenant+"/"+category+"/"+id, "")
-	if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
-		e.T.Fatalf("epcleanup %s/%s/%s: %d %q %q", tenant, category, id, code, hdr.Get("Content-Type"), body)
+	path := "/debug/epcleanup/tenant/" + tenant + "/" + category + "/" + id
+	if query != "" {
+		path += "?" + query
 	}
-	return body
+	code, body, hdr := DoReq(e.T, e.Srv.URL, "DELETE", path, "")
+	if code == http.StatusOK && !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+		e.T.Fatalf("epcleanup %s: 200 with Content-Type %q %q", path, hdr.Get("Content-Type"), body)
+	}
+	return code, body
 }
 
 // EpKeys lists the endpoint state ids.
