@@ -64,7 +64,7 @@ type Netctl struct {
 	// Filled by the root Before hook from the global options.
 	netmaster string
 	insecure  bool
-	// tlsConfig and token come from the hidden TLS and token options.
+	// tlsConfig and token come from the TLS and token options.
 	tlsConfig *tls.Config
 	token     string
 	// code is set by paths that report an error outside an action's
@@ -230,6 +230,7 @@ func (n *Netctl) cliApp(argv0 string) *cli.App {
 		n.aciGwCommand(),
 		n.appProfileCommand(),
 		n.bgpCommand(),
+		n.completionCommand(),
 		n.endpointCommand(),
 		n.extContractsCommand(),
 		n.globalCommand(),
@@ -240,9 +241,8 @@ func (n *Netctl) cliApp(argv0 string) *cli.App {
 		n.policyCommand(),
 		n.serviceCommand(),
 		n.tenantCommand(),
-		n.versionCommand(),
 		n.traceCommand(),
-		n.completionCommand(),
+		n.versionCommand(),
 	}
 	for i := range app.Commands {
 		n.finishCommand(&app.Commands[i])

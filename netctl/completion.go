@@ -10,7 +10,7 @@ import (
 // Shell completion (beyond the original). `netctl completion bash|zsh`
 // prints a script; the script calls netctl with the words typed so far
 // plus --generate-bash-completion, which the library routes to complete.
-// The command is hidden so the help texts stay those of the original.
+// The application help lists it among the original's commands.
 
 const bashCompletion = `# bash completion for %[1]s; load with: source <(%[1]s completion bash)
 _%[2]s_complete() {
@@ -57,9 +57,8 @@ func (n *Netctl) completionCommand() cli.Command {
 		}
 	}
 	return cli.Command{
-		Name:   "completion",
-		Usage:  "Print a shell completion script (bash or zsh)",
-		Hidden: true,
+		Name:  "completion",
+		Usage: "Print a shell completion script (bash or zsh)",
 		Subcommands: []cli.Command{
 			{Name: "bash", Usage: "bash completion script", ArgsUsage: noArgs, Action: script(bashCompletion)},
 			{Name: "zsh", Usage: "zsh completion script", ArgsUsage: noArgs, Action: script(zshCompletion)},

@@ -12,10 +12,10 @@ import (
 	"github.com/contiv/netplugin/utils/tlsutil"
 )
 
-// Hidden global options for a netmaster serving HTTPS with its own CA and
-// bearer tokens (docs/operations.md, "TLS and tokens"). They are hidden so
-// that the help text stays the original's (docs/compat.md); each has an
-// environment variable twin.
+// Global options for a netmaster serving HTTPS with its own CA and bearer
+// tokens (docs/operations.md, "TLS and tokens"), beyond the original's: the
+// application help lists them after --insecure, the original's lines
+// unchanged (docs/compat.md); each has an environment variable twin.
 var opsOptions = []struct{ name, env, usage string }{
 	{"tls-ca-file", "NETCTL_TLS_CA_FILE", "PEM CAs trusted for netmaster's certificate"},
 	{"tls-cert-file", "NETCTL_TLS_CERT_FILE", "PEM client certificate presented to netmaster"},
@@ -27,7 +27,7 @@ var opsOptions = []struct{ name, env, usage string }{
 func opsFlags() []cli.Flag {
 	var out []cli.Flag
 	for _, o := range opsOptions {
-		out = append(out, cli.StringFlag{Name: o.name, Usage: o.usage + " [$" + o.env + "]", Hidden: true})
+		out = append(out, cli.StringFlag{Name: o.name, Usage: o.usage + " [$" + o.env + "]"})
 	}
 	return out
 }

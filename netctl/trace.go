@@ -17,14 +17,13 @@ import (
 )
 
 // traceCommand is "netctl trace": where does a packet from an endpoint go
-// (docs/operations.md, "Packet trace"). Hidden, so that the application
-// help stays the original's (docs/compat.md).
+// (docs/operations.md, "Packet trace"). Beyond the original: listed in the
+// application help after the original's lines (docs/compat.md).
 func (n *Netctl) traceCommand() cli.Command {
 	return cli.Command{
 		Name:      "trace",
 		Usage:     "Trace a packet from an endpoint through its host's flow tables",
 		ArgsUsage: "<endpoint> <destination address>",
-		Hidden:    true,
 		Flags: []cli.Flag{
 			cli.StringFlag{Name: "proto, p", Value: "tcp", Usage: "protocol: tcp, udp or icmp"},
 			cli.IntFlag{Name: "port", Value: 80, Usage: "destination port (tcp, udp)"},

@@ -10,6 +10,44 @@ KUBE_APISERVER_BIN=/usr/local/bin/kube-apiserver
 
 log() { printf '[install-deps] %s\n' "$*"; }
 
+# quiet <command...>: runs a command with its output kept in a log file,
+# shown only when it fails (no "go: downloading" or apt chatter otherwise).
+quiet() {
+	local out rc=0
+	out=$(mktemp /tmp/contiv-install-deps.XXXXXX)
+	"$@" >"$out" 2>&1 || rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "[install-deps] failed ($rc): $*" >&2
+		tail -n 50 "$out" >&2
+	fi
+	rm -f "$out"
+	return "$rc"
+}
+
+# This script never stops, disables or reconfigures a service of the
+# machine (an etcd on 2379, bird, Prometheus, ...): the quickstart and the
+# tests run their own instances in network namespaces. While it installs
+# packages, a policy-rc.d that refuses every action keeps the packages'
+# maintainer scripts from starting new services or restarting running ones
+# (also on dependency upgrades). A policy-rc.d already on the machine is
+# the owner's and is left as it is.
+POLICY_RC=/usr/sbin/policy-rc.d
+POLICY_MARK="# contiv install-deps: temporary"
+apt_install() { # apt_install <package...>
+	local ours=
+	if [ ! -e "$POLICY_RC" ]; then
+		printf '#!/bin/sh\n%s\nexit 101\n' "$POLICY_MARK" >"$POLICY_RC"
+		chmod 755 "$POLICY_RC"
+		ours=1
+		trap 'grep -qF "$POLICY_MARK" "$POLICY_RC" 2>/dev/null && rm -f "$POLICY_RC"' EXIT
+	fi
+	local rc=0
+	quiet apt-get update -q || rc=$?
+	[ "$rc" != 0 ] || DEBIAN_FRONTEND=noninteractive quiet apt-get install -y -q --no-install-recommends "$@" || rc=$?
+	[ -z "$ours" ] || rm -f "$POLICY_RC"
+	return "$rc"
+}
+
 # What to install: "main" is what the quickstart (the main job) needs;
 # "test" (the default) adds everything the test suite uses.
 mode=${1:-test}
@@ -40,20 +78,12 @@ for p in "${pkgs[@]}"; do
 done
 if ((${#missing[@]})); then
 	log "apt-get install ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	apt_install "${missing[@]}"
 fi
-# The Debian etcd package may start a system etcd on 2379; the tests and
-# the quickstart bring their own, so keep the system one out of the way.
-# The same for the packaged Prometheus server (it would hold :9090, the
-# netplugin inspect port; the metrics test runs its own) and a system bird
-# (the testbed runs its own in a namespace).
-for svc in etcd prometheus bird; do
-	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
-		systemctl stop "$svc" || true
-		systemctl disable "$svc" >/dev/null 2>&1 || true
-	fi
-done
+# A system etcd, Prometheus or bird (running before, or enabled by the
+# packages above for the next boot) is left alone: the tests and the
+# quickstart run theirs in network namespaces or on free loopback ports and
+# sockets, so nothing here needs 2379, 9090 or bird's socket of the host.
 
 # A Docker Engine for the docker-mode tests (netmaster creates docker
 # networks through it). Machines that already run one keep theirs; else
@@ -62,8 +92,7 @@ docker_up() { curl -fsS --max-time 2 --unix-socket /var/run/docker.sock http://d
 if ! docker_up; then
 	if ! command -v dockerd >/dev/null 2>&1; then
 		log "apt-get install docker.io"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+		apt_install docker.io
 	fi
 	if ! docker_up; then
 		log "starting dockerd"
@@ -103,7 +132,7 @@ build_tool() { # build_tool <dir under test/tools> <binary>
 	want="$1-tool $(sha256sum "test/tools/$1/go.sum" | cut -c1-16)"
 	if [ ! -x "$2" ] || [ "$(cat "$2.stamp" 2>/dev/null)" != "$want" ]; then
 		log "building $2 from test/tools/$1 (first time: a few minutes)"
-		(cd "test/tools/$1" && go build -ldflags='-s -w' -o "$2.tmp" .)
+		(cd "test/tools/$1" && quiet go build -ldflags='-s -w' -o "$2.tmp" .)
 		mv "$2.tmp" "$2"
 		echo "$want" >"$2.stamp"
 	fi
@@ -120,7 +149,7 @@ fi
 CNI_VERSION=$(awk '$1 == "github.com/containernetworking/cni" {print $2}' go.mod)
 if [ "$mode" = test ] && { [ "$(cat /usr/local/bin/cnitool.stamp 2>/dev/null)" != "$CNI_VERSION" ] || [ ! -x /usr/local/bin/cnitool ]; }; then
 	log "installing cnitool $CNI_VERSION"
-	GOBIN=/usr/local/bin go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
+	GOBIN=/usr/local/bin quiet go install "github.com/containernetworking/cni/cnitool@$CNI_VERSION"
 	echo "$CNI_VERSION" >/usr/local/bin/cnitool.stamp
 fi
 # crictl drives the simulated hosts' containerd as a kubelet would
@@ -129,7 +158,7 @@ fi
 CRICTL_VERSION=v1.34.0
 if [ "$mode" = test ] && { [ "$(cat /usr/local/bin/crictl.stamp 2>/dev/null)" != "$CRICTL_VERSION" ] || [ ! -x /usr/local/bin/crictl ]; }; then
 	log "installing crictl $CRICTL_VERSION"
-	GOBIN=/usr/local/bin go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+	GOBIN=/usr/local/bin quiet go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 	echo "$CRICTL_VERSION" >/usr/local/bin/crictl.stamp
 fi
 log "ok ($mode): $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1 || true), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN, docker engine at /var/run/docker.sock"

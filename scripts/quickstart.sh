@@ -12,6 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# Descriptors inherited from the caller (a lock taken with flock(1), say)
+# are closed, so the daemons started below, which outlive this script, do
+# not hold them for as long as the cluster runs.
+for fd in $(ls /proc/$$/fd); do
+	case $fd in 0 | 1 | 2 | 255) ;; *) eval "exec $fd>&-" ;; esac
+done
 STATE=${QUICKSTART_STATE:-/run/contiv-quickstart}
 P=${QUICKSTART_PREFIX:-cqs-} # prefix of every namespace (at most 4 characters)
 
@@ -57,7 +63,14 @@ fi
 [ "${QUICKSTART_SKIP_INSTALL:-}" = 1 ] || bash scripts/install-deps.sh main
 export PATH=/usr/local/go/bin:$PATH
 mkdir -p bin
-go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./cmd/contiv-certs ./test/tools/netprobe
+# One line for the build; the compiler's and module downloads' output goes
+# to bin/build.log, shown only when the build fails.
+echo "==> building bin/netmaster, bin/netplugin, bin/netctl, bin/contiv-certs, bin/netprobe (log: bin/build.log)"
+if ! go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./cmd/contiv-certs ./test/tools/netprobe >bin/build.log 2>&1; then
+	tail -n 40 bin/build.log >&2
+	echo "quickstart: the build failed (bin/build.log)" >&2
+	exit 1
+fi
 stop_cluster # a previous run's leftovers
 mkdir -p "$STATE"
 trap 'echo "quickstart failed; logs are in $STATE (bash scripts/quickstart.sh stop removes everything)" >&2' ERR
@@ -134,10 +147,10 @@ for i in 0 1; do
 	export OVS_RUNDIR=$D OVS_DBDIR=$D OVS_LOGDIR=$D OVS_SYSCONFDIR=$D
 	ovsdb-tool create "$D/conf.db" /usr/share/openvswitch/vswitch.ovsschema
 	inns "$H" ovsdb-server "$D/conf.db" --remote="punix:$D/db.sock" --pidfile="$D/ovsdb-server.pid" \
-		--unixctl="$D/ovsdb-server.ctl" --log-file="$D/ovsdb-server.log" -vconsole:off --detach
+		--unixctl="$D/ovsdb-server.ctl" --log-file="$D/ovsdb-server.log" -vconsole:off --detach 2>>"$D/ovsdb-server.log"
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" --no-wait init
 	inns "$H" ovs-vswitchd "unix:$D/db.sock" --pidfile="$D/ovs-vswitchd.pid" \
-		--unixctl="$D/ovs-vswitchd.ctl" --log-file="$D/ovs-vswitchd.log" -vconsole:off --detach
+		--unixctl="$D/ovs-vswitchd.ctl" --log-file="$D/ovs-vswitchd.log" -vconsole:off --detach 2>>"$D/ovs-vswitchd.log"
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy eth1
 	inns "$H" ip addr add "$IP/24" dev br-phy
 	inns "$H" ip link set br-phy up

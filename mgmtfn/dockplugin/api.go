@@ -5,7 +5,10 @@
 // back; it holds no dataplane logic of its own.
 package dockplugin
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"net/netip"
+)
 
 // Content type of every answer (the plugin protocol's v1 JSON).
 const contentType = "application/vnd.docker.plugins.v1+json"
@@ -61,6 +64,10 @@ type CreateEndpointRequest struct {
 	EndpointID string
 	Interface  *EndpointInterface
 	Options    map[string]any
+
+	// Set by validate from Interface: the addresses without their
+	// prefix length (zero when not given).
+	addr4, addr6 netip.Addr
 }
 
 // CreateEndpointResponse gives back what the driver chose; members the
@@ -137,6 +144,8 @@ type RequestPoolRequest struct {
 	SubPool      string
 	Options      map[string]string
 	V6           bool
+
+	pool netip.Prefix // Pool, set by validate (zero when not given)
 }
 
 // RequestPoolResponse is the /IpamDriver.RequestPool answer.
@@ -156,6 +165,10 @@ type RequestAddressRequest struct {
 	PoolID  string
 	Address string
 	Options map[string]string
+
+	// Set by validate: the parsed PoolID and Address (zero when not given).
+	pool poolID
+	addr netip.Addr
 }
 
 // RequestAddressResponse is the /IpamDriver.RequestAddress answer.
@@ -168,6 +181,10 @@ type RequestAddressResponse struct {
 type ReleaseAddressRequest struct {
 	PoolID  string
 	Address string
+
+	// Set by validate: the parsed PoolID and Address.
+	pool poolID
+	addr netip.Addr
 }
 
 // ActivateResponse is /Plugin.Activate.

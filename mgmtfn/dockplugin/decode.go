@@ -63,16 +63,26 @@ func checkID(member, v string) error {
 	return nil
 }
 
-// checkPrefix accepts "" or "ip/len" of the given family (4 or 6; 0 either).
-func checkPrefix(member, v string, family int) error {
+// parsePrefix accepts "" (the zero prefix) or "ip/len" of the given family
+// (4 or 6; 0 either).
+func parsePrefix(member, v string, family int) (netip.Prefix, error) {
 	if v == "" {
-		return nil
+		return netip.Prefix{}, nil
 	}
 	p, err := netip.ParsePrefix(v)
 	if err != nil || (family == 4 && !p.Addr().Is4()) || (family == 6 && !p.Addr().Is6()) {
-		return fmt.Errorf("%w: member %q: %q is not an IPv%s address with prefix length", ErrBadRequest, member, v, familyName(family))
+		return netip.Prefix{}, fmt.Errorf("%w: member %q: %q is not an IPv%s address with prefix length", ErrBadRequest, member, v, familyName(family))
 	}
-	return nil
+	return p, nil
+}
+
+// parseAddr reads a bare IP address.
+func parseAddr(member, v string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: member %q: %q is not an IP address", ErrBadRequest, member, v)
+	}
+	return a, nil
 }
 
 func familyName(f int) string {
@@ -101,12 +111,15 @@ func (r *CreateEndpointRequest) validate() error {
 	if r.Interface == nil {
 		return missing("Interface")
 	}
-	if err := checkPrefix("Interface.Address", r.Interface.Address, 4); err != nil {
+	p4, err := parsePrefix("Interface.Address", r.Interface.Address, 4)
+	if err != nil {
 		return err
 	}
-	if err := checkPrefix("Interface.AddressIPv6", r.Interface.AddressIPv6, 6); err != nil {
+	p6, err := parsePrefix("Interface.AddressIPv6", r.Interface.AddressIPv6, 6)
+	if err != nil {
 		return err
 	}
+	r.addr4, r.addr6 = p4.Addr(), p6.Addr()
 	if r.Interface.MacAddress != "" {
 		if _, err := parseMAC(r.Interface.MacAddress); err != nil {
 			return fmt.Errorf("%w: member \"Interface.MacAddress\": %w", ErrBadRequest, err)
@@ -132,42 +145,45 @@ func (r *JoinRequest) validate() error {
 func (r *DiscoveryNotification) validate() error { return nil }
 
 func (r *RequestPoolRequest) validate() error {
-	if err := checkPrefix("Pool", r.Pool, 0); err != nil {
+	p, err := parsePrefix("Pool", r.Pool, 0)
+	if err != nil {
 		return err
 	}
-	if r.Pool != "" {
-		if p := netip.MustParsePrefix(r.Pool); p.Addr().Is6() != r.V6 {
-			return fmt.Errorf("%w: member \"Pool\" %q does not match \"V6\": %t", ErrBadRequest, r.Pool, r.V6)
-		}
+	if p.IsValid() && p.Addr().Is6() != r.V6 {
+		return fmt.Errorf("%w: member \"Pool\" %q does not match \"V6\": %t", ErrBadRequest, r.Pool, r.V6)
 	}
-	return checkPrefix("SubPool", r.SubPool, 0)
+	r.pool = p
+	_, err = parsePrefix("SubPool", r.SubPool, 0)
+	return err
 }
 
 func (r *PoolRequest) validate() error { return checkID("PoolID", r.PoolID) }
 
 func (r *RequestAddressRequest) validate() error {
-	if _, err := parsePoolID(r.PoolID); err != nil {
+	id, err := parsePoolID(r.PoolID)
+	if err != nil {
 		return err
 	}
+	r.pool = id
 	if r.Address != "" {
-		if _, err := netip.ParseAddr(r.Address); err != nil {
-			return fmt.Errorf("%w: member \"Address\": %q is not an IP address", ErrBadRequest, r.Address)
+		if r.addr, err = parseAddr("Address", r.Address); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 func (r *ReleaseAddressRequest) validate() error {
-	if _, err := parsePoolID(r.PoolID); err != nil {
+	id, err := parsePoolID(r.PoolID)
+	if err != nil {
 		return err
 	}
+	r.pool = id
 	if r.Address == "" {
 		return missing("Address")
 	}
-	if _, err := netip.ParseAddr(r.Address); err != nil {
-		return fmt.Errorf("%w: member \"Address\": %q is not an IP address", ErrBadRequest, r.Address)
-	}
-	return nil
+	r.addr, err = parseAddr("Address", r.Address)
+	return err
 }
 
 // poolID is a parsed IPAM pool id: "<networkID>|<cidr>" with networkID

@@ -60,8 +60,12 @@ func (p *Plugin) requestPool(ctx context.Context, req *RequestPoolRequest) (Requ
 		}
 		subnet = fmt.Sprintf("%s/%d", nw.IPv6Subnet, nw.IPv6SubnetLen)
 	}
-	want := netip.MustParsePrefix(subnet).Masked()
-	if req.Pool != "" && netip.MustParsePrefix(req.Pool).Masked() != want {
+	sp, err := netip.ParsePrefix(subnet)
+	if err != nil {
+		return RequestPoolResponse{}, fmt.Errorf("contiv network %s: subnet %q in its state: %w", n.networkID(), subnet, err)
+	}
+	want := sp.Masked()
+	if req.pool.IsValid() && req.pool.Masked() != want {
 		return RequestPoolResponse{}, fmt.Errorf("%w: pool %s is not the subnet %s of contiv network %s", ErrBadRequest, req.Pool, want, n.networkID())
 	}
 	id := n.Network + "." + n.Tenant
@@ -101,7 +105,7 @@ func (p *Plugin) releasePool(context.Context, *PoolRequest) (empty, error) { ret
 // as given, without netmaster, and so is a requested address in swarm
 // mode (the manager allocated it before the node asks).
 func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest) (RequestAddressResponse, error) {
-	id, _ := parsePoolID(req.PoolID)
+	id := req.pool
 	bits := id.pool.Bits()
 	if req.Options[optAddressType] == gatewayType {
 		if req.Address == "" {
@@ -109,10 +113,8 @@ func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest)
 		}
 		return RequestAddressResponse{Address: fmt.Sprintf("%s/%d", req.Address, bits), Data: map[string]string{}}, nil
 	}
-	if req.Address != "" {
-		if a := netip.MustParseAddr(req.Address); !id.pool.Contains(a) {
-			return RequestAddressResponse{}, fmt.Errorf("%w: address %s is not in pool %s", ErrBadRequest, a, id.pool)
-		}
+	if req.addr.IsValid() && !id.pool.Contains(req.addr) {
+		return RequestAddressResponse{}, fmt.Errorf("%w: address %s is not in pool %s", ErrBadRequest, req.addr, id.pool)
 	}
 	if req.Address != "" && p.cfg.SwarmMode {
 		// The swarm manager allocated this address already (through this
@@ -144,8 +146,7 @@ func (p *Plugin) requestAddress(ctx context.Context, req *RequestAddressRequest)
 // (deleteEndpoint), and any address of a network that no longer exists. A
 // bare pool id ("<cidr>", swarm) is mapped to the network of that subnet.
 func (p *Plugin) releaseAddress(ctx context.Context, req *ReleaseAddressRequest) (empty, error) {
-	id, _ := parsePoolID(req.PoolID)
-	a := netip.MustParseAddr(req.Address)
+	id, a := req.pool, req.addr
 	if a == id.pool.Masked().Addr() {
 		// The stand-in gateway of a network without one (requestAddress
 		// answers the pool itself): netmaster never handed it out. The

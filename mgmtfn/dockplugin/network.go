@@ -9,6 +9,7 @@ import (
 
 	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/state"
 )
 
 // createNetwork has nothing to do: the contiv network exists already
@@ -45,19 +46,16 @@ func (p *Plugin) createEndpoint(ctx context.Context, req *CreateEndpointRequest)
 		return CreateEndpointResponse{}, err
 	}
 	hr := attach.HostRequest{Tenant: n.Tenant, Network: n.Network, Group: n.Group, ContainerID: req.EndpointID}
-	if req.Interface.Address != "" {
-		hr.IPAddress = netip.MustParsePrefix(req.Interface.Address).Addr().String()
+	if req.addr4.IsValid() {
+		hr.IPAddress = req.addr4.String()
 	}
-	if req.Interface.AddressIPv6 != "" {
-		hr.IPv6Address = netip.MustParsePrefix(req.Interface.AddressIPv6).Addr().String()
+	if req.addr6.IsValid() {
+		hr.IPv6Address = req.addr6.String()
 	}
 	if req.Interface.MacAddress != "" {
-		// contiv derives the MAC from the IPv4 address; another one would
-		// not match the endpoint's flows.
-		want := ""
-		if hr.IPAddress != "" {
-			want = macFor(netip.MustParseAddr(hr.IPAddress))
-		}
+		// contiv derives the MAC from the IPv4 address (state.EndpointMAC);
+		// another one would not match the endpoint's flows.
+		want := state.EndpointMAC(req.addr4).String()
 		if mac, _ := parseMAC(req.Interface.MacAddress); mac.String() != want {
 			return CreateEndpointResponse{}, fmt.Errorf("%w: member \"Interface.MacAddress\": %s given, but contiv's endpoints use the MAC derived from their address (%s)",
 				ErrBadRequest, req.Interface.MacAddress, orNone(want))
@@ -105,9 +103,9 @@ func (p *Plugin) deleteEndpoint(ctx context.Context, req *EndpointRequest) (empt
 	if err := p.cfg.Backend.Detach(ctx, attach.DetachRequest{Tenant: n.Tenant, Network: n.Network, ContainerID: req.EndpointID}); err != nil {
 		return empty{}, fmt.Errorf("endpoint %s on network %s: %w", req.EndpointID, n.networkID(), err)
 	}
-	if attached && res.IPAddress != "" {
+	if pfx, err := netip.ParsePrefix(res.IPAddress); attached && err == nil {
 		p.mu.Lock()
-		p.released[releasedKey(n.networkID(), netip.MustParsePrefix(res.IPAddress).Addr())] = struct{}{}
+		p.released[releasedKey(n.networkID(), pfx.Addr())] = struct{}{}
 		p.mu.Unlock()
 	}
 	p.log.WithField("endpoint", res.EndpointID).Info("docker endpoint deleted")
@@ -178,13 +176,6 @@ func (p *Plugin) resolve(ctx context.Context, id string) (contivNames, error) {
 	p.names[id] = n
 	p.mu.Unlock()
 	return n, nil
-}
-
-// macFor is the MAC contiv gives the endpoint of IPv4 address a:
-// "02:02:" and the address's octets.
-func macFor(a netip.Addr) string {
-	b := a.As4()
-	return fmt.Sprintf("02:02:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
 }
 
 // parseMAC reads a 6-byte MAC address.

@@ -36,9 +36,9 @@ func (m *Service) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpo
 	if err != nil {
 		return resp, apierr.Store("read network state "+netID, err)
 	}
-	epID := netID + "-" + req.ConfigEP.Container
+	epID := state.EndpointID(req.TenantName, req.NetworkName, req.ConfigEP.Container)
 	if req.ConfigEP.Container == "" {
-		epID = req.ConfigEP.Host + "-native-intf"
+		epID = state.NativeEndpointID(req.ConfigEP.Host)
 	}
 	// An existing endpoint is returned unchanged (docs/rest-api.md §3.3 step 2). The
 	// common case, a new endpoint, is not read first: the create-only
@@ -116,7 +116,7 @@ func (m *Service) createEndpoint(ctx context.Context, req *pluginapi.CreateEndpo
 	if newlyTaken {
 		undo = append(undo, func() { m.releaseV4(netID, pool, ip) })
 	}
-	ep.IPAddress, ep.MacAddress = ip.String(), macFor(ip)
+	ep.IPAddress, ep.MacAddress = ip.String(), state.EndpointMAC(ip).String()
 	v6TakenOver := false
 	if ns.IPv6Subnet != "" {
 		a6, fresh, err := m.takeV6(ctx, netID, epID, req.ConfigEP.IPv6Address)
@@ -217,12 +217,6 @@ func (m *Service) endpointHolding(ctx context.Context, netID string, ip netip.Ad
 		}
 	}
 	return "", nil
-}
-
-// macFor is "02:02:" + the IPv4 octets in hex.
-func macFor(a netip.Addr) string {
-	b := a.As4()
-	return fmt.Sprintf("02:02:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3])
 }
 
 // takeV6 allocates the IPv6 address of endpoint epID: the preferred one

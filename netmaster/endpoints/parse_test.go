@@ -46,12 +46,6 @@ func TestParseAddressPool(t *testing.T) {
 	}
 }
 
-func TestMacFor(t *testing.T) {
-	if got := macFor(netip.MustParseAddr("10.1.2.254")); got != "02:02:0a:01:02:fe" {
-		t.Fatalf("macFor = %s", got)
-	}
-}
-
 func TestOpers(t *testing.T) {
 	eps := []state.Endpoint{
 		{Common: state.Common{ID: "a"}, NetID: "n1.t", IPAddress: "10.0.0.2", Labels: map[string]string{"k": "v"}},

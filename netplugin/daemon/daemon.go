@@ -168,9 +168,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	defer d.cleanupHostAccess()
 
-	// Replay (docs/daemons.md §6.2): networks, then endpoints (reconciled with OVS),
-	// then groups; then follow the store. The followers only enqueue
-	// reconcile keys; the replay drains the queue after each step.
+	// Replay (the order and why: replay.go), then BGP, then services and
+	// providers, each step draining the queue; then follow the store. The
+	// followers only enqueue reconcile keys.
 	d.want = d.newDesired()
 	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
 	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)

@@ -252,9 +252,9 @@ func parsePrefix(s string) (*net.IPNet, error) {
 }
 
 // endpointStateID is the endpoint id netmaster gives (tenant, network,
-// container).
+// container): state.EndpointID.
 func endpointStateID(tenant, network, containerID string) string {
-	return network + "." + tenant + "-" + containerID
+	return state.EndpointID(tenant, network, containerID)
 }
 
 // AttachHost creates a container's endpoint in netmaster (with the

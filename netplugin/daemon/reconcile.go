@@ -102,7 +102,7 @@ func (r *reconciler) process(ctx context.Context, key string) {
 
 // drain reconciles, on the calling goroutine, every key waiting now (keys
 // that fail come back later, after their backoff). The replay at start uses
-// it to keep the original's order: networks, then endpoints, then groups.
+// it to apply one kind of state before the next (replay.go has the order).
 // Only call it while no worker runs.
 func (r *reconciler) drain(ctx context.Context) {
 	for n := r.q.Len(); n > 0 && ctx.Err() == nil; n-- {

@@ -9,10 +9,16 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// replay applies the existing state in the original's order (docs/daemons.md §6.2):
-// networks, endpoints, groups, global settings. Local endpoints are matched
-// with the ports OVS still has, so a restart re-uses them instead of
-// creating new ones; ports no endpoint claims any more are removed.
+// replay applies the state that exists at start one kind at a time, and
+// drains the reconcile queue after each, so every kind finds the ones
+// before it applied. The order: the VXLAN tunnel ports OVS still has;
+// networks; endpoint groups; local endpoints, matched with the ports OVS
+// still has (a restart re-uses them instead of creating new ones; ports no
+// endpoint claims any more are removed); the store's endpoints; the global
+// settings. Run continues with BGP, then services and their providers.
+// The original (docs/daemons.md §6.2) replayed endpoints before groups;
+// here groups come first because a re-announced local endpoint takes its
+// QoS from its group (groupQoS).
 func (d *Daemon) replay(ctx context.Context, nets *follower[state.Network], groups *follower[state.EndpointGroup],
 	eps *follower[state.Endpoint], glob *follower[state.GlobConfig]) error {
 	vteps, err := d.drv.VTEPs(ctx, ovsdriver.VxlanBridge)

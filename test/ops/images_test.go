@@ -61,7 +61,7 @@ func TestContainerImages(t *testing.T) {
 
 // TestSystemdUnits: both units start the binary from /usr/bin, read their
 // settings from /etc/default, and do not restart on a configuration error
-// (exit 22).
+// (exit 22); netplugin starts before the Docker Engine.
 func TestSystemdUnits(t *testing.T) {
 	for _, bin := range []string{"netmaster", "netplugin"} {
 		b, err := os.ReadFile("../../packaging/systemd/" + bin + ".service")
@@ -74,6 +74,9 @@ func TestSystemdUnits(t *testing.T) {
 			if !strings.Contains(unit, want) {
 				t.Errorf("%s.service lacks %q", bin, want)
 			}
+		}
+		if bin == "netplugin" && !strings.Contains(unit, "\nBefore=docker.service\n") {
+			t.Errorf("netplugin.service is not ordered Before=docker.service")
 		}
 	}
 	if sa, err := exec.LookPath("systemd-analyze"); err == nil {

@@ -6,11 +6,16 @@ import (
 	"log/syslog"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	lsyslog "github.com/sirupsen/logrus/hooks/syslog"
 )
+
+// TimestampFormat is the time of every text log line: RFC 3339 with
+// microseconds and the zone offset ("2026-11-29T08:30:00.123456+01:00",
+// "Z" for UTC), so lines from several hosts and days sort and compare.
+// The JSON format uses RFC 3339 too (logrus's default).
+const TimestampFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // Options are the logging flags.
 type Options struct {
@@ -44,7 +49,7 @@ func Configure(log *logrus.Logger, o Options) error {
 	if o.JSON {
 		log.SetFormatter(&logrus.JSONFormatter{})
 	} else {
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.StampNano})
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: TimestampFormat})
 	}
 	if hook != nil {
 		log.AddHook(hook)

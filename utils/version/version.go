@@ -2,12 +2,15 @@
 // three values are stamped by the linker at every build (scripts/version.sh
 // prints the -ldflags; the Makefile, scripts/quickstart.sh and the test
 // bed's builder use it), and read here by the daemons' --version, netctl
-// and netmaster's /version (docs/operations.md).
+// and netmaster's /version (docs/operations.md). A build without the
+// stamp (plain "go build" or "go install") reports what the Go toolchain
+// recorded in the binary instead.
 package version
 
+import "runtime/debug"
+
 // Set with -ldflags "-X github.com/contiv/netplugin/utils/version.Version=…"
-// (and GitCommit, BuildTime). An unstamped build (plain "go build") leaves
-// them empty, as the original's did.
+// (and GitCommit, BuildTime).
 var (
 	Version   string
 	GitCommit string
@@ -22,9 +25,55 @@ type Info struct {
 	BuildTime string `json:"BuildTime"`
 }
 
-// Get returns the stamped values.
+// Get returns the stamped values; fields the linker did not stamp come
+// from the Go build information (FromBuildInfo).
 func Get() Info {
-	return Info{Version: Version, GitCommit: GitCommit, BuildTime: BuildTime}
+	i := Info{Version: Version, GitCommit: GitCommit, BuildTime: BuildTime}
+	if i.Stamped() && i.BuildTime != "" {
+		return i
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return i
+	}
+	return FromBuildInfo(i, bi)
+}
+
+// FromBuildInfo fills the empty fields of i from the build information
+// the Go toolchain embeds: the main module's version (a release tag for
+// "go install …@vX", a pseudo-version for a build in a git checkout),
+// the VCS revision with "-dirty" appended for modified sources (as
+// scripts/version.sh does) and, in place of the build time, the time of
+// that revision. What the toolchain did not record stays empty.
+func FromBuildInfo(i Info, bi *debug.BuildInfo) Info {
+	if bi == nil {
+		return i
+	}
+	if i.Version == "" && bi.Main.Version != "" {
+		i.Version = bi.Main.Version
+	}
+	var rev, at string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if i.GitCommit == "" && rev != "" {
+		i.GitCommit = rev
+		if dirty {
+			i.GitCommit += "-dirty"
+		}
+	}
+	if i.BuildTime == "" {
+		i.BuildTime = at
+	}
+	return i
 }
 
 // Stamped reports whether the build was stamped with a version and commit.
