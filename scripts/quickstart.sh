@@ -65,8 +65,8 @@ export PATH=/usr/local/go/bin:$PATH
 mkdir -p bin
 # One line for the build; the compiler's and module downloads' output goes
 # to bin/build.log, shown only when the build fails.
-echo "==> building bin/netmaster, bin/netplugin, bin/netctl, bin/netprobe (log: bin/build.log)"
-if ! go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./test/tools/netprobe >bin/build.log 2>&1; then
+echo "==> building bin/netmaster, bin/netplugin, bin/netctl, bin/contiv-certs, bin/netprobe (log: bin/build.log)"
+if ! go build -ldflags "$(bash scripts/version.sh)" -o bin/ ./cmd/netmaster ./cmd/netplugin ./cmd/netctl ./cmd/contiv-certs ./test/tools/netprobe >bin/build.log 2>&1; then
 	tail -n 40 bin/build.log >&2
 	echo "quickstart: the build failed (bin/build.log)" >&2
 	exit 1
@@ -116,6 +116,12 @@ inns "${P}m" ip link set lo up
 veth_into underlay "${P}m" eth1
 inns "${P}m" ip addr add $MASTER/24 dev eth1
 mkdir -p "$STATE/m"
+# The ofnet RPC between netmaster and the agents is mutual TLS with role
+# certificates (docs/security.md): a CA, netmaster's master certificate,
+# and one agent certificate per host, made here by contiv-certs.
+PKI=$STATE/pki
+"$ROOT/bin/contiv-certs" ca --dir "$PKI" >/dev/null
+"$ROOT/bin/contiv-certs" master --dir "$PKI" --ip "$MASTER" >/dev/null
 # Started with `ip netns exec` itself, not the inns function: in the
 # background a function runs in a subshell, and $! would be that shell's
 # pid, not the daemon's (ip netns exec execs the daemon in place).
@@ -123,7 +129,9 @@ ip netns exec "${P}m" "$ROOT/bin/netmaster" --mode docker --netmode vlan --fwdmo
 	--name netplugin --docker-socket "$STATE/h0/docker/docker.sock" \
 	"${STORE_ARGS[@]}" --embedded-etcd-dir "$STATE/m/etcd" \
 	--embedded-etcd-cert-file "$SP/server.pem" --embedded-etcd-key-file "$SP/server-key.pem" --embedded-etcd-client-ca-file "$SP/ca.pem" \
-	--external-address "$MASTER:9999" --internal-address "$MASTER:9999" >"$STATE/m/netmaster.log" 2>&1 &
+	--external-address "$MASTER:9999" --internal-address "$MASTER:9999" \
+	--rpc-tls-cert-file "$PKI/master.pem" --rpc-tls-key-file "$PKI/master-key.pem" --rpc-tls-ca-file "$PKI/ca.pem" \
+	>"$STATE/m/netmaster.log" 2>&1 &
 echo $! >"$STATE/m/netmaster.pid"
 NETCTL=(inns "${P}m" "$ROOT/bin/netctl" --netmaster "http://$MASTER:9999")
 wait_for netmaster 150 "${NETCTL[@]}" tenant ls
@@ -146,11 +154,14 @@ for i in 0 1; do
 	inns "$H" ovs-vsctl --db="unix:$D/db.sock" add-br br-phy -- set bridge br-phy datapath_type=netdev -- add-port br-phy eth1
 	inns "$H" ip addr add "$IP/24" dev br-phy
 	inns "$H" ip link set br-phy up
+	"$ROOT/bin/contiv-certs" agent --dir "$PKI" --host "$H" --ip "$IP" >/dev/null
 	ip netns exec "$H" "$ROOT/bin/netplugin" --mode docker --netmode vlan --fwdmode bridge --host "$H" \
 		--vtep-ip "$IP" --ctrl-ip "$IP" --vlan-uplinks eth2 "${STORE_ARGS[@]}" \
 		--ovsdb-socket "$D/db.sock" --ovs-datapath netdev --attach-socket "$D/attach.sock" \
 		--mesos-socket "$D/mesos.sock" --mesos-state-dir "$D/mesos" \
-		--name netplugin --docker-plugin-dir "$D/plugins" --docker-socket "$D/docker/docker.sock" >"$D/netplugin.log" 2>&1 &
+		--name netplugin --docker-plugin-dir "$D/plugins" --docker-socket "$D/docker/docker.sock" \
+		--rpc-tls-cert-file "$PKI/agent-$H.pem" --rpc-tls-key-file "$PKI/agent-$H-key.pem" --rpc-tls-ca-file "$PKI/ca.pem" \
+		>"$D/netplugin.log" 2>&1 &
 	echo $! >"$D/netplugin.pid"
 	# The engine runs in the host's namespace (it moves the link netplugin
 	# hands over into the container) and sees the host's plugin folder as
@@ -217,7 +228,7 @@ The cluster keeps running. Look around:
   docker -H unix://$STATE/h0/docker/docker.sock run --rm --network demo-net busybox wget -q -O - http://$WEB/
   ip netns exec ${P}m bin/netctl --netmaster http://$MASTER:9999 net inspect demo-net
   ip netns exec ${P}m bin/netctl --netmaster http://$MASTER:9999 endpoint inspect client
-  ip netns exec ${P}h0 curl -s http://198.18.0.10:9090/inspect/driver
+  ip netns exec ${P}h0 curl -s http://127.0.0.1:9090/inspect/driver
 Logs: $STATE/m/netmaster.log, $STATE/h*/netplugin.log, $STATE/h*/dockerd.log, $STATE/h*/ovs-vswitchd.log
 Stop and remove everything:  bash scripts/quickstart.sh stop
 EOT

@@ -91,6 +91,8 @@ func (a *Agents) Start(ctx context.Context, router *mux.Router) {
 	if a.cfg.TLS != nil {
 		// The term's pool, closed when the term's ofnet master is done.
 		ocfg.Pool = ofrpc.NewPool(ofrpc.WithTLS(a.cfg.TLS.Client))
+		// An agent speaks only for the addresses in its certificate.
+		ocfg.Authorize = ofrpc.AgentIdentity
 	}
 	om := ofmaster.New(ocfg)
 	a.ofnet = om

@@ -20,6 +20,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofmaster"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/netutils"
+	"github.com/contiv/netplugin/utils/tlsutil"
 	"github.com/contiv/netplugin/utils/version"
 )
 
@@ -63,6 +64,9 @@ func App(newLeader NewLeader) *cli.App {
 		Parse: ConfigFromContext,
 		Run: func(ctx context.Context, cfg server.Config, log *logrus.Entry) error {
 			cfg.Metrics = daemonflags.NewRegistry()
+			if cfg.RPCTLS == nil {
+				log.Warn(daemonflags.InsecureRPCWarning)
+			}
 			leader, err := newLeader(cfg, log)
 			if err != nil {
 				return err
@@ -80,10 +84,11 @@ func App(newLeader NewLeader) *cli.App {
 	return app
 }
 
-// rpcTLS builds the ofnet RPC's mutual TLS from the --rpc-tls-* flags
-// (nil when none is given).
+// rpcTLS builds the ofnet RPC's mutual TLS from the --rpc-tls-* flags:
+// netmaster presents a master certificate and accepts agent ones only
+// (docs/security.md); nil only with --insecure-rpc.
 func rpcTLS(c *cli.Context) (*server.RPCTLS, error) {
-	srv, cl, err := daemonflags.RPCTLSFromContext(c)
+	srv, cl, _, err := daemonflags.RPCTLSFromContext(c, tlsutil.RoleMaster, "")
 	if err != nil || srv == nil {
 		return nil, err
 	}

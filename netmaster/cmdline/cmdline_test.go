@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netmaster/server"
+	"github.com/contiv/netplugin/utils/certgen"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/daemonflags/apptest"
 )
@@ -21,8 +22,24 @@ func parse(t *testing.T, env map[string]string, args ...string) (server.Config, 
 		got = cfg
 		return nil, errors.New("parsed")
 	})
-	code, msg := apptest.Run(t, app, env, args...)
+	code, msg := apptest.Run(t, app, withRPCTLS(t, env), args...)
 	return got, code, msg
+}
+
+// withRPCTLS adds the ofnet RPC's certificate flags (environment twins)
+// to env: netmaster refuses to start without them.
+func withRPCTLS(t *testing.T, env map[string]string) map[string]string {
+	t.Helper()
+	c, err := certgen.WriteCluster(t.TempDir(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{"CONTIV_NETMASTER_RPC_TLS_CERT_FILE": c.Master.Cert,
+		"CONTIV_NETMASTER_RPC_TLS_KEY_FILE": c.Master.Key, "CONTIV_NETMASTER_RPC_TLS_CA_FILE": c.CAFile}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
 }
 
 var base = []string{"--mode", "test", "--netmode", "vxlan", "--fwdmode", "routing",

@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -115,7 +114,7 @@ func (c bgpCtl) bgpAgentAddr(ctx context.Context, hostname string) string {
 	return "localhost"
 }
 
-// Bounds of the agent's /inspect/bgp call.
+// Bounds of the agent's Netplugin.Bgp call.
 const (
 	bgpInspectTimeout = 10 * time.Second
 	maxBgpInspect     = 8 << 20
@@ -135,24 +134,18 @@ type bgpInspect struct {
 // Oper fetches the live BGP state from the host's agent.
 func (c bgpCtl) Oper(ctx context.Context, _ *contivmodel.Tx, b *contivmodel.Bgp) (any, error) {
 	addr := c.bgpAgentAddr(ctx, b.Hostname)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.m.eps.NetpluginURL(addr, "/inspect/bgp"), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := endpoints.AgentHTTPClient(bgpInspectTimeout).Do(req)
-	if err != nil {
+	cctx, cancel := context.WithTimeout(ctx, bgpInspectTimeout)
+	defer cancel()
+	var ans ofrpc.HTTPAnswer
+	if err := c.m.eps.CallAgent(cctx, addr, ofrpc.NetpluginBgp, struct{}{}, &ans); err != nil {
 		return nil, fmt.Errorf("fetch bgp state of %s: %w", b.Hostname, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBgpInspect+1))
-	if err != nil {
-		return nil, fmt.Errorf("fetch bgp state of %s: %w", b.Hostname, err)
-	}
+	body := ans.Body
 	if len(body) > maxBgpInspect {
 		return nil, contivmodel.Errorf("bgp state of %s: the agent's answer exceeds %d bytes", b.Hostname, maxBgpInspect)
 	}
 	// The agent's errors reach the client verbatim (docs/rest-api.md §2.12).
-	switch resp.StatusCode {
+	switch ans.Status {
 	case http.StatusOK:
 	case http.StatusNotFound:
 		return nil, contivmodel.Errorf("page not found")
@@ -161,7 +154,7 @@ func (c bgpCtl) Oper(ctx context.Context, _ *contivmodel.Tx, b *contivmodel.Bgp)
 	case http.StatusInternalServerError:
 		return nil, &contivmodel.Error{Msg: strings.TrimSpace(string(body))}
 	default:
-		return nil, &contivmodel.Error{Msg: resp.Status}
+		return nil, &contivmodel.Error{Msg: fmt.Sprintf("%d %s", ans.Status, http.StatusText(ans.Status))}
 	}
 	var in bgpInspect
 	if err := json.Unmarshal(body, &in); err != nil {

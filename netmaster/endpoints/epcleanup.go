@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -19,18 +18,12 @@ import (
 	"github.com/contiv/netplugin/netmaster/agents"
 	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 )
 
-// DefaultNetpluginPort is the port of netplugin's REST server (spec
-// docs/daemons.md §6.5), where netmaster asks for an endpoint's reclaim.
-const DefaultNetpluginPort = 9090
-
-// Bounds of one reclaim request to a netplugin.
-const (
-	reclaimDialTimeout = 5 * time.Second
-	reclaimTimeout     = 15 * time.Second
-)
+// reclaimTimeout bounds one reclaim request to a netplugin.
+const reclaimTimeout = 15 * time.Second
 
 // errNothingToClean answers a cleanup that selected no endpoint: 409,
 // nothing removed (docs/security.md, "Debug endpoints").
@@ -180,7 +173,6 @@ func (m *Service) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) er
 	if err != nil {
 		return err
 	}
-	client := AgentHTTPClient(reclaimTimeout)
 	var errs []error
 	for _, ep := range eps {
 		if _, err := m.removeEndpoint(ctx, ep.NetID, ep.ID); err != nil && !errors.Is(err, objdb.ErrNotFound) {
@@ -192,7 +184,7 @@ func (m *Service) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) er
 			errs = append(errs, fmt.Errorf("reclaim endpoint %q: no %s registered for host %q", ep.ID, agents.ServiceVtep, ep.HomingHost))
 			continue
 		}
-		if err := m.reclaimEndpoint(ctx, client, vtep, ep.ID); err != nil {
+		if err := m.reclaimEndpoint(ctx, vtep, ep.ID); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -220,47 +212,14 @@ func (m *Service) vtepsByHost(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// NetpluginURL is path on the REST server of the netplugin at addr.
-func (m *Service) NetpluginURL(addr, path string) string {
-	port := m.cfg.NetpluginPort
-	if port == 0 {
-		port = DefaultNetpluginPort
-	}
-	return "http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + path
-}
-
-// AgentHTTPClient is a client for netplugin's REST server: bounded by
-// timeout, dials bounded by reclaimDialTimeout, no idle connection left
-// behind.
-func AgentHTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			DialContext:       (&net.Dialer{Timeout: reclaimDialTimeout}).DialContext,
-			DisableKeepAlives: true,
-		},
-	}
-}
-
-// reclaimEndpoint sends DELETE /debug/reclaimEndpoint/<epID> to the
-// netplugin at vtep.
-func (m *Service) reclaimEndpoint(ctx context.Context, client *http.Client, vtep, epID string) error {
-	u := m.NetpluginURL(vtep, "/debug/reclaimEndpoint/"+url.PathEscape(epID))
+// reclaimEndpoint asks the netplugin at vtep, over the agent RPC, to
+// remove the endpoint netmaster just deleted from the store.
+func (m *Service) reclaimEndpoint(ctx context.Context, vtep, epID string) error {
 	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodDelete, u, nil)
-	if err != nil {
+	var ok bool
+	if err := m.CallAgent(rctx, vtep, ofrpc.NetpluginReclaimEndpoint, ofrpc.ReclaimArgs{EndpointID: epID}, &ok); err != nil {
 		return fmt.Errorf("reclaim endpoint %q: %w", epID, err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("reclaim endpoint %q: %w", epID, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-		return fmt.Errorf("reclaim endpoint %q: DELETE %s answered %d %q", epID, u, resp.StatusCode, first)
 	}
 	return nil
 }

@@ -47,10 +47,13 @@ type Config struct {
 	// ClusterMode is the --mode of the daemon (docker, kubernetes,
 	// swarm-mode, test).
 	ClusterMode string
-	// NetpluginPort is the port of the netplugins' REST servers, asked to
-	// reclaim cleaned-up endpoints (0: DefaultNetpluginPort).
+	// NetpluginPort is the port of the netplugins' agent RPC serving the
+	// Netplugin service (reclaim, trace, BGP state; 0:
+	// ofrpc.VxlanAgentPort).
 	NetpluginPort int
-	Log           *logrus.Entry
+	// Agents calls the netplugins' agent RPC (nil: those calls fail).
+	Agents AgentCaller
+	Log    *logrus.Entry
 }
 
 // Service is the endpoint side of one leadership term. The object

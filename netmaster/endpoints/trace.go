@@ -1,9 +1,9 @@
 package endpoints
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -55,28 +56,25 @@ func (m *Service) serveTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Set("endpoint", ep.ID)
-	u := m.NetpluginURL(addr, "/inspect/trace?"+q.Encode())
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u, nil)
-	if err != nil {
-		http.Error(w, "trace: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	resp, err := AgentHTTPClient(traceTimeout).Do(req)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), traceTimeout)
+	defer cancel()
+	var ans ofrpc.HTTPAnswer
+	if err := m.CallAgent(ctx, addr, ofrpc.NetpluginTrace, ofrpc.TraceArgs{Query: q.Encode()}, &ans); err != nil {
 		http.Error(w, fmt.Sprintf("trace: ask the netplugin of host %s: %v", ep.HomingHost, err), http.StatusBadGateway)
 		return
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTraceAnswer))
-	if err != nil {
-		http.Error(w, fmt.Sprintf("trace: read the answer of host %s: %v", ep.HomingHost, err), http.StatusBadGateway)
+	if len(ans.Body) > maxTraceAnswer {
+		http.Error(w, fmt.Sprintf("trace: the answer of host %s exceeds %d bytes", ep.HomingHost, maxTraceAnswer), http.StatusBadGateway)
 		return
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
+	if ans.ContentType != "" {
+		w.Header().Set("Content-Type", ans.ContentType)
 	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(body)
+	if ans.Status == 0 {
+		ans.Status = http.StatusOK
+	}
+	w.WriteHeader(ans.Status)
+	_, _ = w.Write(ans.Body)
 }
 
 // findEndpoint reads the endpoint with id key, else the one whose

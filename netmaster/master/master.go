@@ -36,6 +36,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/server"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/ofnet/ofmaster"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/httpmetrics"
@@ -60,8 +61,9 @@ type Config struct {
 	// hosts and deleted from the store (0: agents.DefaultClearDelay; absence
 	// re-checked every tenth of it; docs/daemons.md §4.10.3).
 	OfnetClearDelay time.Duration
-	// NetpluginPort is the port of the netplugins' REST servers, asked to
-	// reclaim cleaned-up endpoints (0: endpoints.DefaultNetpluginPort).
+	// NetpluginPort is the port of the netplugins' agent RPC, asked to
+	// reclaim cleaned-up endpoints, trace and show BGP state (0:
+	// ofrpc.VxlanAgentPort).
 	NetpluginPort int
 	// PluginName is the docker network and IPAM driver name (--name;
 	// "": controllers.DefaultPluginName), used in docker mode only.
@@ -143,6 +145,8 @@ type master struct {
 	objs   *controllers.Objects // the object controllers
 	agents *agents.Agents       // the term's ofnet master (started by start)
 	docker *dockernets.Client   // docker mode only
+	// agentPool carries the term's calls to the netplugins' agent RPC.
+	agentPool *ofrpc.Pool
 
 	closeOnce sync.Once
 }
@@ -150,8 +154,15 @@ type master struct {
 func newMaster(cfg Config, kv objdb.KV, svc objdb.ServiceRegistry, log *logrus.Entry) *master {
 	m := &master{cfg: cfg, log: log, kv: kv, svc: svc, st: state.New(kv), v4: ipam.NewV4(kv)}
 	v6 := ipam.NewV6(kv)
+	// netmaster's own calls to the netplugins go over the agent RPC with
+	// the master certificate (docs/security.md).
+	popts := []ofrpc.Option{ofrpc.WithDialAttempts(2), ofrpc.WithDialTimeout(5 * time.Second)}
+	if cfg.RPCTLS != nil {
+		popts = append(popts, ofrpc.WithTLS(cfg.RPCTLS.Client))
+	}
+	m.agentPool = ofrpc.NewPool(popts...)
 	m.eps = endpoints.New(endpoints.Config{KV: kv, State: m.st, V4: m.v4, V6: v6, Services: svc,
-		ClusterMode: cfg.ClusterMode, NetpluginPort: cfg.NetpluginPort, Log: log})
+		ClusterMode: cfg.ClusterMode, NetpluginPort: cfg.NetpluginPort, Agents: m.agentPool, Log: log})
 	if cfg.ClusterMode == daemonflags.ModeDocker {
 		m.docker = dockernets.NewClient(cfg.DockerSocket)
 	}
@@ -162,7 +173,8 @@ func newMaster(cfg Config, kv objdb.KV, svc objdb.ServiceRegistry, log *logrus.E
 
 func (m *master) close() {
 	m.closeOnce.Do(func() {
-		m.eps.Close()   // its background work ends with the term's context
+		m.eps.Close() // its background work ends with the term's context
+		m.agentPool.Close()
 		m.agents.Wait() // so does the ofnet master
 		m.v4.Close()
 		if m.docker != nil {

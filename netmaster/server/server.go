@@ -89,7 +89,8 @@ type Config struct {
 	// Tokens, when set, guard every path but /healthz, /readyz and
 	// /version with bearer tokens.
 	Tokens *auth.Tokens
-	// RPCTLS, when set, secures the ofnet RPC channel.
+	// RPCTLS secures the ofnet RPC channel and netmaster's calls to the
+	// agents (reclaim, trace, BGP state); nil only with --insecure-rpc.
 	RPCTLS *RPCTLS
 	// OfnetLimits bound the leader's ofnet master: its agent and endpoint
 	// tables and its RPC server (docs/security.md, "RPC limits").

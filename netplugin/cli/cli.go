@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -52,7 +53,11 @@ func App(run Runner) *cli.App {
 			cli.StringFlag{Name: "mesos-socket", EnvVar: env("MESOS_SOCKET"), Value: mesosplugin.DefaultSocket, Usage: "unix socket of the Mesos CNI server for netcontiv (any mode; \"\" serves none)"},
 			cli.StringFlag{Name: "mesos-state-dir", EnvVar: env("MESOS_STATE_DIR"), Value: daemon.DefaultMesosStateDir, Usage: "directory of the Mesos CNI server's attachment records"},
 			cli.StringFlag{Name: "k8s-config", EnvVar: env("K8S_CONFIG"), Usage: "kubernetes mode: the API server's settings, a kubeconfig or the original's contiv.json (default: in-cluster when KUBERNETES_SERVICE_HOST is set, else none)"},
-			cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: ":9090", Usage: "address of the REST inspect server"},
+			cli.StringFlag{Name: "inspect-address", EnvVar: env("INSPECT_ADDRESS"), Value: daemon.DefaultInspectAddress, Usage: "address of the REST inspect server (loopback by default; another address needs --inspect-tls-* and --inspect-token-file, or --insecure-inspect)"},
+			cli.StringFlag{Name: "inspect-tls-cert-file", EnvVar: env("INSPECT_TLS_CERT_FILE"), Usage: "serve the inspect server over HTTPS with this PEM certificate (with --inspect-tls-key-file)"},
+			cli.StringFlag{Name: "inspect-tls-key-file", EnvVar: env("INSPECT_TLS_KEY_FILE"), Usage: "PEM key of --inspect-tls-cert-file"},
+			cli.StringFlag{Name: "inspect-token-file", EnvVar: env("INSPECT_TOKEN_FILE"), Usage: "file (mode 0600) holding the bearer token the inspect server requires"},
+			cli.BoolFlag{Name: "insecure-inspect", EnvVar: env("INSECURE_INSPECT"), Usage: "serve the inspect server on a non-loopback --inspect-address without TLS and token (unsafe)"},
 			cli.BoolFlag{Name: "host-access", EnvVar: env("HOST_ACCESS"), Usage: "routing mode: containers reach the host and, masqueraded by it, what is beyond it through contivh0 (adds a host NAT rule)"},
 			cli.StringFlag{Name: "ovs-unixctl", EnvVar: env("OVS_UNIXCTL"), Usage: "ovs-vswitchd's control socket, for packet traces (default: found next to --ovsdb-socket)"},
 			cli.StringFlag{Name: "netmaster-ca-file", EnvVar: env("NETMASTER_CA_FILE"), Usage: "call netmaster over HTTPS, trusting these PEM CAs"},
@@ -104,9 +109,6 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		}
 		cfg.MasterTLS = tc
 	}
-	if cfg.RPCServerTLS, cfg.RPCClientTLS, err = daemonflags.RPCTLSFromContext(c); err != nil {
-		return cfg, err
-	}
 	if cfg.RPCLimits, err = daemonflags.RPCLimitsFromContext(c); err != nil {
 		return cfg, err
 	}
@@ -144,6 +146,12 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 			return cfg, fmt.Errorf("invalid --%s %q: must be an IPv4 address", f.name, *f.v)
 		}
 	}
+	if cfg.RPCServerTLS, cfg.RPCClientTLS, cfg.InsecureRPC, err = daemonflags.RPCTLSFromContext(c, tlsutil.RoleAgent, cfg.HostLabel); err != nil {
+		return cfg, err
+	}
+	if err := inspectSecurity(c, &cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.Common.NetMode == "vlan" && len(cfg.VlanUplinks) == 0 {
 		return cfg, fmt.Errorf("--vlan-uplinks is required with --netmode vlan")
 	}
@@ -180,4 +188,55 @@ func ConfigFromContext(c *cli.Context) (daemon.Config, error) {
 		return cfg, fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)
 	}
 	return cfg, nil
+}
+
+// inspectSecurity reads the inspect server's TLS, token and insecure
+// flags: on loopback they are optional; anywhere else TLS and a token are
+// required unless --insecure-inspect (docs/security.md, "Listeners").
+func inspectSecurity(c *cli.Context, cfg *daemon.Config) error {
+	host, _, err := net.SplitHostPort(cfg.InspectAddress)
+	if err != nil {
+		return fmt.Errorf("invalid --inspect-address %q: %w", cfg.InspectAddress, err)
+	}
+	cert, key, tokenFile := c.String("inspect-tls-cert-file"), c.String("inspect-tls-key-file"), c.String("inspect-token-file")
+	cfg.InsecureInspect = c.Bool("insecure-inspect")
+	if cert != "" || key != "" {
+		if cfg.InspectTLS, err = tlsutil.ServerConfig(cert, key, ""); err != nil {
+			return fmt.Errorf("inspect server TLS: %w", err)
+		}
+	}
+	if tokenFile != "" {
+		if cfg.InspectTLS == nil && !cfg.InsecureInspect {
+			return errors.New("--inspect-token-file needs --inspect-tls-cert-file and --inspect-tls-key-file (or --insecure-inspect): a token is not sent over plain HTTP")
+		}
+		if cfg.InspectToken, err = readTokenFile(tokenFile); err != nil {
+			return fmt.Errorf("--inspect-token-file: %w", err)
+		}
+	}
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && !cfg.InsecureInspect && (cfg.InspectTLS == nil || cfg.InspectToken == "") {
+		return fmt.Errorf("--inspect-address %q is not a loopback address: give --inspect-tls-cert-file, --inspect-tls-key-file and --inspect-token-file, or --insecure-inspect", cfg.InspectAddress)
+	}
+	return nil
+}
+
+// readTokenFile reads one bearer token from a file only its owner can read.
+func readTokenFile(p string) (string, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s is readable by group or others (mode %v): chmod 600 it", p, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\n,") {
+		return "", fmt.Errorf("%s: want one token (no spaces or commas)", p)
+	}
+	return tok, nil
 }

@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/netplugin/daemon"
+	"github.com/contiv/netplugin/utils/certgen"
 	"github.com/contiv/netplugin/utils/daemonflags"
 	"github.com/contiv/netplugin/utils/daemonflags/apptest"
 )
@@ -22,8 +25,42 @@ func parse(t *testing.T, env map[string]string, args ...string) (daemon.Config, 
 		got = cfg
 		return errors.New("parsed")
 	})
-	code, msg := apptest.Run(t, app, env, args...)
+	code, msg := apptest.Run(t, app, withRPCTLS(t, env, args), args...)
 	return got, code, msg
+}
+
+// withRPCTLS adds the agent RPC's certificate flags (environment twins)
+// to env, for the host the arguments name: netplugin refuses to start
+// without them.
+func withRPCTLS(t *testing.T, env map[string]string, args []string) map[string]string {
+	t.Helper()
+	host := env["CONTIV_NETPLUGIN_HOST"]
+	for i, a := range args {
+		if (a == "--host" || a == "--host-label") && i+1 < len(args) {
+			host = strings.TrimSpace(args[i+1])
+		}
+	}
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	dir := t.TempDir()
+	c, err := certgen.WriteCluster(dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	if host != "" && !strings.ContainsAny(host, "/: ") {
+		if err := c.AddAgent(dir, host, nil); err != nil {
+			t.Fatal(err)
+		}
+		f := c.Agents[host]
+		out = map[string]string{"CONTIV_NETPLUGIN_RPC_TLS_CERT_FILE": f.Cert,
+			"CONTIV_NETPLUGIN_RPC_TLS_KEY_FILE": f.Key, "CONTIV_NETPLUGIN_RPC_TLS_CA_FILE": c.CAFile}
+	}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
 }
 
 var base = []string{"--mode", "test", "--netmode", "vxlan", "--fwdmode", "routing",
@@ -59,7 +96,7 @@ func TestEnvironmentAndDefaults(t *testing.T) {
 	if cfg.Common.Mode != "kubernetes" || cfg.HostLabel != "envhost" || cfg.VtepIP != "198.18.0.21" ||
 		cfg.CtrlIP != "198.18.0.22" || cfg.VlanUplinks[0] != "eth9" || cfg.VxlanPort != 4789 ||
 		cfg.OVSDatapath != "netdev" || cfg.OVSDBSocket != "/var/run/openvswitch/db.sock" ||
-		cfg.AttachSocket != daemon.DefaultAttachSocket || cfg.InspectAddress != ":9090" || cfg.Common.LogLevel != "INFO" {
+		cfg.AttachSocket != daemon.DefaultAttachSocket || cfg.InspectAddress != daemon.DefaultInspectAddress || cfg.Common.LogLevel != "INFO" {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	cfg, _, _ = parse(t, map[string]string{"CONTIV_NETPLUGIN_HOST": "envhost"}, base...)
@@ -116,5 +153,62 @@ func TestCNIFlags(t *testing.T) {
 		if code != daemonflags.ExitInvalid || !strings.Contains(msg, bad[0]) {
 			t.Errorf("%v: exit %d %q", bad, code, msg)
 		}
+	}
+}
+
+// TestInspectSecurity: the inspect server stays on loopback unless TLS and
+// a token (or --insecure-inspect, the flag's own test) are given.
+func TestInspectSecurity(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := certgen.NewCA("ca", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.Issue(certgen.Request{CommonName: "inspect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := certgen.WritePair(dir, "inspect", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "token-open")
+	if err := os.WriteFile(open, []byte("s3cret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	tlsArgs := []string{"--inspect-tls-cert-file", f.Cert, "--inspect-tls-key-file", f.Key}
+	for _, c := range []struct {
+		args []string
+		want string // "" : parsed
+	}{
+		{with("--inspect-address", "198.18.0.11:9090"), "not a loopback address"},
+		{with("--inspect-address", ":9090"), "not a loopback address"},
+		{with(append(tlsArgs, "--inspect-address", "198.18.0.11:9090")...), "not a loopback address"},
+		{with("--inspect-address", "198.18.0.11:9090", "--inspect-token-file", tok), "needs --inspect-tls-cert-file"},
+		{with(append(tlsArgs, "--inspect-address", "198.18.0.11:9090", "--inspect-token-file", open)...), "readable by group or others"},
+		{with(append(tlsArgs, "--inspect-address", "198.18.0.11:9090", "--inspect-token-file", tok)...), ""},
+		{with("--inspect-address", "198.18.0.11:9090", "--insecure-inspect"), ""},
+		{with("--inspect-address", "[::1]:9090"), ""},
+	} {
+		cfg, code, msg := parse(t, nil, c.args...)
+		if c.want == "" {
+			if code != 1 || !strings.Contains(msg, "parsed") {
+				t.Errorf("%v: exit %d %q", c.args, code, msg)
+			}
+			continue
+		}
+		if code != daemonflags.ExitInvalid || !strings.Contains(msg, c.want) {
+			t.Errorf("%v: exit %d %q, want %q", c.args, code, msg, c.want)
+		}
+		_ = cfg
+	}
+	cfg, _, _ := parse(t, nil, with(append(tlsArgs, "--inspect-address", "198.18.0.11:9090", "--inspect-token-file", tok)...)...)
+	if cfg.InspectTLS == nil || cfg.InspectToken != "s3cret" {
+		t.Errorf("TLS %v token %q", cfg.InspectTLS, cfg.InspectToken)
 	}
 }

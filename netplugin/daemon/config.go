@@ -23,6 +23,10 @@ import (
 // DefaultAttachSocket is where the endpoint attach API listens by default.
 const DefaultAttachSocket = "/run/contiv/contiv-attach.sock"
 
+// DefaultInspectAddress is where the inspect server listens by default:
+// loopback only (docs/security.md, "Listeners").
+const DefaultInspectAddress = "127.0.0.1:9090"
+
 // Config is the parsed netplugin command line.
 type Config struct {
 	Common       daemonflags.Common
@@ -48,8 +52,15 @@ type Config struct {
 	// PodLabels gives pods' labels to the CNI server; nil: the pod
 	// informer of the API server K8sConfig names, or, with none, only the
 	// labels a CNI request carries.
-	PodLabels      k8splugin.LabelSource
-	InspectAddress string
+	PodLabels k8splugin.LabelSource
+	// InspectAddress is where the inspect server listens (default
+	// DefaultInspectAddress, loopback). InspectTLS and InspectToken, when
+	// set, make it HTTPS and require the bearer token; a non-loopback
+	// address needs both unless InsecureInspect (docs/security.md).
+	InspectAddress  string
+	InspectTLS      *tls.Config
+	InspectToken    string
+	InsecureInspect bool
 	// Docker front end (docker and swarm-mode, docs/docker.md): driver
 	// name (netmaster's --name), plugin socket directory, engine socket.
 	DockerPluginName string
@@ -69,6 +80,9 @@ type Config struct {
 	// RPCServerTLS and RPCClientTLS, when set, make the ofnet RPC with
 	// the masters mutual TLS: the agents' listeners and their calls.
 	RPCServerTLS, RPCClientTLS *tls.Config
+	// InsecureRPC: --insecure-rpc was given (both TLS settings nil); the
+	// daemon logs a warning.
+	InsecureRPC bool
 	// RPCLimits bound the agents' RPC servers (zero fields: the ofrpc
 	// defaults; docs/security.md, "RPC limits").
 	RPCLimits ofrpc.Limits
@@ -128,6 +142,6 @@ func (c *Config) setDefaults() {
 		c.CNIStateDir = DefaultCNIStateDir
 	}
 	if c.InspectAddress == "" {
-		c.InspectAddress = ":9090"
+		c.InspectAddress = DefaultInspectAddress
 	}
 }

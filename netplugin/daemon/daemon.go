@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +27,7 @@ import (
 	"github.com/contiv/netplugin/state"
 
 	"github.com/contiv/netplugin/utils/ctxutil"
+	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
 // Daemon is one running netplugin.
@@ -112,6 +112,9 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 func (d *Daemon) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if d.cfg.RPCServerTLS == nil && !d.cfg.InsecureRPC {
+		return errors.New("the agent RPC needs mutual TLS (RPCServerTLS) unless InsecureRPC is set")
+	}
 	var err error
 	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
 		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Auth: d.cfg.Common.StoreAuth, Logger: logrus.NewEntry(logrus.StandardLogger())})
@@ -141,6 +144,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.drv = drv
 	defer d.drv.Close()
 
+	if d.cfg.InsecureRPC {
+		d.log.Warn(daemonflags.InsecureRPCWarning)
+	}
 	if d.cfg.RPCClientTLS != nil {
 		d.rpcPool = ofrpc.NewPool(ofrpc.WithTLS(d.cfg.RPCClientTLS))
 		defer d.rpcPool.Close()
@@ -317,7 +323,8 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			d.log.Warn(bgpNotConfigured + " until BGP is configured")
 		}
 	}
-	vx, err := d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "")
+	vx, err := d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "",
+		map[string]any{ofrpc.ServiceNetplugin: &netpluginRPC{d: d, ctx: ctx}})
 	if err != nil {
 		return err
 	}
@@ -334,7 +341,7 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	if len(d.uplinks) > 0 {
 		uplinkMAC = d.uplinks[0].MAC.String()
 	}
-	vl, err := d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC)
+	vl, err := d.startAgent(ctx, wg, ovsdriver.VlanBridge, ovsdriver.VlanControllerPort, ofrpc.VlanAgentPort, vlDatapath, uplinkMAC, nil)
 	if err != nil {
 		return err
 	}
@@ -363,21 +370,22 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge string, ofPort, rpcPort int, datapath, uplinkMAC string) (*agent.Agent, error) {
+func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge string, ofPort, rpcPort int, datapath, uplinkMAC string, services map[string]any) (*agent.Agent, error) {
 	if err := d.drv.EnsureBridge(ctx, bridge, ofPort); err != nil {
 		return nil, err
 	}
-	ofl, err := net.Listen("tcp", ":"+strconv.Itoa(ofPort))
+	// OVS connects from this host: the controller port stays on loopback
+	// (docs/security.md, "Listeners").
+	ofl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ofPort)))
 	if err != nil {
 		return nil, fmt.Errorf("OpenFlow listener of %s: %w", bridge, err)
 	}
-	rpcl, err := net.Listen("tcp", ":"+strconv.Itoa(rpcPort))
+	// The masters call the control address (AddMaster) and the VTEP
+	// address (after RegisterNode).
+	rpcl, err := listenRPC([]string{d.cfg.VtepIP, d.cfg.CtrlIP}, rpcPort, d.cfg.RPCServerTLS)
 	if err != nil {
 		ofl.Close()
 		return nil, fmt.Errorf("RPC listener of %s: %w", bridge, err)
-	}
-	if d.cfg.RPCServerTLS != nil {
-		rpcl = tls.NewListener(rpcl, d.cfg.RPCServerTLS)
 	}
 	vrfIDs, err := d.loadVrfIDs(ctx, bridge)
 	if err != nil {
@@ -388,8 +396,8 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 	a, err := agent.New(agent.Config{Bridge: bridge, Datapath: datapath, LocalIP: net.ParseIP(d.cfg.VtepIP),
 		RPCPort: uint16(rpcPort), RPCListener: rpcl, RPCLimits: d.cfg.RPCLimits, OFListener: ofl, UplinkMAC: uplinkMAC,
 		VrfIDs: vrfIDs, OnVrfIDs: func(ids map[string]uint8) { d.saveVrfIDs(ctx, bridge, ids) }, Pool: d.rpcPool,
-		DNSLookup: d.names.Lookup,
-		Logger:    d.log.WithField("bridge", bridge)})
+		DNSLookup: d.names.Lookup, RPCServices: services,
+		Logger: d.log.WithField("bridge", bridge)})
 	if err != nil {
 		ofl.Close()
 		rpcl.Close()

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +39,17 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: httpmetrics.New(d.cfg.registerer()).Wrap(r), ReadHeaderTimeout: 10 * time.Second}
+	if d.cfg.InspectTLS != nil {
+		ln = tls.NewListener(ln, d.cfg.InspectTLS)
+	}
+	if d.cfg.InsecureInspect {
+		d.log.Warnf("INSECURE: --insecure-inspect: the inspect server on %s answers anyone who reaches it, including /debug/reclaimEndpoint (docs/security.md)", d.cfg.InspectAddress)
+	}
+	var h http.Handler = r
+	if d.cfg.InspectToken != "" {
+		h = requireToken(d.cfg.InspectToken, r)
+	}
+	srv := &http.Server{Handler: httpmetrics.New(d.cfg.registerer()).Wrap(h), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -52,6 +64,19 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// requireToken admits requests carrying "Authorization: Bearer <token>".
+func requireToken(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="netplugin"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (d *Daemon) inspectDriver(w http.ResponseWriter, _ *http.Request) {
@@ -71,7 +96,7 @@ func (d *Daemon) serveSvcStats(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) reclaimEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	if err := d.removeLocal(r.Context(), id); err != nil {
+	if err := d.reclaim(r.Context(), id); err != nil {
 		http.Error(w, "Error deleting endpoint: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

@@ -135,8 +135,11 @@ func (a *Agent) Run(ctx context.Context) error {
 					a.log.WithError(err).WithField("peer", remote.String()).Warn("agent: RPC connection refused or closed")
 				}
 			}
-			return ofrpc.ServeLimits(ctx, a.cfg.RPCListener, map[string]any{
-				"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}}, limits)
+			services := map[string]any{"OfnetAgent": &OfnetAgentService{a: a}, "PolicyAgent": &PolicyAgentService{a: a}}
+			for name, s := range a.cfg.RPCServices {
+				services[name] = s
+			}
+			return ofrpc.ServeLimits(ctx, a.cfg.RPCListener, services, limits)
 		})
 	}
 	start("initial sync", a.connectLoop)

@@ -32,6 +32,9 @@ type Config struct {
 	RPCPort     uint16       // advertised in RegisterNode (9002 / 9003)
 	RPCListener net.Listener // OfnetAgent/PolicyAgent are served here (nil: no RPC server)
 	RPCLimits   ofrpc.Limits // bounds of that server (zero fields: ofrpc defaults)
+	// RPCServices are further RPC services served on RPCListener, by
+	// service name (netplugin's own, docs/security.md).
+	RPCServices map[string]any
 	OFListener  net.Listener // the OpenFlow controller listens here
 	UplinkMAC   string       // vlan: OriginatorMac of local endpoints
 	Pool        *ofrpc.Pool  // RPC client pool towards masters; nil: the agent's own

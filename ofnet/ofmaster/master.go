@@ -32,8 +32,11 @@ type Config struct {
 	Port uint16
 	// Pool is used to call the agents; nil: the master makes its own and
 	// closes it when Serve returns.
-	Pool   *ofrpc.Pool
-	Logger logrus.FieldLogger
+	Pool *ofrpc.Pool
+	// Authorize, when set, checks every call of an agent (on mutual TLS:
+	// ofrpc.AgentIdentity).
+	Authorize ofrpc.Authorizer
+	Logger    logrus.FieldLogger
 	// QueueLen bounds the messages waiting for one agent; beyond it the
 	// backlog is replaced by a full replay. 0: DefaultQueueLen.
 	QueueLen int
@@ -135,6 +138,9 @@ func (m *Master) Serve(ctx context.Context, ln net.Listener) error {
 		limits.OnReject = func(remote net.Addr, err error) {
 			m.log.WithError(err).WithField("peer", remote.String()).Warn("ofnet master: RPC connection refused or closed")
 		}
+	}
+	if limits.Authorize == nil {
+		limits.Authorize = m.cfg.Authorize
 	}
 	err := ofrpc.ServeLimits(ctx, ln, map[string]any{ofrpc.ServiceMaster: &rpcService{m: m}}, limits)
 

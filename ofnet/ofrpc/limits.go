@@ -42,6 +42,9 @@ type Limits struct {
 	// OnReject, if set, is told about every connection refused or closed
 	// for a limit or a malformed stream (for logging; it must not block).
 	OnReject func(remote net.Addr, err error)
+	// Authorize, if set, checks every call before it runs (on mutual TLS:
+	// AgentIdentity for the ofnet master; docs/security.md).
+	Authorize Authorizer
 }
 
 // withDefaults fills the zero fields.

@@ -82,7 +82,11 @@ func ServeLimits(ctx context.Context, ln net.Listener, services map[string]any, 
 			// that is not a request or is too large, stays idle, or the
 			// connection is closed; it waits for running methods and
 			// closes the connection.
-			srv.ServeCodec(newLimitedCodec(conn, limits))
+			var codec rpc.ServerCodec = newLimitedCodec(conn, limits)
+			if limits.Authorize != nil {
+				codec = &authCodec{ServerCodec: codec, conn: conn, auth: limits.Authorize}
+			}
+			srv.ServeCodec(codec)
 		}()
 	}
 }

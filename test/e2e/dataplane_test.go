@@ -75,7 +75,7 @@ func TestThreeHostsBridgeMode(t *testing.T) {
 			EndpointDb  map[string]json.RawMessage
 		}
 		h := tb.Hosts[0]
-		getJSON(t, h.HTTPClient(), "http://"+h.IP+":9090/inspect/driver", &drv)
+		getJSON(t, h.HTTPClient(), h.InspectURL()+"/inspect/driver", &drv)
 		if !drv["vxlan"].IsConnected || drv["vxlan"].DpName != "vxlan" || !drv["vlan"].IsConnected || drv["vlan"].DpName != "vlan" {
 			t.Errorf("inspect/driver: %+v", drv)
 		}

@@ -109,7 +109,7 @@ func TestHostAccess(t *testing.T) {
 func privateIP(t *testing.T, h *testbed.Host, ip string) string {
 	t.Helper()
 	var drv map[string]struct{ HostAccess map[string]string }
-	getJSON(t, h.HTTPClient(), "http://"+h.IP+":9090/inspect/driver", &drv)
+	getJSON(t, h.HTTPClient(), h.InspectURL()+"/inspect/driver", &drv)
 	for k, v := range drv["vxlan"].HostAccess {
 		if strings.HasPrefix(k, ip+":") {
 			return v

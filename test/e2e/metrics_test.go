@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/testbed"
+	"github.com/contiv/netplugin/utils/certgen"
 )
 
 // promPort is where the test's Prometheus server listens, on the master
@@ -37,7 +42,35 @@ func TestPrometheusScrapesDaemons(t *testing.T) {
 		objdbtest.RequireComponent(t, "promtool (Debian package prometheus)", err)
 		return
 	}
-	tb := testbed.New(t, testbed.Config{Hosts: 2})
+	// The netplugins' metrics leave the host only over HTTPS with a
+	// bearer token (docs/security.md, "Listeners").
+	pkiDir := t.TempDir()
+	ca, err := certgen.NewCA("inspect CA", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFiles, err := certgen.WriteCA(pkiDir, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Issue(certgen.Request{CommonName: "netplugin inspect",
+		IPs: []net.IP{net.ParseIP(testbed.HostCtrlIP(0)), net.ParseIP(testbed.HostCtrlIP(1))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspectFiles, err := certgen.WritePair(pkiDir, "inspect", pair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inspectToken = "metrics-reader-7f3a"
+	tokenFile := filepath.Join(pkiDir, "token")
+	if err := os.WriteFile(tokenFile, []byte(inspectToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tb := testbed.New(t, testbed.Config{Hosts: 2, NetpluginHostArgs: func(h *testbed.Host) []string {
+		return []string{"--inspect-address", h.CtrlIP + ":9090", "--inspect-tls-cert-file", inspectFiles.Cert,
+			"--inspect-tls-key-file", inspectFiles.Key, "--inspect-token-file", tokenFile}
+	}})
 	netctl(t, tb, "net", "create", "--subnet", "198.19.7.0/24", "--gateway", "198.19.7.254", "pm1")
 	attachNew(t, tb.Hosts[0], "pa", "default", "pm1", "")
 	attachNew(t, tb.Hosts[1], "pb", "default", "pm1", "")
@@ -51,9 +84,14 @@ scrape_configs:
     static_configs:
       - targets: ['%s']
   - job_name: netplugin
+    scheme: https
+    tls_config:
+      ca_file: %s
+    authorization:
+      credentials_file: %s
     static_configs:
       - targets: ['%s:9090', '%s:9090']
-`, m.Addr(), tb.Hosts[0].CtrlIP, tb.Hosts[1].CtrlIP)
+`, m.Addr(), caFiles.Cert, tokenFile, tb.Hosts[0].CtrlIP, tb.Hosts[1].CtrlIP)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -68,8 +106,17 @@ scrape_configs:
 
 	hc := tb.HTTPClient()
 	// promtool on each daemon's exposition.
-	for _, target := range []string{m.URL() + "/metrics", "http://" + tb.Hosts[0].CtrlIP + ":9090/metrics"} {
-		resp, err := hc.Get(target)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	hcs := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: hc.Transport.(*http.Transport).DialContext, TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+	for _, target := range []string{m.URL() + "/metrics", "https://" + tb.Hosts[0].CtrlIP + ":9090/metrics"} {
+		req, err := http.NewRequest(http.MethodGet, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+inspectToken)
+		resp, err := hcs.Do(req)
 		if err != nil {
 			t.Fatalf("GET %s: %v", target, err)
 		}

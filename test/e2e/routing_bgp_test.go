@@ -52,7 +52,7 @@ func TestVlanRoutingBGP(t *testing.T) {
 
 	t.Run("before BGP is configured inspect says so", func(t *testing.T) {
 		var st map[string]any
-		getJSON(t, h0.HTTPClient(), "http://"+h0.IP+":9090/inspect/bgp", &st)
+		getJSON(t, h0.HTTPClient(), h0.InspectURL()+"/inspect/bgp", &st)
 		if st["state"] != "not configured" || !strings.Contains(fmt.Sprint(st["message"]), "no BGP is configured") {
 			t.Errorf("/inspect/bgp before BGP: %v", st)
 		}
@@ -85,7 +85,7 @@ func TestVlanRoutingBGP(t *testing.T) {
 			Announced []string
 			Learned   []string
 		}
-		getJSON(t, h0.HTTPClient(), "http://"+h0.IP+":9090/inspect/bgp", &st)
+		getJSON(t, h0.HTTPClient(), h0.InspectURL()+"/inspect/bgp", &st)
 		if st.State != "running" || len(st.Neighbors) != 1 || st.Neighbors[0].State != "ESTABLISHED" ||
 			!contains(st.Announced, c0.ip()+"/32") || !contains(st.Learned, c1.ip()+"/32") {
 			t.Errorf("/inspect/bgp on %s: %+v", h0.Name, st)

@@ -175,7 +175,7 @@ func TestServiceLBAndDNS(t *testing.T) {
 		}
 		waitUntil(t, 15*time.Second, "svcstats on the client's host", func() (bool, string) {
 			var st map[string]entry
-			getJSON(t, h0.HTTPClient(), "http://"+h0.IP+":9090/svcstats", &st)
+			getJSON(t, h0.HTTPClient(), h0.InspectURL()+"/svcstats", &st)
 			var conns uint64
 			for _, p := range provs {
 				for _, s := range st[p.ip()+":default"].SvcStats {
@@ -231,7 +231,7 @@ func TestServiceLBAndDNS(t *testing.T) {
 				EndpointGroups map[string][]string
 			}
 		}
-		getJSON(t, h0.HTTPClient(), "http://"+h0.IP+":9090/inspect/nameserver", &ns)
+		getJSON(t, h0.HTTPClient(), h0.InspectURL()+"/inspect/nameserver", &ns)
 		d := ns.DnsRecords["default"]
 		if d.Services["websvc"] != "ipv4:"+vip+" ipv6:" || len(d.EndpointGroups["web"]) != 3 || len(d.CommonNames["prov1"]) != 1 {
 			t.Errorf("/inspect/nameserver default tenant: %+v", d)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -72,7 +71,8 @@ func TestPacketTrace(t *testing.T) {
 
 	// netplugin's inspect server answers the same question.
 	q := url.Values{"endpoint": {a.id}, "dst": {b.ip()}, "proto": {"tcp"}, "port": {"80"}}
-	resp, err := tb.HTTPClient().Get(fmt.Sprintf("http://%s:9090/inspect/trace?%s", tb.Hosts[0].CtrlIP, q.Encode()))
+	h0 := tb.Hosts[0]
+	resp, err := h0.HTTPClient().Get(h0.InspectURL() + "/inspect/trace?" + q.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}

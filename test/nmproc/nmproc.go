@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/contiv/netplugin/netmaster/cmdline"
 	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/objdb/objdbtest"
+	"github.com/contiv/netplugin/utils/certgen"
 )
 
 // envDaemon makes the test binary run as a netmaster; its arguments follow
@@ -75,8 +78,17 @@ func Start(t testing.TB, addr string, flags ...string) *Proc {
 	if addr == "" {
 		addr = FreeAddr(t)
 	}
-	p := &Proc{t: t, Addr: addr, args: append([]string{"--mode", "test", "--netmode", "vlan", "--fwdmode", "bridge", "--log-level", "warn",
-		"--external-address", addr, "--internal-address", addr}, flags...)}
+	base := []string{"--mode", "test", "--netmode", "vlan", "--fwdmode", "bridge", "--log-level", "warn",
+		"--external-address", addr, "--internal-address", addr}
+	if !slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "--rpc-tls") || f == "--insecure-rpc" }) {
+		// The ofnet RPC's mutual TLS, the secure default.
+		c, err := certgen.WriteCluster(t.TempDir(), nil, nil)
+		if err != nil {
+			t.Fatalf("netmaster certificates: %v", err)
+		}
+		base = append(base, c.MasterArgs()...)
+	}
+	p := &Proc{t: t, Addr: addr, args: append(base, flags...)}
 	p.Restart()
 	t.Cleanup(func() {
 		p.Kill()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/contiv/netplugin/utils/certgen"
 	"io"
 	"net"
 	"net/http"
@@ -91,6 +92,12 @@ func startNetmasterAt(t *testing.T, bin, ip, scheme string, tc *tls.Config, extr
 		"--external-address", api, "--internal-address", api, "--leader-ttl", "2s",
 		"--etcd-endpoints", etcd, "--embedded-etcd-dir", filepath.Join(t.TempDir(), "etcd"),
 		"--embedded-etcd-peer-url", peer}, extra...)
+	// The ofnet RPC's mutual TLS, the secure default.
+	pki, err := certgen.WriteCluster(t.TempDir(), []net.IP{net.ParseIP(ip)}, nil)
+	if err != nil {
+		t.Fatalf("netmaster certificates: %v", err)
+	}
+	args = append(args, pki.MasterArgs()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

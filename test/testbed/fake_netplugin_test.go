@@ -28,7 +28,7 @@ func fakeNetplugin(args []string) int {
 	fs := flag.NewFlagSet("netplugin", flag.ContinueOnError)
 	str := func(name string) *string { return fs.String(name, "", name) }
 	host, vtep, etcdURL, ovsdb := str("host"), str("vtep-ip"), str("etcd-endpoints"), str("ovsdb-socket")
-	for _, name := range []string{"mode", "netmode", "fwdmode", "ctrl-ip", "vlan-uplinks", "ovs-datapath", "attach-socket", "cni-socket", "cni-state-dir", "mesos-socket", "mesos-state-dir", "log-level"} {
+	for _, name := range []string{"mode", "netmode", "fwdmode", "ctrl-ip", "vlan-uplinks", "ovs-datapath", "attach-socket", "cni-socket", "cni-state-dir", "mesos-socket", "mesos-state-dir", "log-level", "rpc-tls-cert-file", "rpc-tls-key-file", "rpc-tls-ca-file"} {
 		str(name)
 	}
 	if err := fs.Parse(args); err != nil {

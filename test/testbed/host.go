@@ -74,7 +74,17 @@ func (h *Host) NetpluginArgs() []string {
 		args = append(args, "--name", PluginName, "--docker-plugin-dir", h.PluginDir(), "--docker-socket", h.DockerSocket())
 	}
 	args = append(args, h.tb.StoreArgs()...)
+	rpc, err := h.tb.agentRPCArgs(h)
+	if err != nil {
+		// Only a failing disk gets here; the daemon then refuses to start
+		// and says why.
+		rpc = []string{"--rpc-tls-cert-file", "/nonexistent: " + err.Error()}
+	}
+	args = append(args, rpc...)
 	args = append(args, cfg.NetpluginArgs...)
+	if cfg.NetpluginHostArgs != nil {
+		args = append(args, cfg.NetpluginHostArgs(h)...)
+	}
 	return append(args, h.ExtraArgs...)
 }
 

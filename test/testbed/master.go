@@ -71,6 +71,7 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 	if cfg.LeaderTTL > 0 {
 		args = append(args, "--leader-ttl", cfg.LeaderTTL.String())
 	}
+	args = append(args, tb.masterRPCArgs()...)
 	args = append(args, cfg.NetmasterArgs...)
 	m.proc = &daemon{name: "netmaster " + m.NS, ns: m.NS, bin: tb.Bins.Netmaster, args: args,
 		logPath: filepath.Join(m.Dir, "netmaster.log")}

@@ -64,6 +64,16 @@ func (h *Host) pluginArgs() []string {
 		"--docker-socket", filepath.Join(hostDirInPlugin, "docker", "docker.sock"),
 		"--log-level", "debug",
 	}
+	rpc, err := h.tb.agentRPCArgs(h)
+	if err != nil {
+		rpc = []string{"--rpc-tls-cert-file", "/nonexistent: " + err.Error()}
+	}
+	for i, a := range rpc {
+		if strings.HasPrefix(a, h.Dir+"/") {
+			rpc[i] = filepath.Join(hostDirInPlugin, strings.TrimPrefix(a, h.Dir))
+		}
+	}
+	args = append(args, rpc...)
 	return append(append(args, h.tb.StoreArgs()...), cfg.NetpluginArgs...)
 }
 

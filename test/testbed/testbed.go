@@ -40,6 +40,7 @@ import (
 
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/test/ovstest"
+	"github.com/contiv/netplugin/utils/certgen"
 )
 
 // StoreMode says where the cluster store runs.
@@ -112,6 +113,10 @@ type Config struct {
 	// command lines.
 	NetpluginArgs []string
 	NetmasterArgs []string
+	// NetpluginHostArgs, when set, adds per-host flags to netplugin's
+	// command line (after NetpluginArgs), e.g. an inspect address of its
+	// own.
+	NetpluginHostArgs func(h *Host) []string
 	// SkipNetplugin builds hosts without starting netplugin (start it
 	// later with Host.StartNetplugin; it is built then).
 	SkipNetplugin bool
@@ -125,6 +130,10 @@ type Config struct {
 	// a managed plugin of each host's engine (swarm.go); the test makes
 	// the swarm (Host.InitSwarm).
 	Swarm bool
+	// InsecureRPC runs netmaster and netplugin with --insecure-rpc
+	// instead of the testbed's certificates (security.go); only for the
+	// test of that flag.
+	InsecureRPC bool
 	// InsecureStore runs the etcd in plain http without client
 	// certificates (storepki.go); by default it serves TLS and asks
 	// every client for a certificate.
@@ -202,6 +211,11 @@ type Testbed struct {
 
 	cluster *etcdCluster // Config.EtcdMembers = 3
 
+	// PKI is the testbed's CA and role certificates (security.go).
+	PKI       *certgen.Cluster
+	pkiMu     sync.Mutex
+	outsiders atomic.Int32
+
 	binMu      sync.Mutex // guards Bins.Netplugin
 	containers atomic.Int32
 	dumpOnce   sync.Once
@@ -261,6 +275,9 @@ func New(t testing.TB, cfg Config) *Testbed {
 	t.Cleanup(func() { tb.teardown(t) })
 
 	start := time.Now()
+	if err := tb.newPKI(); err != nil {
+		t.Fatal(err)
+	}
 	if err := tb.buildFabric(); err != nil {
 		t.Fatalf("testbed: fabric: %v", err)
 	}

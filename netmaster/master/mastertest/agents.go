@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
 // The helpers below stand in for the netplugin agents a term talks to:
@@ -65,14 +67,16 @@ func (e *Env) Deregister(info objdb.ServiceInfo) {
 	}
 }
 
-// FakeNetplugins serves netplugin's DELETE /debug/reclaimEndpoint/{id} and
-// GET /inspect/bgp on one port of several loopback addresses (one per
-// simulated host) and records "<ip> <path>" of every request. Paths in
-// fail answer 500.
+// FakeNetplugins serves the Netplugin service of netplugin's agent RPC
+// (ReclaimEndpoint, Bgp; plain, no TLS) on one port of several loopback
+// addresses (one per simulated host) and records every call as
+// "<verb> <ip> <path>" of the inspect route it replaces
+// ("DELETE ip /debug/reclaimEndpoint/<id>", "GET ip /inspect/bgp").
+// Paths in fail are refused.
 type FakeNetplugins struct {
 	Port int
 	fail map[string]bool
-	// bgp is the /inspect/bgp answer of each address (absent: 404).
+	// bgp is the Bgp answer of each address (absent: 404).
 	bgp map[string]FakeAnswer
 
 	mu   sync.Mutex
@@ -93,48 +97,60 @@ func StartFakeNetplugins(t testing.TB, ips ...string) *FakeNetplugins {
 		}
 	}
 	f := &FakeNetplugins{Port: lns[0].Addr().(*net.TCPAddr).Port, fail: map[string]bool{}, bgp: map[string]FakeAnswer{}}
-	srv := &http.Server{Handler: http.HandlerFunc(f.serve), ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, ln := range lns {
+	for i, ln := range lns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			svc := &fakeNetpluginService{f: f, ip: ips[i]}
+			if err := ofrpc.Serve(ctx, ln, map[string]any{ofrpc.ServiceNetplugin: svc}); err != nil {
 				t.Errorf("fake netplugin: %v", err)
 			}
 		}()
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
+		cancel()
 		wg.Wait()
 	})
 	return f
 }
 
-func (f *FakeNetplugins) serve(w http.ResponseWriter, r *http.Request) {
-	host, _, _ := net.SplitHostPort(r.Host)
-	f.mu.Lock()
-	f.reqs = append(f.reqs, r.Method+" "+host+" "+r.URL.EscapedPath())
-	fail := f.fail[r.URL.Path]
-	bgp, bgpOK := f.bgp[host]
-	f.mu.Unlock()
-	if r.Method == http.MethodGet && r.URL.Path == "/inspect/bgp" {
-		if !bgpOK {
-			http.NotFound(w, r)
-			return
-		}
-		w.WriteHeader(bgp.Code)
-		_, _ = w.Write([]byte(bgp.Body))
-		return
+// fakeNetpluginService is the Netplugin service of one address.
+type fakeNetpluginService struct {
+	f  *FakeNetplugins
+	ip string
+}
+
+func (s *fakeNetpluginService) record(verb, path string) bool {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.f.reqs = append(s.f.reqs, verb+" "+s.ip+" "+path)
+	return s.f.fail[path]
+}
+
+// ReclaimEndpoint records the reclaim.
+func (s *fakeNetpluginService) ReclaimEndpoint(args ofrpc.ReclaimArgs, reply *bool) error {
+	p := "/debug/reclaimEndpoint/" + url.PathEscape(args.EndpointID)
+	if s.record(http.MethodDelete, p) {
+		return errors.New("reclaim endpoint: no such endpoint")
 	}
-	if fail || r.Method != http.MethodDelete || !strings.HasPrefix(r.URL.Path, "/debug/reclaimEndpoint/") {
-		http.Error(w, "Error deleting endpoint: no such endpoint", http.StatusInternalServerError)
-		return
+	*reply = true
+	return nil
+}
+
+// Bgp answers the canned BGP state.
+func (s *fakeNetpluginService) Bgp(_ struct{}, reply *ofrpc.HTTPAnswer) error {
+	s.record(http.MethodGet, "/inspect/bgp")
+	s.f.mu.Lock()
+	a, ok := s.f.bgp[s.ip]
+	s.f.mu.Unlock()
+	if !ok {
+		*reply = ofrpc.HTTPAnswer{Status: http.StatusNotFound, Body: []byte("404 page not found\n")}
+		return nil
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte("null\n"))
+	*reply = ofrpc.HTTPAnswer{Status: a.Code, Body: []byte(a.Body)}
+	return nil
 }
 
 // FakeAnswer is a canned HTTP answer.
