@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"net"
@@ -26,7 +27,8 @@ import (
 // the master role, and with a real agent certificate (host 1's, a
 // compromised node) against another agent's RPC and, speaking for host 0,
 // against the master's. Every attempt is refused, and host 0's flows,
-// ports and the store are byte-identical afterwards. A control with the
+// ports and the store are byte-identical afterwards; a write to the store
+// (etcd with client certificates) is tried the same ways. A control with the
 // master certificate shows that the harness sees an accepted call.
 func TestHostileNeighbour(t *testing.T) {
 	tb := testbed.New(t, testbed.Config{Hosts: 2})
@@ -134,10 +136,18 @@ func TestHostileNeighbour(t *testing.T) {
 	for _, ip := range []string{testbed.MasterIP(0), testbed.MasterUnderlayIP(0)} {
 		targets = append(targets, target{ip + ":9001", "rpc-master", masterCalls})
 	}
+	// The store (etcd with client certificates, the testbed's default): a
+	// write through its JSON gateway.
+	storePut := `{"key":"` + base64.StdEncoding.EncodeToString([]byte("/contiv.io/evil")) + `","value":"eA=="}`
+	targets = append(targets, target{fmt.Sprintf("%s:%d", tb.StoreIP, testbed.EtcdPort), "http", []string{
+		fmt.Sprintf("POST /v3/kv/put HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(storePut), storePut)}})
 
 	var accepted []string
 	for _, tg := range targets {
 		creds := map[string]*tls.Config{"plain": nil, "TLS without a certificate": noCert, "foreign-CA master certificate": withCert(forged)}
+		if tg.kind == "http" && strings.HasSuffix(tg.addr, fmt.Sprintf(":%d", testbed.EtcdPort)) {
+			creds["host 1's agent RPC certificate"] = withCert(stolen)
+		}
 		if tg.kind == "rpc-agent" && !strings.HasPrefix(tg.addr, h1.IP+":") && !strings.HasPrefix(tg.addr, h1.CtrlIP+":") {
 			creds["host 1's agent certificate"] = withCert(stolen)
 		}

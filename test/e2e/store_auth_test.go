@@ -57,10 +57,11 @@ func TestStoreClientCertAuth(t *testing.T) {
 		return out
 	}
 	h := tb.Hosts[0]
-	// A second netplugin on host 0 with another host name: it stops at the
-	// store before touching OVS.
-	base := append(h.NetpluginArgs(), "--host", "sa-intruder", "--attach-socket", h.Dir+"/sa-attach.sock",
-		"--cni-socket", h.Dir+"/sa-cni.sock")
+	// A second netplugin on host 0, with host 0's name and RPC certificate
+	// (its role check passes) and sockets of its own: it stops at the store
+	// before touching OVS.
+	base := append(h.NetpluginArgs(), "--attach-socket", h.Dir+"/sa-attach.sock",
+		"--cni-socket", h.Dir+"/sa-cni.sock", "--mesos-socket", h.Dir+"/sa-mesos.sock")
 	cases := []struct {
 		name string
 		args []string
@@ -80,6 +81,7 @@ func TestStoreClientCertAuth(t *testing.T) {
 	nm := []string{"--mode", "test", "--netmode", "vlan", "--fwdmode", "bridge",
 		"--external-address", "127.0.0.1:19999", "--internal-address", "127.0.0.1:19999"}
 	nm = append(nm, swap(tb.StoreArgs(), p.ForeignCert, p.ForeignKey)...)
+	nm = append(nm, tb.PKI.MasterArgs()...)
 	out, err := h.Exec(append([]string{"timeout", "60", tb.Bins.Netmaster}, nm...)...)
 	if err == nil || strings.Contains(err.Error(), "exit status 124") || !strings.Contains(out, "refused the client certificate") {
 		t.Errorf("netmaster with a foreign certificate: %v:\n%s", err, tail(out, 20))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -175,30 +176,36 @@ type procFigures struct {
 	// From /debug/pprof: the goroutine profile's total and the heap
 	// profile's HeapAlloc.
 	pprofGoroutines, pprofHeapAlloc float64
-	leader                          float64 // contiv_netmaster_leader (netmaster)
-	base                            string  // the daemon's URL
+	leader                          float64      // contiv_netmaster_leader (netmaster)
+	base                            string       // the daemon's URL
+	client                          *http.Client // reaches base (netplugin's inspect server is on its host's loopback)
 }
 
 func figures(t *testing.T, tb *testbed.Testbed) map[string]procFigures {
 	t.Helper()
 	out := map[string]procFigures{}
-	targets := map[string]string{}
+	type target struct {
+		url    string
+		client *http.Client
+	}
+	targets := map[string]target{}
 	for i, m := range tb.Masters {
-		targets[fmt.Sprintf("netmaster%d", i)] = m.URL()
+		targets[fmt.Sprintf("netmaster%d", i)] = target{m.URL(), tb.HTTPClient()}
 	}
 	for _, h := range tb.Hosts {
-		targets["netplugin-"+h.Name] = "http://" + h.CtrlIP + ":9090"
+		targets["netplugin-"+h.Name] = target{h.InspectURL(), h.HTTPClient()}
 	}
-	for name, u := range targets {
-		f, err := scrape(tb, u+"/metrics")
+	for name, tg := range targets {
+		u := tg.url
+		f, err := scrape(tg.client, u+"/metrics")
 		if err == nil {
-			err = scrapePprof(tb, u, &f)
+			err = scrapePprof(tg.client, u, &f)
 		}
 		if err != nil {
 			t.Logf("soak: figures of %s: %v", name, err)
 			continue
 		}
-		f.base = u
+		f.base, f.client = u, tg.client
 		out[name] = f
 		t.Logf("soak: figures %s goroutines=%.0f heap_inuse_mib=%.1f rss_mib=%.1f pprof_goroutines=%.0f pprof_heap_alloc_mib=%.1f",
 			name, f.goroutines, f.heapInuse/(1<<20), f.rss/(1<<20), f.pprofGoroutines, f.pprofHeapAlloc/(1<<20))
@@ -206,8 +213,8 @@ func figures(t *testing.T, tb *testbed.Testbed) map[string]procFigures {
 	return out
 }
 
-func get(tb *testbed.Testbed, u string) (string, error) {
-	resp, err := tb.HTTPClient().Get(u)
+func get(c *http.Client, u string) (string, error) {
+	resp, err := c.Get(u)
 	if err != nil {
 		return "", err
 	}
@@ -221,15 +228,15 @@ func get(tb *testbed.Testbed, u string) (string, error) {
 
 // scrapePprof reads the goroutine profile's total and the heap profile's
 // HeapAlloc (debug=1 text).
-func scrapePprof(tb *testbed.Testbed, base string, f *procFigures) error {
-	g, err := get(tb, base+"/debug/pprof/goroutine?debug=1")
+func scrapePprof(c *http.Client, base string, f *procFigures) error {
+	g, err := get(c, base+"/debug/pprof/goroutine?debug=1")
 	if err != nil {
 		return err
 	}
 	if _, err := fmt.Sscanf(g, "goroutine profile: total %f", &f.pprofGoroutines); err != nil {
 		return fmt.Errorf("goroutine profile: %w", err)
 	}
-	h, err := get(tb, base+"/debug/pprof/heap?debug=1")
+	h, err := get(c, base+"/debug/pprof/heap?debug=1")
 	if err != nil {
 		return err
 	}
@@ -241,9 +248,9 @@ func scrapePprof(tb *testbed.Testbed, base string, f *procFigures) error {
 	return nil
 }
 
-func scrape(tb *testbed.Testbed, u string) (procFigures, error) {
+func scrape(c *http.Client, u string) (procFigures, error) {
 	var f procFigures
-	resp, err := tb.HTTPClient().Get(u)
+	resp, err := c.Get(u)
 	if err != nil {
 		return f, err
 	}
@@ -295,7 +302,7 @@ func compareFigures(t *testing.T, tb *testbed.Testbed, start, end map[string]pro
 		t.Logf("soak: flat %s same_process_and_role=%v goroutines %.0f->%.0f heap_inuse_mib %.1f->%.1f rss_mib %.1f->%.1f",
 			name, same, s.goroutines, e.goroutines, s.heapInuse/(1<<20), e.heapInuse/(1<<20), s.rss/(1<<20), e.rss/(1<<20))
 		if same && e.goroutines > s.goroutines+max(20, s.goroutines/4) {
-			prof, _ := get(tb, e.base+"/debug/pprof/goroutine?debug=1")
+			prof, _ := get(e.client, e.base+"/debug/pprof/goroutine?debug=1")
 			if len(prof) > 8000 {
 				prof = prof[:8000]
 			}

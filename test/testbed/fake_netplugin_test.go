@@ -14,6 +14,7 @@ import (
 
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/etcd"
+	"github.com/contiv/netplugin/utils/tlsutil"
 )
 
 // isFakeNetplugin tells TestMain that the test binary was started by a
@@ -28,6 +29,7 @@ func fakeNetplugin(args []string) int {
 	fs := flag.NewFlagSet("netplugin", flag.ContinueOnError)
 	str := func(name string) *string { return fs.String(name, "", name) }
 	host, vtep, etcdURL, ovsdb := str("host"), str("vtep-ip"), str("etcd-endpoints"), str("ovsdb-socket")
+	cacert, cert, key := str("etcd-cacert"), str("etcd-cert"), str("etcd-key")
 	for _, name := range []string{"mode", "netmode", "fwdmode", "ctrl-ip", "vlan-uplinks", "ovs-datapath", "attach-socket", "cni-socket", "cni-state-dir", "mesos-socket", "mesos-state-dir", "log-level", "rpc-tls-cert-file", "rpc-tls-key-file", "rpc-tls-ca-file"} {
 		str(name)
 	}
@@ -55,7 +57,13 @@ func fakeNetplugin(args []string) int {
 	defer stop()
 	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	st, err := etcd.New(octx, etcd.Config{Endpoints: []string{*etcdURL}})
+	cfg := etcd.Config{Endpoints: []string{*etcdURL}}
+	if *cacert != "" {
+		if cfg.TLS, err = tlsutil.ClientConfig(*cacert, *cert, *key); err != nil {
+			return fail(err)
+		}
+	}
+	st, err := etcd.New(octx, cfg)
 	if err != nil {
 		return fail(err)
 	}
