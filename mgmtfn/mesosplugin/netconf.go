@@ -8,11 +8,12 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
 )
 
-// Label keys that place a container (the Kubernetes front end's, docs/mesos.md).
+// Label keys that place a container: the Kubernetes front end's
+// (docs/mesos.md).
 const (
-	LabelTenant  = "io.contiv.tenant"
-	LabelNetwork = "io.contiv.network"
-	LabelGroup   = "io.contiv.net-group"
+	LabelTenant  = cniplugin.LabelTenant
+	LabelNetwork = cniplugin.LabelNetwork
+	LabelGroup   = cniplugin.LabelGroup
 )
 
 // NetConf is the network configuration netcontiv reads on stdin: the
