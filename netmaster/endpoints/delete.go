@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/netmaster/apierr"
-	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )

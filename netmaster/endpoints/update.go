@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
-	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"

@@ -11,9 +11,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/api/attach"
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/mgmtfn/dockplugin"
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
