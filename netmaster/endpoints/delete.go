@@ -19,7 +19,7 @@ func (m *Service) deleteEndpoint(ctx context.Context, req *pluginapi.DeleteEndpo
 		return pluginapi.EndpointResponse{}, err
 	}
 	netID := state.NetworkID(req.TenantName, req.NetworkName)
-	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
+	return m.removeEndpoint(ctx, netID, state.EndpointIDOnNetwork(netID, req.EndpointID))
 }
 
 // removeEndpoint deletes endpoint state epID of network netID and gives

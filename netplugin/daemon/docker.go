@@ -249,7 +249,7 @@ func (s *dockerSync) apply(ctx context.Context, dn *state.Docknet) error {
 		}
 		return err
 	}
-	nw, err := s.d.st.Networks.Read(ctx, dn.NetworkName+"."+dn.TenantName)
+	nw, err := s.d.st.Networks.Read(ctx, state.NetworkID(dn.TenantName, dn.NetworkName))
 	if errors.Is(err, objdb.ErrNotFound) {
 		return nil // the mapping's removal follows
 	}
