@@ -81,6 +81,24 @@ func (q *pushQueue) promote(now time.Time) time.Time {
 	return next
 }
 
+// hasRegister reports whether a registration with the master at addr is
+// queued or waiting for its retry.
+func (q *pushQueue) hasRegister(addr string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, j := range q.jobs {
+		if j.register != nil && masterAddr(*j.register) == addr {
+			return true
+		}
+	}
+	for _, d := range q.later {
+		if d.job.register != nil && masterAddr(*d.job.register) == addr {
+			return true
+		}
+	}
+	return false
+}
+
 func newPushQueue() *pushQueue { return &pushQueue{notify: make(chan struct{}, 1)} }
 
 func (q *pushQueue) put(j pushJob) {
@@ -226,6 +244,8 @@ func (a *Agent) retry(j pushJob, failed ...ofrpc.OfnetNode) {
 	next.attempt++
 	if j.register == nil {
 		next.targets = still
+	} else if a.pushes.hasRegister(masterAddr(*j.register)) {
+		return // a newer registration with this master is queued
 	}
 	a.pushes.putLater(next, time.Now().Add(pause))
 }
