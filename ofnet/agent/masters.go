@@ -175,7 +175,7 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 			a.retry(j, *j.register)
 			return
 		}
-		locals, sync := a.pushedLocals()
+		locals, sync, complete := a.pushedLocals()
 		for _, ep := range locals {
 			if call(*j.register, "OfnetMaster.EndpointAdd", ep) != nil {
 				a.retry(j, *j.register)
@@ -183,7 +183,11 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 			}
 		}
 		// The complete set: the master drops what it holds from this
-		// agent that is not in it (a deletion it missed).
+		// agent that is not in it (a deletion it missed). Not before the
+		// owner replayed the local endpoints (markReplayed registers again).
+		if !complete {
+			return
+		}
 		if err := call(*j.register, ofrpc.MasterEndpointSync, sync); err != nil && !unknownMethod(err) {
 			a.retry(j, *j.register)
 		}
@@ -275,8 +279,9 @@ func (a *Agent) mastersLocked() []ofrpc.OfnetNode {
 }
 
 // pushedLocals returns the local endpoints as last pushed (resolved ones
-// only) and, taken at the same moment, the sync that says they are all.
-func (a *Agent) pushedLocals() ([]ofrpc.OfnetEndpoint, ofrpc.OfnetEndpointSync) {
+// only), the sync that says they are all (taken at the same moment), and
+// whether the local state is complete (markReplayed ran).
+func (a *Agent) pushedLocals() ([]ofrpc.OfnetEndpoint, ofrpc.OfnetEndpointSync, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []ofrpc.OfnetEndpoint
@@ -288,7 +293,24 @@ func (a *Agent) pushedLocals() ([]ofrpc.OfnetEndpoint, ofrpc.OfnetEndpointSync) 
 			sync.EndpointIDs = append(sync.EndpointIDs, l.pushed.EndpointID)
 		}
 	}
-	return out, sync
+	return out, sync, a.replayed
+}
+
+// markReplayed records that the owner replayed the local endpoints (a
+// restarted agent starts empty) and, the first time, registers again with
+// every master, so each gets the agent's complete set (EndpointSync).
+func (a *Agent) markReplayed() {
+	a.mu.Lock()
+	first := !a.replayed
+	a.replayed = true
+	masters := a.mastersLocked()
+	a.mu.Unlock()
+	if !first {
+		return
+	}
+	for _, m := range masters {
+		a.pushes.put(pushJob{register: &m})
+	}
 }
 
 // pushResolvedLocals pushes every local endpoint that resolved (its network is known)

@@ -21,7 +21,7 @@ type rpcAgent struct {
 	stop func() // ends its RPC server and push loop and waits for them
 }
 
-func startRPCAgent(t *testing.T, ctx context.Context, ip string, port uint16) *rpcAgent {
+func startRPCAgent(t *testing.T, ctx context.Context, ip string, port uint16, replayed bool) *rpcAgent {
 	t.Helper()
 	ofln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,6 +50,9 @@ func startRPCAgent(t *testing.T, ctx context.Context, ip string, port uint16) *r
 	t.Cleanup(stop)
 	if err := a.AddNetwork(ctx, 1, 5000, "198.19.64.1", "default"); err != nil {
 		t.Fatal(err)
+	}
+	if replayed {
+		a.markReplayed() // nothing to replay (FinishRestart says it with a switch)
 	}
 	return &rpcAgent{Agent: a, node: ofrpc.OfnetNode{HostAddr: ip, HostPort: p}, stop: stop}
 }
@@ -88,8 +91,8 @@ func TestMasterDropsEndpointsAgentNoLongerHas(t *testing.T) {
 			wg.Go(func() { _ = m.Serve(ctx, mln) })
 			mnode := ofrpc.OfnetNode{HostAddr: "127.0.0.1", HostPort: uint16(mln.Addr().(*net.TCPAddr).Port)}
 
-			a1 := startRPCAgent(t, ctx, "127.0.0.11", 0)
-			a2 := startRPCAgent(t, ctx, "127.0.0.12", 0)
+			a1 := startRPCAgent(t, ctx, "127.0.0.11", 0, true)
+			a2 := startRPCAgent(t, ctx, "127.0.0.12", 0, true)
 			gone := EndpointInfo{PortNo: 3, MacAddr: macFor(net.ParseIP("198.19.64.5")), IpAddr: net.ParseIP("198.19.64.5"),
 				Vlan: 1, EndpointGroup: 5}
 			kept := EndpointInfo{PortNo: 4, MacAddr: macFor(net.ParseIP("198.19.64.6")), IpAddr: net.ParseIP("198.19.64.6"),
@@ -124,14 +127,24 @@ func TestMasterDropsEndpointsAgentNoLongerHas(t *testing.T) {
 			case "agent-restart":
 				// The same host and port, a fresh agent that never had the
 				// endpoint (its container went while netplugin was down).
+				// It registers before its owner replayed its endpoints: the
+				// master drops nothing until the replay is done.
 				a1.stop()
-				restarted := startRPCAgent(t, ctx, a1.node.HostAddr, a1.node.HostPort)
-				if err := restarted.AddLocalEndpoint(ctx, kept); err != nil {
-					t.Fatal(err)
-				}
+				restarted := startRPCAgent(t, ctx, a1.node.HostAddr, a1.node.HostPort, false)
 				if err := restarted.AddMaster(ctx, mnode); err != nil {
 					t.Fatal(err)
 				}
+				waitFor(t, "the restarted agent's registration", func() bool {
+					return m.State().AgentStats[restarted.node.Addr()].Resyncs >= 2
+				}, state)
+				time.Sleep(300 * time.Millisecond)
+				if db := m.State().EndpointDb; len(db) != 2 || !hasRemote(a2.Agent, keptID) {
+					t.Fatalf("the master dropped endpoints before the restarted agent replayed them: %s", state())
+				}
+				if err := restarted.AddLocalEndpoint(ctx, kept); err != nil {
+					t.Fatal(err)
+				}
+				restarted.markReplayed()
 			}
 			waitFor(t, "the master and agent 2 to drop the deleted endpoint, keeping the other",
 				func() bool {

@@ -132,6 +132,7 @@ func TestPushAddRetried(t *testing.T) {
 	a := offlineAgent(t, DatapathVxlan)
 	a.cfg.RPCPort = 9002
 	a.pool = pool
+	a.replayed = true // its state is complete: registrations end with EndpointSync
 	wg.Go(func() { _ = a.pushLoop(ctx) })
 	if err := a.AddNetwork(ctx, 1, 5000, "198.19.64.1", "default"); err != nil {
 		t.Fatal(err)
