@@ -29,6 +29,9 @@ const maxRides = 24
 
 // Ride is what a joined request adds to its chunk's transaction.
 type Ride struct {
+	// Key is the request's own store key (its record): rides of one key
+	// never share a transaction, the later one waits for the next round.
+	Key string
 	// Build returns the request's own operations and its tally deltas for
 	// the address it was given (changed: the chunk's bit changed, i.e.
 	// the address was taken, or freed, by this request). It must be pure:

@@ -61,7 +61,7 @@ func (c *countTally) Abort() {
 }
 
 func recordRide(key string, prevVersion int64, t *countTally, d int) ipam.Ride {
-	return ipam.Ride{Build: func(a netip.Addr, changed bool) ([]objdb.TxnOp, []ipam.TallyDelta) {
+	return ipam.Ride{Key: key, Build: func(a netip.Addr, changed bool) ([]objdb.TxnOp, []ipam.TallyDelta) {
 		op := objdb.TxnOp{Kind: objdb.TxnPut, Key: key, Value: []byte(a.String()), Absent: true}
 		if d < 0 {
 			op = objdb.TxnOp{Kind: objdb.TxnDelete, Key: key, PrevVersion: prevVersion}

@@ -49,7 +49,8 @@ type round4 struct {
 	extras   map[int][]netip.Addr // reserve addresses taken per chunk
 	seenFull []int
 	retry    []*request
-	rides    int // joined requests placed in this round (maxRides)
+	rides    int             // joined requests placed in this round (maxRides)
+	rideKeys map[string]bool // their Ride.Key
 }
 
 // round applies one batch, and refills the reserve when asked or when the
@@ -164,11 +165,15 @@ func (r *round4) take(host int64) int {
 // round.
 func (r *round4) apply(req *request) error {
 	if req.ride != nil {
-		if r.rides >= maxRides {
+		if r.rides >= maxRides || r.rideKeys[req.ride.Key] {
 			r.retry = append(r.retry, req)
 			return nil
 		}
+		if r.rideKeys == nil {
+			r.rideKeys = map[string]bool{}
+		}
 		r.rides++
+		r.rideKeys[req.ride.Key] = true
 	}
 	if req.kind == reqAuto {
 		return r.applyAuto(req)
