@@ -135,10 +135,12 @@ func (m *Service) createJoined(ctx context.Context, c *createCtx) (resp pluginap
 	if _, err := json.Marshal(c.ep); err != nil {
 		return resp, true, fmt.Errorf("encode endpoint %q: %w", c.epID, err)
 	}
-	ip, err := m.v4.AllocateJoined(ctx, c.pool, pref, m.createRide(c))
+	ip, ver, err := m.v4.AllocateJoined(ctx, c.pool, pref, m.createRide(c))
 	switch {
 	case err == nil:
-		return pluginapi.EndpointResponse{EndpointConfig: withAddress(c.ep, ip)}, true, nil
+		ep := withAddress(c.ep, ip)
+		m.recs.put(ep, ver)
+		return pluginapi.EndpointResponse{EndpointConfig: ep}, true, nil
 	case errors.Is(err, ipam.ErrNotJoined), errors.Is(err, ipam.ErrInUse):
 		return resp, false, nil
 	case errors.Is(err, objdb.ErrUncertain):

@@ -69,7 +69,8 @@ func (m *Service) placeOf(ctx context.Context, netID string, ep state.Endpoint) 
 // changed under it (an update, a concurrent delete).
 const maxRemoveRaces = 5
 
-// removeJoined removes the record at the version read, frees its IPv4
+// removeJoined removes the record at the version read (or, when this
+// term created it, the version it was written at: recordCache), frees its IPv4
 // address and updates the counters in one transaction (ipam.ReleaseJoined),
 // batched with the pool's concurrent requests. done is false when the
 // path does not apply; nothing was written then.
@@ -77,13 +78,18 @@ func (m *Service) removeJoined(ctx context.Context, netID, epID string) (resp pl
 	if !m.v4.CanJoin() {
 		return resp, false, nil
 	}
+	cached, fromCache := m.recs.take(epID)
 	for race := 0; ; race++ {
-		ep, ver, err := m.st.Endpoints.ReadVersion(ctx, epID)
-		if errors.Is(err, objdb.ErrNotFound) {
-			return resp, true, apierr.Store("delete endpoint "+epID, err)
-		}
-		if err != nil {
-			return resp, false, nil
+		ep, ver := cached.ep, cached.ver
+		if !fromCache || race > 0 {
+			var err error
+			ep, ver, err = m.st.Endpoints.ReadVersion(ctx, epID)
+			if errors.Is(err, objdb.ErrNotFound) {
+				return resp, true, apierr.Store("delete endpoint "+epID, err)
+			}
+			if err != nil {
+				return resp, false, nil
+			}
 		}
 		pl, err := m.placeOf(ctx, netID, ep)
 		ip, perr := netip.ParseAddr(ep.IPAddress)

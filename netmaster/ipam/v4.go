@@ -278,6 +278,7 @@ type result struct {
 	addr    netip.Addr
 	changed bool
 	err     error
+	version int64 // a joined request's transaction (v4join.go); 0: unknown
 }
 
 func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) {

@@ -67,26 +67,28 @@ type Tally interface {
 func (a *V4) CanJoin() bool { return a.txn != nil }
 
 // AllocateJoined is Allocate (ip invalid) or AllocateSpecific (ip valid)
-// whose address is taken in the same transaction as ride's writes. A
+// whose address is taken in the same transaction as ride's writes. It
+// returns the store version the transaction wrote at (every key of one
+// transaction gets it; 0 when unknown). A
 // failed ride condition (its record exists) fails the request with an
 // error wrapping objdb.ErrConflict and nothing is taken. An error wrapping
 // objdb.ErrUncertain means the transaction may have been applied.
-func (a *V4) AllocateJoined(ctx context.Context, id string, ip netip.Addr, ride Ride) (netip.Addr, error) {
+func (a *V4) AllocateJoined(ctx context.Context, id string, ip netip.Addr, ride Ride) (netip.Addr, int64, error) {
 	if a.txn == nil {
-		return netip.Addr{}, ErrNotJoined
+		return netip.Addr{}, 0, ErrNotJoined
 	}
 	r := &request{kind: reqAuto, ride: &ride}
 	if ip.IsValid() {
 		if !ip.Is4() {
-			return netip.Addr{}, fmt.Errorf("allocate address %s in pool %q: %w", ip, id, userErr(ErrInvalid, "unable to convert hostIP %s to uint32", ip))
+			return netip.Addr{}, 0, fmt.Errorf("allocate address %s in pool %q: %w", ip, id, userErr(ErrInvalid, "unable to convert hostIP %s to uint32", ip))
 		}
 		r.kind, r.ip = reqSpecific, ip
 	}
 	res, err := a.submit(ctx, id, r)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("allocate address in pool %q: %w", id, err)
+		return netip.Addr{}, 0, fmt.Errorf("allocate address in pool %q: %w", id, err)
 	}
-	return res.addr, nil
+	return res.addr, res.version, nil
 }
 
 // ReleaseJoined is Release in the same transaction as ride's writes;
@@ -216,6 +218,9 @@ func (r *round4) writeJoined(c int, w *[chunkWords]uint64, old *cachedChunk, has
 		}
 		p.chunks[c] = &cachedChunk{bits: *w, version: vers[0]}
 		for _, pd := range r.perChunk[c] {
+			if pd.res.err == nil {
+				pd.res.version = vers[0]
+			}
 			p.complete(pd.r, pd.res)
 		}
 		p.addReserve(r.a, r.extras[c])

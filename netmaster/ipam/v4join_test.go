@@ -84,14 +84,15 @@ func TestJoined(t *testing.T) {
 	tally := &countTally{kv: kv, key: "tally"}
 	const n = 40
 	got := make([]netip.Addr, n)
+	vers := make([]int64, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			addr, err := a.AllocateJoined(ctx, "p", netip.Addr{}, recordRide(fmt.Sprintf("rec/%d", i), 0, tally, 1))
-			got[i] = addr
+			addr, ver, err := a.AllocateJoined(ctx, "p", netip.Addr{}, recordRide(fmt.Sprintf("rec/%d", i), 0, tally, 1))
+			got[i], vers[i] = addr, ver
 			errs <- err
 		}()
 	}
@@ -109,8 +110,8 @@ func TestJoined(t *testing.T) {
 		}
 		seen[addr] = true
 		rec, err := kv.Get(ctx, fmt.Sprintf("rec/%d", i))
-		if err != nil || string(rec.Value) != addr.String() {
-			t.Fatalf("record %d = %q (%v), want %s", i, rec.Value, err, addr)
+		if err != nil || string(rec.Value) != addr.String() || rec.Version != vers[i] {
+			t.Fatalf("record %d = %q version %d (%v), want %s version %d", i, rec.Value, rec.Version, err, addr, vers[i])
 		}
 	}
 	checkTally(t, kv, n)
@@ -119,7 +120,7 @@ func TestJoined(t *testing.T) {
 		t.Fatalf("taken in the pool: %d (%v), want %d", len(taken), err, n)
 	}
 	// A ride whose record exists fails and takes nothing.
-	_, err = a.AllocateJoined(ctx, "p", netip.Addr{}, recordRide("rec/0", 0, tally, 1))
+	_, _, err = a.AllocateJoined(ctx, "p", netip.Addr{}, recordRide("rec/0", 0, tally, 1))
 	if !errors.Is(err, objdb.ErrConflict) || errors.Is(err, objdb.ErrUncertain) {
 		t.Fatalf("joined allocation with an existing record: want a definite conflict, got %v", err)
 	}
@@ -129,10 +130,10 @@ func TestJoined(t *testing.T) {
 	checkTally(t, kv, n)
 	// Preferred address, then joined releases.
 	want := netip.MustParseAddr("10.9.3.7")
-	if addr, err := a.AllocateJoined(ctx, "p", want, recordRide("rec/x", 0, tally, 1)); err != nil || addr != want {
+	if addr, _, err := a.AllocateJoined(ctx, "p", want, recordRide("rec/x", 0, tally, 1)); err != nil || addr != want {
 		t.Fatalf("joined allocation of %s: %s, %v", want, addr, err)
 	}
-	if _, err := a.AllocateJoined(ctx, "p", want, recordRide("rec/y", 0, tally, 1)); !errors.Is(err, ipam.ErrInUse) {
+	if _, _, err := a.AllocateJoined(ctx, "p", want, recordRide("rec/y", 0, tally, 1)); !errors.Is(err, ipam.ErrInUse) {
 		t.Fatalf("joined allocation of a taken address: want ErrInUse, got %v", err)
 	}
 	rec, err := kv.Get(ctx, "rec/x")
