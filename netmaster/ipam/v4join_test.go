@@ -11,6 +11,8 @@ import (
 
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/objdb/consul"
+	"github.com/contiv/netplugin/objdb/objdbtest"
 )
 
 // countTally is an ipam.Tally over one key holding a decimal count.
@@ -74,10 +76,26 @@ func recordRide(key string, prevVersion int64, t *countTally, d int) ipam.Ride {
 // written together with its record and the tally; a ride whose record
 // exists takes nothing; joined releases free the address with the record.
 func TestJoined(t *testing.T) {
-	s := newStore(t)
-	a, kv := newV4(t, s)
+	a, kv := newV4(t, newStore(t))
+	testJoined(t, a, kv)
+}
+
+// TestJoinedConsul is TestJoined on consul's transactions.
+func TestJoinedConsul(t *testing.T) {
+	srv := objdbtest.StartConsulAgent(t)
+	kv, err := consul.New(testCtx(t), consul.Config{Endpoints: []string{srv.Endpoint}, Root: objdbtest.UniqueRoot(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kv.Close() })
+	a := ipam.NewV4(kv)
+	t.Cleanup(a.Close)
+	testJoined(t, a, kv)
+}
+
+func testJoined(t *testing.T, a *ipam.V4, kv objdb.KV) {
 	if !a.CanJoin() {
-		t.Fatal("etcd allocator cannot join writes")
+		t.Fatal("allocator cannot join writes")
 	}
 	ctx := testCtx(t)
 	mustCreate(t, a, "p", "10.9.0.0/22")
