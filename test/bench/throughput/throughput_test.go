@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -51,14 +52,25 @@ type setting struct {
 	jumbo bool // underlay MTU 9000, containers 8950
 }
 
-// settings are measured in this order: the TSO ones restart ovs-vswitchd
-// (OVS reads the key only at start), so they come last.
-var settings = []setting{
-	{name: "default"},
-	{name: "jumbo", jumbo: true},
-	{name: "tso", tso: true},
-	{name: "tso-jumbo", tso: true, jumbo: true},
+// settings are measured in this order. Userspace TSO is measured only with
+// $THROUGHPUT_TSO=1: OVS 3.1 drops every packet with offload flags that it
+// has to encapsulate ("Tunneling packets with HW offload flags is not
+// supported"), so with the container links' offload on, TCP and UDP stop
+// on VXLAN paths, contiv's and plain OVS's alike (docs/traffic.md). Those
+// settings restart ovs-vswitchd (OVS reads the key only at start), so they
+// come last.
+func settings() []setting {
+	s := []setting{{name: "default"}, {name: "jumbo", jumbo: true}}
+	if os.Getenv("THROUGHPUT_TSO") == "1" {
+		s = append(s, setting{name: "tso", tso: true}, setting{name: "tso-jumbo", tso: true, jumbo: true})
+	}
+	return s
 }
+
+// rounds is how often each OVS path is measured per setting, alternating
+// which goes first, so that a change of the machine's load during a run
+// does not favour one of them.
+const rounds = 2
 
 func BenchmarkTCPThroughput(b *testing.B) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
@@ -98,7 +110,7 @@ func BenchmarkTCPThroughput(b *testing.B) {
 	cs := []*testbed.Container{c0, c1}
 	for i := 0; i < b.N; i++ {
 		tsoOn := false
-		for _, s := range settings {
+		for _, s := range settings() {
 			if s.tso && !tsoOn {
 				enableTSO(b, tb)
 				tsoOn = true
@@ -114,8 +126,12 @@ func BenchmarkTCPThroughput(b *testing.B) {
 					}
 				}
 			}
+			if s.jumbo {
+				jumboAsCreated(b, tb, c0, contiv)
+			}
 			rates := map[string]float64{}
-			for _, p := range []path{contiv, plain, direct} {
+			order := []path{contiv, plain, plain, contiv, direct}
+			for _, p := range order[:2*rounds+1] {
 				if err := c0.Ping(p.dst, 1, 30*time.Second); err != nil {
 					b.Logf("%s/%s: no ping: %v", s.name, p.name, err)
 					continue
@@ -128,12 +144,19 @@ func BenchmarkTCPThroughput(b *testing.B) {
 				if stats0 {
 					b.Logf("%s/%s datapath after TCP: %s", s.name, p.name, dpStats(tb))
 				}
-				rates[p.name] = r
-				b.ReportMetric(r/1000, s.name+"-"+p.name+"-Gbit/s")
+				b.Logf("%s/%s TCP %.1f Mbit/s", s.name, p.name, r)
+				n := 1.0
+				if p.name != "direct" {
+					n = rounds
+				}
+				rates[p.name] += r / n
 				// UDP: a bounded rate; the check is that it arrives.
 				if u, err := iperf(b, c0, c1, p.dst, true); err != nil || u == 0 {
 					b.Logf("%s/%s UDP FAILED: %.1f Mbit/s %v", s.name, p.name, u, err)
 				}
+			}
+			for _, name := range []string{"contiv", "plain-ovs", "direct"} {
+				b.ReportMetric(rates[name]/1000, s.name+"-"+name+"-Gbit/s")
 			}
 			if rates["plain-ovs"] > 0 {
 				b.ReportMetric(rates["contiv"]/rates["plain-ovs"], s.name+"-ratio-plain-ovs")
@@ -214,6 +237,25 @@ func setMTU(b *testing.B, tb *testbed.Testbed, cs []*testbed.Container, paths []
 		}
 	}
 	run(b, cmds...)
+}
+
+// jumboAsCreated logs whether a full-size packet crosses the contiv path
+// with the OVS ends of the endpoint veths at the MTU netplugin creates them
+// with (the kernel's 1500) while the container ends have the jumbo MTU: a
+// veth drops a frame larger than its peer's MTU. setMTU then raises them.
+func jumboAsCreated(b *testing.B, tb *testbed.Testbed, c0 *testbed.Container, p path) {
+	b.Helper()
+	set := func(mtu string) {
+		for j, h := range tb.Hosts[:2] {
+			run(b, []string{"ip", "-n", h.NS, "link", "set", p.hostLinks[j], "mtu", mtu})
+		}
+	}
+	set("1500")
+	out, err := c0.Exec("ping", "-M", "do", "-s", "8900", "-c", "2", "-W", "3", p.dst)
+	b.Logf("jumbo, OVS-side veth MTU as netplugin leaves it (1500): 8928-byte ping to %s: err=%v\n%s", p.dst, err, out)
+	set("9000")
+	out, err = c0.Exec("ping", "-M", "do", "-s", "8900", "-c", "2", "-W", "3", p.dst)
+	b.Logf("jumbo, OVS-side veth MTU 9000: 8928-byte ping to %s: err=%v\n%s", p.dst, err, out)
 }
 
 // clearDPStats clears the datapath statistics of both hosts for a path
