@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +38,9 @@ import (
 //   - endpoints: the new ofnet master holds every endpoint again and its
 //     queues to the agents are empty (the datapath state converged).
 //
-// The goal is at most 2 × the lock TTL for the first two. It needs no OVS
+// With $BENCH_PROFILE_DIR set it saves the new leader's heap and goroutine
+// profiles there at convergence. The goal is at most 2 × the lock TTL for
+// the first two. It needs no OVS
 // and no namespaces (loopback only), so no shared lock:
 //
 //	go test ./test/bench/takeover -run '^$' -bench Failover -benchtime 1x -timeout 20m
@@ -128,6 +133,7 @@ func BenchmarkFailover(b *testing.B) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	saveProfiles(ctx, b, newLeader, "new-leader")
 	var lastAdd time.Time
 	for _, a := range agents {
 		if t := a.lastAddMaster(); t.After(lastAdd) {
@@ -149,6 +155,39 @@ func BenchmarkFailover(b *testing.B) {
 	b.ReportMetric(ag.Seconds(), "agents-s")
 	b.ReportMetric(ep.Seconds(), "converged-s")
 	b.ReportMetric(ttl.Seconds(), "ttl-s")
+}
+
+// saveProfiles writes p's heap and goroutine profiles (GET /debug/pprof/,
+// docs/operations.md "Profiles") as <name>.heap.pb.gz and
+// <name>.goroutine.pb.gz into $BENCH_PROFILE_DIR, when it is set: the
+// netmasters are separate processes, which -memprofile does not see.
+func saveProfiles(ctx context.Context, b testing.TB, p *nmproc.Proc, name string) {
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" {
+		return
+	}
+	for _, prof := range []string{"heap", "goroutine"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/debug/pprof/"+prof, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := ofnetClient.Do(req)
+		if err != nil {
+			b.Logf("%s profile of %s: %v", prof, p.Addr, err)
+			continue
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Logf("%s profile of %s: %s %v", prof, p.Addr, resp.Status, err)
+			continue
+		}
+		path := filepath.Join(dir, name+"."+prof+".pb.gz")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Fatalf("write %s: %v", path, err)
+		}
+		fmt.Printf("wrote %s\n", path)
+	}
 }
 
 // freeAddrOn returns ip:port with a port free on ip.
