@@ -3,7 +3,7 @@
 // simulated cluster), and how long the router takes to hold 1000 endpoint
 // routes announced by netplugin's speaker (netplugin/bgp).
 //
-//	flock /tmp/contiv-net.lock go test ./test/bench/routing -run '^$' -bench . -benchtime 1x
+//	flock /tmp/contiv-nettest.lock go test ./test/bench/routing -run '^$' -bench . -benchtime 1x
 package routing
 
 import (
