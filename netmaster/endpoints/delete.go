@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/ipam"
-	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
@@ -20,7 +20,7 @@ func (m *Service) deleteEndpoint(ctx context.Context, req *pluginapi.DeleteEndpo
 		return pluginapi.EndpointResponse{}, err
 	}
 	netID := state.NetworkID(req.TenantName, req.NetworkName)
-	return m.removeEndpoint(ctx, netID, netID+"-"+req.EndpointID)
+	return m.removeEndpoint(ctx, netID, state.EndpointIDOnNetwork(netID, req.EndpointID))
 }
 
 // removeEndpoint deletes endpoint state epID of network netID and gives
