@@ -11,7 +11,9 @@ import (
 // path needs no read first: its transaction's condition on that version
 // checks the copy (a record changed or removed since fails it, and
 // removeJoined reads the record). A hint only: correctness rests on the
-// condition. Bounded: past maxCachedRecords nothing more is added.
+// condition. Bounded to a few MiB at most (docs/scale.md): a full cache
+// drops an arbitrary entry for a new one, so that under churn the
+// endpoints recently created are the ones kept.
 type recordCache struct {
 	mu   sync.Mutex
 	recs map[string]cachedRecord
@@ -22,7 +24,7 @@ type cachedRecord struct {
 	ver int64
 }
 
-const maxCachedRecords = 1 << 16
+const maxCachedRecords = 8192
 
 func (c *recordCache) put(ep state.Endpoint, ver int64) {
 	if ver <= 0 {
@@ -33,9 +35,13 @@ func (c *recordCache) put(ep state.Endpoint, ver int64) {
 	if c.recs == nil {
 		c.recs = map[string]cachedRecord{}
 	}
-	if len(c.recs) < maxCachedRecords {
-		c.recs[ep.ID] = cachedRecord{ep: ep, ver: ver}
+	if len(c.recs) >= maxCachedRecords {
+		for id := range c.recs {
+			delete(c.recs, id)
+			break
+		}
 	}
+	c.recs[ep.ID] = cachedRecord{ep: ep, ver: ver}
 }
 
 // take removes and returns the copy of epID.
