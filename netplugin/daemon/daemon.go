@@ -19,6 +19,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/netplugin/reconcile"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/objdbmetrics"
@@ -73,9 +74,9 @@ type Daemon struct {
 	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
 	seenOnce    sync.Once
 
-	// rec is the work queue of the reconcilers (reconcile.go); want is
+	// rec is the work queue of the reconcilers (netplugin/reconcile); want is
 	// the desired state they read, applied what they applied (under mu).
-	rec     *reconciler
+	rec     *reconcile.Queue
 	want    desired
 	applied applied
 
@@ -102,10 +103,10 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
 		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
-	d.rec = newReconciler(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
-	d.rec.resync, d.rec.failed = cfg.ResyncInterval, d.met.reconcileFailed
+	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
+	d.rec.Resync, d.rec.Failed = cfg.ResyncInterval, d.met.reconcileFailed
 	d.registerReconcilers()
-	defer d.rec.shutdown()
+	defer d.rec.Shutdown()
 	return d.run(ctx)
 }
 
@@ -196,7 +197,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := bgps.sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	defer d.stopBgp()
 	// Then services and their providers (docs/services.md).
 	svcs, provs := d.want.svcs, d.want.provs
@@ -206,7 +207,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := provs.sync(ctx); err != nil {
 		return fmt.Errorf("replay service providers: %w", err)
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	errc := make(chan error, 4)
 	if d.cfg.dockerMode() {
 		docknets, err := d.startDocker(ctx, &wg, errc)
@@ -236,7 +237,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
 	d.want.peers = peers
-	goRun(ctx, &wg, func(ctx context.Context) { d.rec.run(ctx, reconcileWorkers) })
+	goRun(ctx, &wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
@@ -502,6 +503,6 @@ func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
 // tunnel to it.
 func (d *Daemon) vtepEvent(_ context.Context, s objdb.ServiceInfo) {
 	if s.HostAddr != d.cfg.VtepIP {
-		d.rec.enqueue(kindVtep, s.HostAddr)
+		d.rec.Enqueue(kindVtep, s.HostAddr)
 	}
 }

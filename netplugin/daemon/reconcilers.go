@@ -13,7 +13,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// The kinds of reconcile keys (reconcile.go).
+// The kinds of reconcile keys (netplugin/reconcile).
 const (
 	kindNetwork  = "network"  // network/<state id>
 	kindGroup    = "group"    // group/<state id>
@@ -75,11 +75,11 @@ func (d *Daemon) newDesired() desired {
 	r, retry := d.rec, d.cfg.StoreRetryDelay
 	w := desired{
 		nets: newFollower("networks", d.st.Networks, handlers[state.Network]{
-			put: func(_ context.Context, n state.Network, _ *state.Network) { r.enqueue(kindNetwork, n.ID) },
-			del: func(_ context.Context, n state.Network) { r.enqueue(kindNetwork, n.ID) }}, d.log, retry),
+			put: func(_ context.Context, n state.Network, _ *state.Network) { r.Enqueue(kindNetwork, n.ID) },
+			del: func(_ context.Context, n state.Network) { r.Enqueue(kindNetwork, n.ID) }}, d.log, retry),
 		groups: newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{
-			put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.enqueue(kindGroup, g.ID) },
-			del: func(_ context.Context, g state.EndpointGroup) { r.enqueue(kindGroup, g.ID) }}, d.log, retry),
+			put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) },
+			del: func(_ context.Context, g state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) }}, d.log, retry),
 		eps: newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{
 			put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
 				d.endpointPeerPut(ep, prev)
@@ -91,32 +91,32 @@ func (d *Daemon) newDesired() desired {
 			}}, d.log, retry),
 		nodes: newFollower("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
 		glob: newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{
-			put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.enqueue(kindGlobal, "global") },
+			put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.Enqueue(kindGlobal, "global") },
 			del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
 		bgp: newFollower("bgp", d.st.Bgp, handlers[state.Bgp]{
-			put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.enqueue(kindBgp, b.StateID()) },
-			del: func(_ context.Context, b state.Bgp) { r.enqueue(kindBgp, b.StateID()) }}, d.log, retry),
+			put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.Enqueue(kindBgp, b.StateID()) },
+			del: func(_ context.Context, b state.Bgp) { r.Enqueue(kindBgp, b.StateID()) }}, d.log, retry),
 		svcs: newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{
-			put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.enqueue(kindService, s.ID) },
-			del: func(_ context.Context, s state.ServiceLB) { r.enqueue(kindService, s.ID) }}, d.log, retry),
+			put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.Enqueue(kindService, s.ID) },
+			del: func(_ context.Context, s state.ServiceLB) { r.Enqueue(kindService, s.ID) }}, d.log, retry),
 		provs: newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{
-			put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.enqueue(kindProvider, p.ID) },
-			del: func(_ context.Context, p state.SvcProvider) { r.enqueue(kindProvider, p.ID) }}, d.log, retry),
+			put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.Enqueue(kindProvider, p.ID) },
+			del: func(_ context.Context, p state.SvcProvider) { r.Enqueue(kindProvider, p.ID) }}, d.log, retry),
 	}
 	return w
 }
 
 // registerReconcilers gives the queue a reconciler per kind.
 func (d *Daemon) registerReconcilers() {
-	d.rec.handle(kindNetwork, d.reconcileNetwork)
-	d.rec.handle(kindGroup, d.reconcileGroup)
-	d.rec.handle(kindEndpoint, d.reconcileEndpoint)
-	d.rec.handle(kindGlobal, d.reconcileGlobal)
-	d.rec.handle(kindService, d.reconcileService)
-	d.rec.handle(kindProvider, d.reconcileProviders)
-	d.rec.handle(kindBgp, d.reconcileBgp)
-	d.rec.handle(kindVtep, d.reconcileVtep)
-	d.rec.keys = d.allKeys
+	d.rec.Handle(kindNetwork, d.reconcileNetwork)
+	d.rec.Handle(kindGroup, d.reconcileGroup)
+	d.rec.Handle(kindEndpoint, d.reconcileEndpoint)
+	d.rec.Handle(kindGlobal, d.reconcileGlobal)
+	d.rec.Handle(kindService, d.reconcileService)
+	d.rec.Handle(kindProvider, d.reconcileProviders)
+	d.rec.Handle(kindBgp, d.reconcileBgp)
+	d.rec.Handle(kindVtep, d.reconcileVtep)
+	d.rec.Keys = d.allKeys
 }
 
 // allKeys is every key the periodic resync puts back: what is desired and
