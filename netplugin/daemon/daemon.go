@@ -67,7 +67,10 @@ type Daemon struct {
 	peerRefs peerRefs
 	uplinks  []ovsdriver.UplinkMember
 	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
-	bgp      bgpRunner
+	// natOpts picks the host NAT backend and runs its commands (zero: detect
+	// the backend, run in this namespace); the unit tests replace them.
+	natOpts hostnat.Config
+	bgp     bgpRunner
 
 	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
 	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
@@ -352,12 +355,9 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			return fmt.Errorf("uplink %s: %w", u.Name, err)
 		}
 	}
-	hp, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet)
-	if err != nil {
-		d.log.WithError(err).Warn("host port contivh0 not created")
-	} else {
-		d.setupHostAccess(ctx, hp)
-	}
+	// The host port and host access converge through the queue; the
+	// replay's first drain applies them (hostaccess.go).
+	d.rec.Enqueue(kindHostAccess, d.cfg.HostLabel)
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {
 		mode = "flood"

@@ -23,6 +23,10 @@ const (
 	kindProvider = "provider" // provider/<state id>
 	kindBgp      = "bgp"      // bgp/<host label>
 	kindVtep     = "vtep"     // vtep/<peer VTEP IP>
+	// hostaccess/<host label>: contivh0 and host access (hostaccess.go)
+	kindHostAccess = "hostaccess"
+	// bgproute/<address>: a local VLAN endpoint's BGP announcement (bgp.go)
+	kindBgpRoute = "bgproute"
 )
 
 // desired is where the reconcilers read what should be: the followers'
@@ -49,6 +53,9 @@ type applied struct {
 	provs   map[string]appliedProviders
 	vteps   map[string]bool // peers whose tunnel is in OVS and the agent
 	arpMode string
+	// hostAccess is the host access state reconcileHostAccess converged to
+	// ("": not yet).
+	hostAccess string
 	// glob is the last global configuration reconcileGlobal saw (zero: the
 	// one the process started with, Daemon.glob).
 	glob state.GlobConfig
@@ -116,6 +123,8 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindProvider, d.reconcileProviders)
 	d.rec.Handle(kindBgp, d.reconcileBgp)
 	d.rec.Handle(kindVtep, d.reconcileVtep)
+	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
+	d.rec.Handle(kindBgpRoute, d.reconcileBgpRoute)
 	d.rec.Keys = d.allKeys
 }
 
@@ -162,8 +171,8 @@ func (d *Daemon) allKeys() []string {
 		keys = append(keys, kindEndpoint+"/"+id)
 	}
 	d.mu.Unlock()
-	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel)
-	return keys
+	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel, kindHostAccess+"/"+d.cfg.HostLabel)
+	return append(keys, d.bgpRouteKeys()...)
 }
 
 // sameSegment reports whether two versions of a network use the same
