@@ -15,7 +15,7 @@ import (
 
 	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
-	"github.com/contiv/netplugin/netplugin/hostnat"
+	"github.com/contiv/netplugin/netplugin/hostaccess"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
@@ -48,6 +48,9 @@ type Daemon struct {
 	// changes in applied.glob.
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
+	// hostAccess converges contivh0 and host access (key hostaccess/<host>);
+	// set by startDataplane before the queue is served.
+	hostAccess *hostaccess.Reconciler
 	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
 	// before the CNI server starts, never after.
 	netpol *netpol.Controller
@@ -66,11 +69,7 @@ type Daemon struct {
 	// (peers.go); it has its own lock.
 	peerRefs peerRefs
 	uplinks  []ovsdriver.UplinkMember
-	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
-	// natOpts picks the host NAT backend and runs its commands (zero: detect
-	// the backend, run in this namespace); the unit tests replace them.
-	natOpts hostnat.Config
-	bgp     bgpRunner
+	bgp      bgpRunner
 
 	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
 	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
@@ -356,7 +355,9 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 	}
 	// The host port and host access converge through the queue; the
-	// replay's first drain applies them (hostaccess.go).
+	// replay's first drain applies them.
+	d.hostAccess = hostaccess.New(hostaccess.Config{Enabled: d.cfg.HostAccess, FwdMode: d.glob.FwdMode,
+		PvtSubnet: d.glob.PvtSubnet, Datapath: d.vx, Ports: d.drv, Log: d.log})
 	d.rec.Enqueue(kindHostAccess, d.cfg.HostLabel)
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {

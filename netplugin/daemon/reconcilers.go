@@ -23,7 +23,7 @@ const (
 	kindProvider = "provider" // provider/<state id>
 	kindBgp      = "bgp"      // bgp/<host label>
 	kindVtep     = "vtep"     // vtep/<peer VTEP IP>
-	// hostaccess/<host label>: contivh0 and host access (hostaccess.go)
+	// hostaccess/<host label>: contivh0 and host access (netplugin/hostaccess)
 	kindHostAccess = "hostaccess"
 	// bgproute/<address>: a local VLAN endpoint's BGP announcement (bgp.go)
 	kindBgpRoute = "bgproute"
@@ -53,9 +53,6 @@ type applied struct {
 	provs   map[string]appliedProviders
 	vteps   map[string]bool // peers whose tunnel is in OVS and the agent
 	arpMode string
-	// hostAccess is the host access state reconcileHostAccess converged to
-	// ("": not yet).
-	hostAccess string
 	// glob is the last global configuration reconcileGlobal saw (zero: the
 	// one the process started with, Daemon.glob).
 	glob state.GlobConfig
@@ -573,4 +570,21 @@ func (d *Daemon) reconcileVtep(ctx context.Context, ip string) error {
 	d.applied.vteps[ip] = true
 	d.mu.Unlock()
 	return nil
+}
+
+// reconcileHostAccess runs the host access reconciler (netplugin/hostaccess)
+// once the dataplane has made it.
+func (d *Daemon) reconcileHostAccess(ctx context.Context, host string) error {
+	if d.hostAccess == nil {
+		return nil
+	}
+	return d.hostAccess.Reconcile(ctx, host)
+}
+
+// cleanupHostAccess removes the host NAT rule this run added, when
+// netplugin stops.
+func (d *Daemon) cleanupHostAccess() {
+	if d.hostAccess != nil {
+		d.hostAccess.Cleanup()
+	}
 }
