@@ -129,7 +129,7 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 	d.mu.Lock()
 	d.locals[ep.ID] = le
 	d.mu.Unlock()
-	d.bgpEndpoint(ctx, le, true)
+	d.bgpEndpoint(le)
 	return le, nil
 }
 
@@ -155,7 +155,7 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) (err error) {
 		}
 		d.mu.Unlock()
 	}()
-	d.bgpEndpoint(ctx, le, false)
+	d.bgpEndpoint(le)
 	var errs []error
 	a := d.vl
 	if le.bridge == ovsdriver.VxlanBridge {
