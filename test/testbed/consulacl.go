@@ -54,6 +54,15 @@ func (tb *Testbed) consulScheme() string {
 	return "http"
 }
 
+// consulHTTPPort is the agent's -http-port: none ("-1") when it serves
+// https on ConsulPort.
+func (tb *Testbed) consulHTTPPort() string {
+	if tb.consulSecure() {
+		return "-1"
+	}
+	return strconv.Itoa(ConsulPort)
+}
+
 // consulSecureArgs writes the agent's ACL and TLS configuration into dir
 // and the daemons' token file, and returns the agent's extra flags.
 func (tb *Testbed) consulSecureArgs(dir string) ([]string, error) {
@@ -73,7 +82,6 @@ func (tb *Testbed) consulSecureArgs(dir string) ([]string, error) {
   }
 }
 ports {
-  http = -1
   https = %d
 }
 tls {

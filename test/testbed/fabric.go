@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -187,7 +186,7 @@ func (tb *Testbed) startConsul(t testing.TB) {
 		name: "consul", ns: tb.StoreNS, bin: bin, logPath: filepath.Join(dir, "consul.log"),
 		args: append([]string{
 			"agent", "-server", "-bootstrap-expect", "1", "-node", "testbed",
-			"-bind", StoreIP, "-client", StoreIP, "-http-port", strconv.Itoa(ConsulPort),
+			"-bind", StoreIP, "-client", StoreIP, "-http-port", tb.consulHTTPPort(),
 			"-dns-port", "-1", "-grpc-port", "-1",
 			"-hcl", `session_ttl_min = "1s"`, "-hcl", `performance { raft_multiplier = 1 }`,
 			"-data-dir", filepath.Join(dir, "data"), "-log-level", "warn",
