@@ -44,7 +44,7 @@ const (
 	settleAfter   = 10 * time.Second // quiet time after each fault's recovery
 	churnLive     = 3                // churned workloads kept per host
 	churnEvery    = 2 * time.Second
-	cleanWithin   = 190 * time.Second // leak checks after everything is deleted (two netplugin sweeps, remotesweep.go)
+	cleanWithin   = 250 * time.Second // leak checks after everything is deleted (a stale remote endpoint goes on the second netplugin sweep that finds it, remotesweep.go; 144 s seen under cpuhog load)
 )
 
 // TestSoak: three hosts in docker mode (hosts 0 and 1 run Docker
@@ -63,13 +63,12 @@ const (
 // (their memory is logged). Each fault type's longest traffic gap per pair
 // is logged as a "soak:" line.
 //
-// The short mode is not part of the default run yet: it fails on an open
-// leak (remote endpoint flows of deleted workloads re-sent after netmaster
-// leadership moves; docs/soak.md, "Open"). Run it with CONTIV_SOAK=1 or
-// -soak.duration.
+// The short mode (one fault cycle, about 5 minutes with the cluster's
+// start, more under load) is part of the default run; -short skips it;
+// -soak.duration runs the long mode (docs/soak.md).
 func TestSoak(t *testing.T) {
-	if os.Getenv("CONTIV_SOAK") == "" && *soakDuration == 0 {
-		t.Skip("soak: the short mode fails on an open leak (docs/soak.md, \"Open\"); run with CONTIV_SOAK=1 or -soak.duration")
+	if testing.Short() && *soakDuration == 0 {
+		t.Skip("soak: about 5 minutes of cluster churn and faults (docs/soak.md)")
 	}
 	tb := testbed.New(t, testbed.Config{Hosts: 3, Netmasters: 3, Store: testbed.ExternalEtcd, EtcdMembers: 3,
 		LeaderTTL: 3 * time.Second, Docker: true})
