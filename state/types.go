@@ -120,6 +120,12 @@ type Endpoint struct {
 	Labels           map[string]string `json:"labels"`
 	ContainerID      string            `json:"containerId"`
 	EPCommonName     string            `json:"epCommonName"`
+	// PodNamespace and PodName name the Kubernetes pod of an endpoint the
+	// CNI front end attached; every host's NetworkPolicy admits the pod as
+	// a peer under IPAddress before its status reaches the API server
+	// (docs/k8s.md, "NetworkPolicy"). Absent in older records.
+	PodNamespace string `json:"podNamespace,omitempty"`
+	PodName      string `json:"podName,omitempty"`
 }
 
 // EndpointGroup (EndpointGroupState), "state/endpointGroups/<group>:<tenant>".

@@ -228,6 +228,10 @@ type HostRequest struct {
 	// (handed out by netmaster's allocAddress); "" lets netmaster pick.
 	IPAddress   string
 	IPv6Address string
+	// PodNamespace and PodName name the Kubernetes pod (Request); netmaster
+	// records them in the endpoint (docs/k8s.md, "NetworkPolicy").
+	PodNamespace string
+	PodName      string
 }
 
 // Validate checks every field; the error is a *FieldError.
@@ -238,6 +242,9 @@ func (r HostRequest) Validate() error {
 	}
 	if len(r.Name) > maxIDLen || strings.ContainsFunc(r.Name, unicode.IsControl) {
 		return &FieldError{Field: "name", Reason: fmt.Sprintf("must be at most %d characters without control characters", maxIDLen)}
+	}
+	if len(r.PodNamespace) > maxIDLen || len(r.PodName) > maxIDLen || strings.ContainsFunc(r.PodNamespace+r.PodName, unicode.IsControl) {
+		return &FieldError{Field: "podName", Reason: fmt.Sprintf("pod namespace and name must be at most %d characters without control characters", maxIDLen)}
 	}
 	for _, f := range []struct{ name, v string }{{"ipAddress", r.IPAddress}, {"ipv6Address", r.IPv6Address}} {
 		if f.v == "" {

@@ -49,13 +49,17 @@ type AddressReleaseResponse struct {
 }
 
 // ConfigEP is the endpoint part of a create request. Container becomes the
-// endpoint id; ServiceName is the endpoint group.
+// endpoint id; ServiceName is the endpoint group. PodNamespace and PodName
+// (sent by this netplugin for a CNI attach, absent from the original's
+// requests and omitted when empty) go into the endpoint record.
 type ConfigEP struct {
-	Container   string
-	Host        string
-	IPAddress   string
-	IPv6Address string
-	ServiceName string
+	Container    string
+	Host         string
+	IPAddress    string
+	IPv6Address  string
+	ServiceName  string
+	PodNamespace string `json:",omitempty"`
+	PodName      string `json:",omitempty"`
 }
 
 // CreateEndpointRequest is the /plugin/createEndpoint request.

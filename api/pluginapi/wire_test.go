@@ -31,6 +31,10 @@ func TestWireFormat(t *testing.T) {
 				IPAddress: "i", IPv6Address: "j", ServiceName: "g"}},
 			`{"TenantName":"t","NetworkName":"n","ServiceName":"s","EndpointID":"e","EPCommonName":"c",` +
 				`"ConfigEP":{"Container":"k","Host":"h","IPAddress":"i","IPv6Address":"j","ServiceName":"g"}}`},
+		{"CreateEndpointRequest with a pod", &pluginapi.CreateEndpointRequest{TenantName: "t", NetworkName: "n",
+			ConfigEP: pluginapi.ConfigEP{Container: "k", Host: "h", PodNamespace: "ns", PodName: "p"}},
+			`{"TenantName":"t","NetworkName":"n","ServiceName":"","EndpointID":"","EPCommonName":"",` +
+				`"ConfigEP":{"Container":"k","Host":"h","IPAddress":"","IPv6Address":"","ServiceName":"","PodNamespace":"ns","PodName":"p"}}`},
 		{"DeleteEndpointRequest", &pluginapi.DeleteEndpointRequest{TenantName: "t", NetworkName: "n", ServiceName: "s",
 			EndpointID: "e", IPv4Address: "a"},
 			`{"TenantName":"t","NetworkName":"n","ServiceName":"s","EndpointID":"e","IPv4Address":"a"}`},

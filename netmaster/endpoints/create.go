@@ -72,6 +72,7 @@ func (m *Service) prepareCreate(ctx context.Context, req *pluginapi.CreateEndpoi
 	c.ep = state.Endpoint{
 		Common: state.Common{ID: epID}, NetID: c.netID, EndpointID: req.ConfigEP.Container,
 		ServiceName: group, HomingHost: req.ConfigEP.Host, EPCommonName: req.EPCommonName,
+		PodNamespace: req.ConfigEP.PodNamespace, PodName: req.ConfigEP.PodName,
 	}
 	if group == "" {
 		return c, nil

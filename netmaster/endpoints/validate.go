@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/contivmodel"
@@ -28,8 +29,20 @@ func required(pairs ...string) error {
 // "<host>-native-intf", which deleteEndpoint cannot address; no agent
 // sends one (docs/rest-errors.md).
 func checkCreateEndpoint(req *pluginapi.CreateEndpointRequest) error {
-	return required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "ConfigEP.Container", req.ConfigEP.Container)
+	if err := required("TenantName", req.TenantName, "NetworkName", req.NetworkName, "ConfigEP.Container", req.ConfigEP.Container); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{{"ConfigEP.PodNamespace", req.ConfigEP.PodNamespace}, {"ConfigEP.PodName", req.ConfigEP.PodName}} {
+		if len(f.v) > maxPodNameLen || strings.ContainsFunc(f.v, unicode.IsControl) {
+			return contivmodel.Invalidf("%s must be at most %d characters without control characters", f.name, maxPodNameLen)
+		}
+	}
+	return nil
 }
+
+// maxPodNameLen bounds ConfigEP.PodNamespace and ConfigEP.PodName (a
+// Kubernetes name is at most 253 characters).
+const maxPodNameLen = 253
 
 // checkGroupNetwork refuses an endpoint whose group (ConfigEP.ServiceName)
 // belongs to another network than the request's.

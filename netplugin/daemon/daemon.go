@@ -54,6 +54,8 @@ type Daemon struct {
 	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
 	// before the CNI server starts, never after.
 	netpol *netpol.Controller
+	// netpolPeers: the pods of the endpoint records (netpol.go); set by newDesired.
+	netpolPeers *netpol.Peers
 
 	// unbackedRemotes are the remote endpoints the last sweep found no
 	// endpoint record for (remotesweep.go); owned by sweepLoop.

@@ -195,7 +195,7 @@ func (d *Daemon) attach(ctx context.Context, req attach.Request) (res attach.Res
 		req.IfName = attach.DefaultIfName
 	}
 	res, err = d.AttachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
-		ContainerID: req.ContainerID, Name: req.Name})
+		ContainerID: req.ContainerID, Name: req.Name, PodNamespace: req.PodNamespace, PodName: req.PodName})
 	if err != nil {
 		return res, err
 	}
@@ -289,7 +289,7 @@ func (d *Daemon) AttachHost(ctx context.Context, req attach.HostRequest) (res at
 		TenantName: req.Tenant, NetworkName: req.Network, ServiceName: req.Group,
 		EndpointID: req.ContainerID, EPCommonName: req.Name,
 		ConfigEP: masterclient.ConfigEP{Container: req.ContainerID, Host: d.cfg.HostLabel, ServiceName: req.Group,
-			IPAddress: req.IPAddress, IPv6Address: req.IPv6Address},
+			IPAddress: req.IPAddress, IPv6Address: req.IPv6Address, PodNamespace: req.PodNamespace, PodName: req.PodName},
 	})
 	undoCtx := context.WithoutCancel(ctx)
 	if err != nil {

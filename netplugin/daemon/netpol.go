@@ -33,6 +33,7 @@ func (d *Daemon) startNetpol(ctx context.Context, wg *sync.WaitGroup, cs kuberne
 		log.WithField("pods", len(r)).Info("networkpolicy applied")
 		return nil
 	}, func(format string, args ...any) { log.Warnf(format, args...) })
+	c.FollowPeers(d.netpolPeers)
 	d.netpol = c
 	goRun(ctx, wg, c.Run)
 }

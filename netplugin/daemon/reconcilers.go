@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/bgp"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/ofnet/agent"
@@ -77,6 +78,7 @@ func newApplied() applied {
 // each change only enqueues keys.
 func (d *Daemon) newDesired() desired {
 	r, retry := d.rec, d.cfg.StoreRetryDelay
+	d.netpolPeers = netpol.NewPeers()
 	w := desired{
 		nets: newFollower("networks", d.st.Networks, handlers[state.Network]{
 			put: func(_ context.Context, n state.Network, _ *state.Network) { r.Enqueue(kindNetwork, n.ID) },
@@ -88,10 +90,12 @@ func (d *Daemon) newDesired() desired {
 			put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
 				d.endpointPeerPut(ep, prev)
 				d.endpointNamesPut(ctx, ep, prev)
+				d.netpolPeers.Put(ep.ID, ep.PodNamespace, ep.PodName, ep.IPAddress)
 			},
 			del: func(ctx context.Context, ep state.Endpoint) {
 				d.endpointPeerDel(ep)
 				d.endpointNamesDel(ctx, ep)
+				d.netpolPeers.Delete(ep.ID)
 			}}, d.log, retry),
 		nodes: newFollower("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
 		glob: newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{

@@ -44,6 +44,9 @@ type Controller struct {
 	mu       sync.Mutex
 	attached map[string]netip.Addr      // "namespace/name" → address
 	waiters  map[string][]chan struct{} // closed once a result covering the pod is applied
+	// peers are the pods attached anywhere in the cluster (FollowPeers);
+	// nil: none. attached wins over them for a pod of this host.
+	peers *Peers
 }
 
 const queueKey = "all"
@@ -128,7 +131,12 @@ func (c *Controller) sync(ctx context.Context) error {
 		return fmt.Errorf("list namespaces: %w", err)
 	}
 	c.mu.Lock()
-	known := make(map[string]netip.Addr, len(c.attached))
+	var known map[string]netip.Addr
+	if c.peers != nil {
+		known = c.peers.Known()
+	} else {
+		known = make(map[string]netip.Addr, len(c.attached))
+	}
 	for k, v := range c.attached {
 		known[k] = v
 	}
@@ -160,6 +168,19 @@ func (c *Controller) sync(ctx context.Context) error {
 		delete(c.waiters, key)
 	}
 	return nil
+}
+
+// FollowPeers has the results admit the pods of peers (attached on any
+// host) before their status exists, and recompute on each change of
+// peers. Call it before Run; nil follows none.
+func (c *Controller) FollowPeers(p *Peers) {
+	if p == nil {
+		return
+	}
+	c.mu.Lock()
+	c.peers = p
+	c.mu.Unlock()
+	p.subscribe(func() { c.queue.Add(queueKey) })
 }
 
 // PodAttached tells the controller that pod namespace/name has address ip
