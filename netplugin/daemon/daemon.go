@@ -15,6 +15,7 @@ import (
 
 	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
+	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/hostaccess"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
@@ -62,9 +63,10 @@ type Daemon struct {
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
-	locals   map[string]*localEndpoint      // by endpoint state id
-	pending  map[string]struct{}            // endpoint state ids being attached
-	vteps    map[string]uint32              // peer VTEP IP → ofport
+	// eps owns the local endpoints and the attaches under way (its own
+	// lock); the others read copies.
+	eps   *attachsvc.Service
+	vteps map[string]uint32 // peer VTEP IP → ofport
 	// peerRefs: the store's endpoints and node records per peer VTEP
 	// (peers.go); it has its own lock.
 	peerRefs peerRefs
@@ -102,7 +104,7 @@ func (c Config) registerer() prometheus.Registerer {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
+		vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
 		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
@@ -146,6 +148,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	d.drv = drv
 	defer d.drv.Close()
+	d.eps = d.newAttachService()
 
 	if d.cfg.InsecureRPC {
 		d.log.Warn(daemonflags.InsecureRPCWarning)
