@@ -15,7 +15,6 @@ import (
 	"github.com/contiv/netplugin/netplugin/nsutil"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/state"
-
 )
 
 // AddLocal creates the OVS port of an endpoint and announces it to its
