@@ -96,14 +96,12 @@ func (d *Daemon) startBgpLocked(ctx context.Context, cfg bgp.Config) error {
 // localVlanAddrs are the IPv4 addresses of the local endpoints on the VLAN
 // bridge: what BGP announces.
 func (d *Daemon) localVlanAddrs() map[netip.Addr]bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	out := map[netip.Addr]bool{}
-	for _, le := range d.locals {
-		if le.bridge != ovsdriver.VlanBridge {
+	for _, le := range d.eps.All() {
+		if le.Bridge != ovsdriver.VlanBridge {
 			continue
 		}
-		if a, err := netip.ParseAddr(le.ep.IPAddress); err == nil {
+		if a, err := netip.ParseAddr(le.EP.IPAddress); err == nil {
 			out[a] = true
 		}
 	}
@@ -252,12 +250,12 @@ func neighborMAC(ip netip.Addr) net.HardwareAddr {
 }
 
 // bgpEndpoint asks for a local VLAN endpoint's address to be announced or
-// withdrawn, as d.locals now says (reconcileBgpRoute), when a speaker runs.
-func (d *Daemon) bgpEndpoint(le *localEndpoint) {
-	if le.bridge != ovsdriver.VlanBridge {
+// withdrawn, as the attach service now says (reconcileBgpRoute), when a speaker runs.
+func (d *Daemon) bgpEndpoint(le localEndpoint) {
+	if le.Bridge != ovsdriver.VlanBridge {
 		return
 	}
-	a, err := netip.ParseAddr(le.ep.IPAddress)
+	a, err := netip.ParseAddr(le.EP.IPAddress)
 	if err != nil {
 		return
 	}

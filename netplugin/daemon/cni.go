@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 
@@ -13,8 +12,6 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/kubewatch"
 	"github.com/contiv/netplugin/mgmtfn/mesosplugin"
-	"github.com/contiv/netplugin/netplugin/nsutil"
-	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
@@ -86,34 +83,6 @@ func (d *Daemon) cniReady(context.Context) error {
 		return errors.New("netplugin knows no netmaster yet")
 	}
 }
-
-// CheckAttachment verifies a CNI attachment: its endpoint is local to this
-// host, and its interface is in the namespace, up, with its MAC and
-// address.
-func (d *Daemon) CheckAttachment(_ context.Context, ref k8splugin.AttachmentRef) error {
-	epID := state.EndpointID(ref.Tenant, ref.Network, ref.ContainerID)
-	d.mu.Lock()
-	_, ok := d.locals[epID]
-	d.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("endpoint %s is not attached on this host", epID)
-	}
-	var addr *net.IPNet
-	if ref.IPAddress != "" {
-		ip, n, err := net.ParseCIDR(ref.IPAddress)
-		if err != nil {
-			return fmt.Errorf("recorded address %q: %w", ref.IPAddress, err)
-		}
-		addr = &net.IPNet{IP: ip, Mask: n.Mask}
-	}
-	var mac net.HardwareAddr
-	if ref.MacAddress != "" {
-		mac, _ = net.ParseMAC(ref.MacAddress)
-	}
-	return nsutil.CheckInNS(ref.NetNS, ref.IfName, addr, mac)
-}
-
-var _ k8splugin.Checker = (*Daemon)(nil)
 
 // DefaultMesosStateDir holds the Mesos CNI server's attachment records.
 const DefaultMesosStateDir = "/var/run/contiv/mesos"

@@ -56,13 +56,11 @@ func TestBgpRouteRetriesUntilConverged(t *testing.T) {
 	td.bgp.routes, td.bgp.announced = sp, map[netip.Addr]bool{}
 	sp.failNext("Announce", 3)
 	sp.failNext("Withdraw", 2)
-	le := &localEndpoint{bridge: ovsdriver.VlanBridge, ep: state.Endpoint{Common: state.Common{ID: "v1.t1-c1"}, IPAddress: "198.18.7.10"}}
+	le := localEndpoint{Bridge: ovsdriver.VlanBridge, EP: state.Endpoint{Common: state.Common{ID: "v1.t1-c1"}, IPAddress: "198.18.7.10"}}
 	a := netip.MustParseAddr("198.18.7.10")
 	td.start(t)
 
-	td.Daemon.mu.Lock()
-	td.locals[le.ep.ID] = le
-	td.Daemon.mu.Unlock()
+	td.eps.Put(le)
 	td.bgpEndpoint(le)
 	eventually(t, "announced", func() bool { return sp.has(a) })
 	if got := td.failed(kindBgpRoute); got != 3 {
@@ -72,9 +70,7 @@ func TestBgpRouteRetriesUntilConverged(t *testing.T) {
 		t.Errorf("resync keys %v", keys)
 	}
 
-	td.Daemon.mu.Lock()
-	delete(td.locals, le.ep.ID)
-	td.Daemon.mu.Unlock()
+	td.eps.Forget(le.EP.ID)
 	td.bgpEndpoint(le)
 	eventually(t, "withdrawn", func() bool { return !sp.has(a) && td.rec.Len() == 0 })
 	if got := td.failed(kindBgpRoute); got != 5 {
@@ -83,9 +79,7 @@ func TestBgpRouteRetriesUntilConverged(t *testing.T) {
 	if got := sp.count("Announce"); got != 4 {
 		t.Errorf("Announce called %d times, want 4", got)
 	}
-	td.Daemon.mu.Lock()
-	td.locals["vx"] = &localEndpoint{bridge: ovsdriver.VxlanBridge, ep: state.Endpoint{Common: state.Common{ID: "vx"}, IPAddress: "198.18.8.1"}}
-	td.Daemon.mu.Unlock()
+	td.eps.Put(localEndpoint{Bridge: ovsdriver.VxlanBridge, EP: state.Endpoint{Common: state.Common{ID: "vx"}, IPAddress: "198.18.8.1"}})
 	if keys := td.bgpRouteKeys(); len(keys) != 0 {
 		t.Errorf("resync keys %v, want none (VXLAN endpoints are not announced)", keys)
 	}

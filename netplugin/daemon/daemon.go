@@ -15,6 +15,7 @@ import (
 
 	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
+	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/hostaccess"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
@@ -64,9 +65,10 @@ type Daemon struct {
 	mu       sync.Mutex
 	networks map[string]state.Network       // by state id
 	groups   map[string]state.EndpointGroup // by state id
-	locals   map[string]*localEndpoint      // by endpoint state id
-	pending  map[string]struct{}            // endpoint state ids being attached
-	vteps    map[string]uint32              // peer VTEP IP → ofport
+	// eps owns the local endpoints and the attaches under way (its own
+	// lock); the others read copies.
+	eps   *attachsvc.Service
+	vteps map[string]uint32 // peer VTEP IP → ofport
 	// peerRefs: the store's endpoints and node records per peer VTEP
 	// (peers.go); it has its own lock.
 	peerRefs peerRefs
@@ -104,7 +106,7 @@ func (c Config) registerer() prometheus.Registerer {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
+		vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
 		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
@@ -120,24 +122,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	if d.cfg.RPCServerTLS == nil && !d.cfg.InsecureRPC {
 		return errors.New("the agent RPC needs mutual TLS (RPCServerTLS) unless InsecureRPC is set")
 	}
-	var err error
-	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
-		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Auth: d.cfg.Common.StoreAuth, Logger: logrus.NewEntry(logrus.StandardLogger())})
-	if err != nil {
-		return fmt.Errorf("open the cluster store: %w", err)
+	if err := d.openStore(ctx); err != nil {
+		return err
 	}
-	d.store = objdbmetrics.Wrap(raw, d.cfg.registerer())
 	defer d.store.Close()
-	d.st = state.New(d.store)
-	var mcOpts []masterclient.Option
-	if d.cfg.MasterTLS != nil {
-		mcOpts = append(mcOpts, masterclient.WithTLS(d.cfg.MasterTLS))
-	}
-	if d.cfg.MasterToken != "" {
-		mcOpts = append(mcOpts, masterclient.WithToken(d.cfg.MasterToken))
-	}
-	d.mc = masterclient.New(d.store, mcOpts...)
-
 	if err := d.waitGlobalConfig(ctx); err != nil {
 		return err
 	}
@@ -148,6 +136,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	d.drv = drv
 	defer d.drv.Close()
+	d.eps = d.newAttachService()
 
 	if d.cfg.InsecureRPC {
 		d.log.Warn(daemonflags.InsecureRPCWarning)
@@ -159,117 +148,25 @@ func (d *Daemon) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	// A restart takes over the previous run's VTEP entry before the replay
-	// (compat NP19): peers delete their tunnel to this host, and the flows of
-	// its endpoints, when the entry's lease expires, and the replay on a host
-	// full of endpoints can outlast the previous process's 10 s lease. A
-	// first start still registers it after the replay (it tells that the
-	// host is ready).
-	vtepInfo := objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", Version: d.cfg.Version,
-		TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.VtepIP, Port: d.cfg.VxlanPort, Hostname: d.cfg.HostLabel}
-	live, err := d.store.GetService(ctx, vtepInfo.ServiceName)
-	vtepEarly := err == nil && containsInstance(live, vtepInfo)
-	if vtepEarly {
-		d.log.Info("taking over the previous run's netplugin.vtep registration before the replay")
-		goRun(ctx, &wg, func(ctx context.Context) {
-			keepRegistered(ctx, d.store, []objdb.ServiceInfo{vtepInfo}, d.cfg.ServiceTTL/2, d.log)
-		})
-	}
+	vtepInfo, vtepEarly := d.takeOverVtep(ctx, &wg)
 	if err := d.startDataplane(ctx, &wg); err != nil {
 		return err
 	}
 	defer d.cleanupHostAccess()
-
-	// Replay (the order and why: replay.go), then BGP, then services and
-	// providers, each step draining the queue; then follow the store. The
-	// followers only enqueue reconcile keys.
-	d.want = d.newDesired()
-	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
-	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
-	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
-	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
+	if err := d.replayEndpoints(ctx, &wg); err != nil {
 		return err
 	}
-	// Cluster membership: this host's node record, then everyone's, before
-	// the peers follower decides which tunnels stay (peers.go).
-	goRun(ctx, &wg, d.keepNodeRecord)
-	nodes := d.want.nodes
-	if err := nodes.sync(ctx); err != nil {
-		d.log.WithError(err).Warn("read the node records")
-	}
-	bgps := d.want.bgp
-	if err := bgps.sync(ctx); err != nil {
-		d.log.WithError(err).Warn("read the BGP configuration")
-	}
-	d.rec.Drain(ctx)
 	defer d.stopBgp()
-	// Then services and their providers (docs/services.md).
-	svcs, provs := d.want.svcs, d.want.provs
-	if err := svcs.sync(ctx); err != nil {
-		return fmt.Errorf("replay services: %w", err)
-	}
-	if err := provs.sync(ctx); err != nil {
-		return fmt.Errorf("replay service providers: %w", err)
-	}
-	d.rec.Drain(ctx)
-	errc := make(chan error, 4)
-	if d.cfg.dockerMode() {
-		docknets, err := d.startDocker(ctx, &wg, errc)
-		if err != nil {
-			return err
-		}
-		if docknets != nil {
-			if err := docknets.sync(ctx); err != nil {
-				return fmt.Errorf("read docker network mappings: %w", err)
-			}
-			goRun(ctx, &wg, docknets.run)
-		}
-	}
-
-	infos := []objdb.ServiceInfo{
-		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VxlanAgentPort, Hostname: d.cfg.HostLabel},
-		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VlanAgentPort, Hostname: d.cfg.HostLabel},
-	}
-	if !vtepEarly {
-		infos = append(infos, vtepInfo)
-	}
-	goRun(ctx, &wg, func(ctx context.Context) {
-		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
-	})
-	masters := &serviceFollower{name: "netmaster.rpc", reg: d.store, add: d.masterAdd, del: d.masterDel,
-		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
-	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
-		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
-	d.want.peers = peers
-	goRun(ctx, &wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
-	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
-	goRun(ctx, &wg, masters.run)
-	goRun(ctx, &wg, peers.run)
-	goRun(ctx, &wg, nodes.run)
-	goRun(ctx, &wg, nets.run)
-	goRun(ctx, &wg, groups.run)
-	goRun(ctx, &wg, eps.run)
-	goRun(ctx, &wg, glob.run)
-	goRun(ctx, &wg, bgps.run)
-	goRun(ctx, &wg, svcs.run)
-	goRun(ctx, &wg, provs.run)
-	goRun(ctx, &wg, d.finishRestart)
-	goRun(ctx, &wg, d.sweepLoop)
-
-	goRun(ctx, &wg, func(ctx context.Context) {
-		if err := d.serveInspect(ctx); err != nil {
-			errc <- fmt.Errorf("inspect server: %w", err)
-		}
-	})
-	goRun(ctx, &wg, func(ctx context.Context) {
-		if err := attach.Serve(ctx, d.cfg.AttachSocket, d, d.log); err != nil {
-			errc <- fmt.Errorf("attach server: %w", err)
-		}
-	})
-	if err := d.startCNI(ctx, &wg, errc); err != nil {
+	if err := d.replayServices(ctx); err != nil {
 		return err
 	}
-	if err := d.startMesos(ctx, &wg, errc); err != nil {
+	errc := make(chan error, 4)
+	if err := d.startDockerSync(ctx, &wg, errc); err != nil {
+		return err
+	}
+	d.register(ctx, &wg, vtepInfo, vtepEarly)
+	d.startFollowers(ctx, &wg)
+	if err := d.startServers(ctx, &wg, errc); err != nil {
 		return err
 	}
 	d.log.WithFields(logrus.Fields{"host": d.cfg.HostLabel, "vtep": d.cfg.VtepIP, "fwdmode": d.glob.FwdMode}).Info("netplugin running")
@@ -279,6 +176,156 @@ func (d *Daemon) run(ctx context.Context) error {
 	case err := <-errc:
 		return err
 	}
+}
+
+// openStore opens the cluster store and the netmaster client on it.
+func (d *Daemon) openStore(ctx context.Context) error {
+	raw, err := dial.Open(ctx, dial.Config{EtcdEndpoints: d.cfg.Common.EtcdEndpoints,
+		ConsulEndpoints: d.cfg.Common.ConsulEndpoints, Auth: d.cfg.Common.StoreAuth, Logger: logrus.NewEntry(logrus.StandardLogger())})
+	if err != nil {
+		return fmt.Errorf("open the cluster store: %w", err)
+	}
+	d.store = objdbmetrics.Wrap(raw, d.cfg.registerer())
+	d.st = state.New(d.store)
+	var mcOpts []masterclient.Option
+	if d.cfg.MasterTLS != nil {
+		mcOpts = append(mcOpts, masterclient.WithTLS(d.cfg.MasterTLS))
+	}
+	if d.cfg.MasterToken != "" {
+		mcOpts = append(mcOpts, masterclient.WithToken(d.cfg.MasterToken))
+	}
+	d.mc = masterclient.New(d.store, mcOpts...)
+	return nil
+}
+
+// vtepService is this host's netplugin.vtep registration.
+func (d *Daemon) vtepService() objdb.ServiceInfo {
+	return objdb.ServiceInfo{ServiceName: "netplugin.vtep", Role: "netplugin", Version: d.cfg.Version,
+		TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.VtepIP, Port: d.cfg.VxlanPort, Hostname: d.cfg.HostLabel}
+}
+
+// takeOverVtep: a restart takes over the previous run's VTEP entry before
+// the replay (compat NP19): peers delete their tunnel to this host, and the
+// flows of its endpoints, when the entry's lease expires, and the replay on
+// a host full of endpoints can outlast the previous process's 10 s lease. A
+// first start still registers it after the replay (it tells that the host
+// is ready); early reports which.
+func (d *Daemon) takeOverVtep(ctx context.Context, wg *sync.WaitGroup) (info objdb.ServiceInfo, early bool) {
+	info = d.vtepService()
+	live, err := d.store.GetService(ctx, info.ServiceName)
+	early = err == nil && containsInstance(live, info)
+	if early {
+		d.log.Info("taking over the previous run's netplugin.vtep registration before the replay")
+		goRun(ctx, wg, func(ctx context.Context) {
+			keepRegistered(ctx, d.store, []objdb.ServiceInfo{info}, d.cfg.ServiceTTL/2, d.log)
+		})
+	}
+	return info, early
+}
+
+// replayEndpoints replays networks, groups, endpoints and the global
+// configuration (the order and why: replay.go), then reads the node
+// records and the BGP configuration, and drains the queue.
+func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error {
+	d.want = d.newDesired()
+	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
+	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
+	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
+	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
+		return err
+	}
+	// Cluster membership: this host's node record, then everyone's, before
+	// the peers follower decides which tunnels stay (peers.go).
+	goRun(ctx, wg, d.keepNodeRecord)
+	if err := d.want.nodes.sync(ctx); err != nil {
+		d.log.WithError(err).Warn("read the node records")
+	}
+	if err := d.want.bgp.sync(ctx); err != nil {
+		d.log.WithError(err).Warn("read the BGP configuration")
+	}
+	d.rec.Drain(ctx)
+	return nil
+}
+
+// replayServices replays services and their providers (docs/services.md)
+// and drains the queue.
+func (d *Daemon) replayServices(ctx context.Context) error {
+	if err := d.want.svcs.sync(ctx); err != nil {
+		return fmt.Errorf("replay services: %w", err)
+	}
+	if err := d.want.provs.sync(ctx); err != nil {
+		return fmt.Errorf("replay service providers: %w", err)
+	}
+	d.rec.Drain(ctx)
+	return nil
+}
+
+// startDockerSync serves the Docker plugin in docker and swarm modes and
+// follows the docker network mappings on a standalone engine.
+func (d *Daemon) startDockerSync(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) error {
+	if !d.cfg.dockerMode() {
+		return nil
+	}
+	docknets, err := d.startDocker(ctx, wg, errc)
+	if err != nil || docknets == nil {
+		return err
+	}
+	if err := docknets.sync(ctx); err != nil {
+		return fmt.Errorf("read docker network mappings: %w", err)
+	}
+	goRun(ctx, wg, docknets.run)
+	return nil
+}
+
+// register keeps this host's netplugin services (and the VTEP entry, unless
+// takeOverVtep did) registered.
+func (d *Daemon) register(ctx context.Context, wg *sync.WaitGroup, vtepInfo objdb.ServiceInfo, vtepEarly bool) {
+	infos := []objdb.ServiceInfo{
+		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VxlanAgentPort, Hostname: d.cfg.HostLabel},
+		{ServiceName: "netplugin", Role: "netplugin", Version: d.cfg.Version, TTL: int(d.cfg.ServiceTTL / time.Second), HostAddr: d.cfg.CtrlIP, Port: ofrpc.VlanAgentPort, Hostname: d.cfg.HostLabel},
+	}
+	if !vtepEarly {
+		infos = append(infos, vtepInfo)
+	}
+	goRun(ctx, wg, func(ctx context.Context) {
+		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
+	})
+}
+
+// startFollowers serves the queue and starts the store and service
+// followers, which only enqueue reconcile keys, and the background loops.
+func (d *Daemon) startFollowers(ctx context.Context, wg *sync.WaitGroup) {
+	masters := &serviceFollower{name: "netmaster.rpc", reg: d.store, add: d.masterAdd, del: d.masterDel,
+		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
+	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
+		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	d.want.peers = peers
+	w := d.want
+	goRun(ctx, wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
+	goRun(ctx, wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
+	for _, run := range []func(context.Context){masters.run, peers.run, w.nodes.run, w.nets.run, w.groups.run,
+		w.eps.run, w.glob.run, w.bgp.run, w.svcs.run, w.provs.run, d.finishRestart, d.sweepLoop} {
+		goRun(ctx, wg, run)
+	}
+}
+
+// startServers serves the inspect API, the attach API, and the CNI and
+// Mesos front ends.
+func (d *Daemon) startServers(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) error {
+	goRun(ctx, wg, func(ctx context.Context) {
+		if err := d.serveInspect(ctx); err != nil {
+			errc <- fmt.Errorf("inspect server: %w", err)
+		}
+	})
+	goRun(ctx, wg, func(ctx context.Context) {
+		if err := attach.Serve(ctx, d.cfg.AttachSocket, d, d.log); err != nil {
+			errc <- fmt.Errorf("attach server: %w", err)
+		}
+	})
+	if err := d.startCNI(ctx, wg, errc); err != nil {
+		return err
+	}
+	return d.startMesos(ctx, wg, errc)
 }
 
 // goRun starts fn on its own goroutine, tracked by wg.

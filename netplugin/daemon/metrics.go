@@ -98,9 +98,7 @@ func (c *dataplaneCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *dataplaneCollector) Collect(ch chan<- prometheus.Metric) {
-	c.d.mu.Lock()
-	locals := len(c.d.locals)
-	c.d.mu.Unlock()
+	locals := c.d.eps.Len()
 	ch <- prometheus.MustNewConstMetric(c.locals, prometheus.GaugeValue, float64(locals))
 	for _, a := range c.d.agents() {
 		s := a.Stats()

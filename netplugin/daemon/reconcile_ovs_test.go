@@ -198,22 +198,22 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 		t.Fatalf("add local endpoint: %v\n%s", err, o.Logs())
 	}
 	td.want.eps.apply(ctx, ep.ID, &ep)
-	if !strings.Contains(ports(t, o), le.port.PortName) {
-		t.Fatalf("port %s not in OVS", le.port.PortName)
+	if !strings.Contains(ports(t, o), le.Port.PortName) {
+		t.Fatalf("port %s not in OVS", le.Port.PortName)
 	}
 	drvFaults.failNext("DeleteEndpoint", 2)
 	td.want.eps.apply(ctx, ep.ID, nil)
 	eventually(t, "endpoint removed", func() bool {
 		td.Daemon.mu.Lock()
 		defer td.Daemon.mu.Unlock()
-		_, local := td.locals[ep.ID]
+		local := td.eps.Has(ep.ID)
 		return !local
 	})
-	if strings.Contains(ports(t, o), le.port.PortName) {
-		t.Errorf("port %s still in OVS after the endpoint converged", le.port.PortName)
+	if strings.Contains(ports(t, o), le.Port.PortName) {
+		t.Errorf("port %s still in OVS after the endpoint converged", le.Port.PortName)
 	}
-	if flows := dumpFlows(t, o); strings.Contains(flows, "in_port="+itoa(le.port.OFPort)+",") {
-		t.Errorf("flows of the removed port %d remain:\n%s", le.port.OFPort, flows)
+	if flows := dumpFlows(t, o); strings.Contains(flows, "in_port="+itoa(le.Port.OFPort)+",") {
+		t.Errorf("flows of the removed port %d remain:\n%s", le.Port.OFPort, flows)
 	}
 	for kind, want := range map[string]int{kindNetwork: 3, kindVtep: 5, kindEndpoint: 2} {
 		if got := td.failed(kind); got != want {

@@ -43,7 +43,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	d := &Daemon{cfg: Config{HostLabel: "host1", VtepIP: "198.18.0.1", VxlanPort: 4789, OVSDatapath: "system"},
 		log: log, st: state.New(modeltest.NewMemKV()), drv: drv, vx: vx, vl: vl,
 		networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{},
+		vteps:     map[string]uint32{},
 		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(),
 		applied: newApplied()}
 	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
@@ -54,6 +54,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 		td.failures[kind]++
 		td.mu.Unlock()
 	}
+	d.eps = d.newAttachService()
 	d.registerReconcilers()
 	d.want = d.newDesired()
 	d.want.peers = &serviceFollower{name: "netplugin.vtep", known: map[string]objdb.ServiceInfo{}}
@@ -213,7 +214,7 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
 	le := td.localEndpointFor(t, "n1.t1-c1", "", nw)
-	if !drv.hasPort(le.port.PortName) {
+	if !drv.hasPort(le.Port.PortName) {
 		t.Fatal("no port")
 	}
 	drv.failNext("DeleteEndpoint", 3)
@@ -221,9 +222,9 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 	td.want.eps.apply(context.Background(), "n1.t1-c1", nil)
 	eventually(t, "port and flows gone", func() bool {
 		td.Daemon.mu.Lock()
-		_, local := td.locals["n1.t1-c1"]
+		local := td.eps.Has("n1.t1-c1")
 		td.Daemon.mu.Unlock()
-		return !local && !drv.hasPort(le.port.PortName)
+		return !local && !drv.hasPort(le.Port.PortName)
 	})
 	if got := drv.count("DeleteEndpoint"); got != 4 {
 		t.Errorf("DeleteEndpoint called %d times, want 4", got)
@@ -232,7 +233,7 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 		t.Errorf("%d endpoint failures counted, want 3", got)
 	}
 	vx.mu.Lock()
-	_, flows := vx.locals[le.port.OFPort]
+	_, flows := vx.locals[le.Port.OFPort]
 	vx.mu.Unlock()
 	if flows {
 		t.Error("the endpoint's flows are still in the datapath")
@@ -260,10 +261,10 @@ func TestReconcileGroupQoS(t *testing.T) {
 	td.want.groups.apply(context.Background(), g.ID, &g)
 	eventually(t, "QoS applied", func() bool {
 		drv.mu.Lock()
-		pol := drv.policing[le.port.PortName]
+		pol := drv.policing[le.Port.PortName]
 		drv.mu.Unlock()
 		vx.mu.Lock()
-		dscp := vx.locals[le.port.OFPort].Dscp
+		dscp := vx.locals[le.Port.OFPort].Dscp
 		vx.mu.Unlock()
 		return pol == "10Mbps/100" && dscp == 10
 	})

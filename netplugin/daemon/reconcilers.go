@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
+	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/bgp"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/ofnet/agent"
@@ -168,10 +169,10 @@ func (d *Daemon) allKeys() []string {
 	for ip := range d.vteps {
 		keys = append(keys, kindVtep+"/"+ip)
 	}
-	for id := range d.locals {
-		keys = append(keys, kindEndpoint+"/"+id)
-	}
 	d.mu.Unlock()
+	for _, le := range d.eps.All() {
+		keys = append(keys, kindEndpoint+"/"+le.EP.ID)
+	}
 	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel, kindHostAccess+"/"+d.cfg.HostLabel)
 	return append(keys, d.bgpRouteKeys()...)
 }
@@ -237,7 +238,7 @@ func (d *Daemon) reconcileNetwork(ctx context.Context, id string) error {
 		d.log.Errorf("infra network %s: host port not created: network name %q is longer than an interface name (15)", id, nw.NetworkName)
 		return nil
 	}
-	if err := d.infraUpErr(ctx, nw); err != nil {
+	if err := d.eps.InfraUp(ctx, nw); err != nil {
 		return fmt.Errorf("infra network %s: host port: %w", id, err)
 	}
 	d.mu.Lock()
@@ -254,7 +255,7 @@ func (d *Daemon) removeNetwork(ctx context.Context, id string, have state.Networ
 	infraUp := d.applied.infra[id]
 	d.mu.Unlock()
 	if infraUp {
-		if err := d.infraDown(ctx, have); err != nil {
+		if err := d.eps.InfraDown(ctx, have); err != nil {
 			return err
 		}
 		d.mu.Lock()
@@ -275,11 +276,6 @@ func (d *Daemon) removeNetwork(ctx context.Context, id string, have state.Networ
 	return nil
 }
 
-// qosOf is the bandwidth, burst and DSCP a group gives its endpoints.
-func qosOf(g state.EndpointGroup) endpointQoS {
-	return endpointQoS{bandwidth: g.Bandwidth, burst: g.Burst, dscp: g.DSCP, known: true}
-}
-
 // reconcileGroup keeps the group for new endpoints and brings the policing,
 // meter and DSCP of the group's local endpoints to the group's values.
 func (d *Daemon) reconcileGroup(ctx context.Context, id string) error {
@@ -291,40 +287,38 @@ func (d *Daemon) reconcileGroup(ctx context.Context, id string) error {
 		return nil
 	}
 	d.groups[id] = g
-	q := qosOf(g)
+	d.mu.Unlock()
+	q := attachsvc.QoSOf(g)
 	type todo struct {
-		le *localEndpoint
+		le localEndpoint
 		nw state.Network
 		ok bool
 	}
 	var work []todo
-	for _, le := range d.locals {
-		if le.ep.EndpointGroupKey == id && le.qos != q {
-			nw, ok := d.networks[le.ep.NetID]
+	for _, le := range d.eps.All() {
+		if le.EP.EndpointGroupKey == id && le.QoS != q {
+			nw, ok := attachCluster{d}.KnownNetwork(le.EP.NetID)
 			work = append(work, todo{le, nw, ok})
 		}
 	}
-	d.mu.Unlock()
 	var errs []error
 	for _, w := range work {
 		le := w.le
-		if !le.qos.known || le.qos.bandwidth != q.bandwidth || le.qos.burst != q.burst {
-			if err := d.drv.UpdatePolicing(ctx, le.port.PortName, g.Bandwidth, g.Burst); err != nil {
-				errs = append(errs, fmt.Errorf("update policing of %s: %w", le.port.PortName, err))
+		if !le.QoS.Known || le.QoS.Bandwidth != q.Bandwidth || le.QoS.Burst != q.Burst {
+			if err := d.drv.UpdatePolicing(ctx, le.Port.PortName, g.Bandwidth, g.Burst); err != nil {
+				errs = append(errs, fmt.Errorf("update policing of %s: %w", le.Port.PortName, err))
 				continue
 			}
 		}
 		if !w.ok {
-			errs = append(errs, fmt.Errorf("endpoint %s: network %s unknown", le.ep.ID, le.ep.NetID))
+			errs = append(errs, fmt.Errorf("endpoint %s: network %s unknown", le.EP.ID, le.EP.NetID))
 			continue
 		}
 		if err := d.agentFor(w.nw).UpdateLocalEndpoint(ctx, d.endpointInfo(le, w.nw)); err != nil {
-			errs = append(errs, fmt.Errorf("update DSCP and meter of %s: %w", le.ep.ID, err))
+			errs = append(errs, fmt.Errorf("update DSCP and meter of %s: %w", le.EP.ID, err))
 			continue
 		}
-		d.mu.Lock()
-		le.qos = q
-		d.mu.Unlock()
+		d.eps.SetQoS(le.EP.ID, q)
 	}
 	return errors.Join(errs...)
 }
@@ -336,11 +330,7 @@ func (d *Daemon) reconcileEndpoint(ctx context.Context, id string) error {
 	if _, want := d.want.eps.get(id); want {
 		return nil
 	}
-	d.mu.Lock()
-	_, local := d.locals[id]
-	_, busy := d.pending[id]
-	d.mu.Unlock()
-	if !local || busy {
+	if !d.eps.Has(id) || d.eps.Busy(id) {
 		return nil
 	}
 	return d.removeLocal(ctx, id)

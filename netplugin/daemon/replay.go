@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/state"
 )
@@ -81,7 +82,7 @@ func (d *Daemon) reconcileLocalEndpoints(ctx context.Context) error {
 				nw, ok = d.networks[ep.NetID]
 				d.mu.Unlock()
 			}
-			if !ok || bridgeFor(nw) != bridge || p.OFPort == 0 {
+			if !ok || attachsvc.BridgeFor(nw) != bridge || p.OFPort == 0 {
 				// No endpoint on this host claims the port, or its veth is
 				// gone with its container.
 				d.log.WithField("port", p.PortName).Infof("removing stale endpoint port (endpoint %q)", p.EndpointID)
@@ -90,32 +91,19 @@ func (d *Daemon) reconcileLocalEndpoints(ctx context.Context) error {
 				}
 				continue
 			}
-			le := &localEndpoint{ep: ep, port: p, bridge: bridge, qos: d.groupQoS(ep)}
+			le := localEndpoint{EP: ep, Port: p, Bridge: bridge, QoS: d.groupQoS(ep)}
 			if err := d.agentFor(nw).AddLocalEndpoint(ctx, d.endpointInfo(le, nw)); err != nil {
 				return fmt.Errorf("replay local endpoint %s: %w", ep.ID, err)
 			}
-			d.mu.Lock()
-			d.locals[ep.ID] = le
-			d.mu.Unlock()
+			d.eps.Put(le)
 		}
 	}
 	for id := range mine {
-		d.mu.Lock()
-		_, ok := d.locals[id]
-		d.mu.Unlock()
-		if !ok {
+		if !d.eps.Has(id) {
 			d.log.WithField("endpoint", id).Warn("endpoint homed on this host has no OVS port (its container went away while netplugin was down?)")
 		}
 	}
 	return nil
-}
-
-// bridgeFor is the bridge that carries a network's endpoints.
-func bridgeFor(nw state.Network) string {
-	if nw.PktTagType == "vxlan" {
-		return ovsdriver.VxlanBridge
-	}
-	return ovsdriver.VlanBridge
 }
 
 func (d *Daemon) agentFor(nw state.Network) datapath {
@@ -129,12 +117,10 @@ func (d *Daemon) agentFor(nw state.Network) datapath {
 // values (AddLocalEndpoint installs the DSCP and meter; the policing is the
 // port's since its creation). Re-applying policing to every port at start
 // would reconfigure them all while they forward.
-func (d *Daemon) groupQoS(ep state.Endpoint) endpointQoS {
-	d.mu.Lock()
-	g, ok := d.groups[ep.EndpointGroupKey]
-	d.mu.Unlock()
+func (d *Daemon) groupQoS(ep state.Endpoint) attachsvc.QoS {
+	g, ok := attachCluster{d}.Group(ep.EndpointGroupKey)
 	if !ok {
-		return endpointQoS{known: true}
+		return attachsvc.QoS{Known: true}
 	}
-	return qosOf(g)
+	return attachsvc.QoSOf(g)
 }

@@ -21,14 +21,12 @@ import (
 // start and every SweepInterval.
 
 // orphanLocked reports whether ep is homed here with no local port and no
-// attach under way. d.mu must be held.
-func (d *Daemon) orphanLocked(ep state.Endpoint) bool {
+// attach under way.
+func (d *Daemon) orphan(ep state.Endpoint) bool {
 	if ep.HomingHost != d.cfg.HostLabel || ep.EndpointID == "" {
 		return false // another host's, or a host's own interface
 	}
-	_, local := d.locals[ep.ID]
-	_, pending := d.pending[ep.ID]
-	return !local && !pending
+	return !d.eps.Owns(ep.ID)
 }
 
 // releaseEndpoint asks netmaster to delete an endpoint of this host that
@@ -71,22 +69,17 @@ func (d *Daemon) deleteInMaster(ctx context.Context, ep state.Endpoint) error {
 // (the store's endpoint records); it returns how many it deleted.
 func (d *Daemon) sweepOrphans(ctx context.Context, all []state.Endpoint) (int, error) {
 	var orphans []state.Endpoint
-	d.mu.Lock()
 	for _, ep := range all {
-		if d.orphanLocked(ep) {
+		if d.orphan(ep) {
 			orphans = append(orphans, ep)
 		}
 	}
-	d.mu.Unlock()
 	var errs []error
 	n := 0
 	for _, ep := range orphans {
 		// An attach of the same endpoint may have begun since the list
 		// was taken: it owns the endpoint now.
-		d.mu.Lock()
-		still := d.orphanLocked(ep)
-		d.mu.Unlock()
-		if !still {
+		if !d.orphan(ep) {
 			continue
 		}
 		if err := d.deleteInMaster(ctx, ep); err != nil {

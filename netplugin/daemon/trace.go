@@ -51,28 +51,15 @@ func (d *Daemon) serveTrace(w http.ResponseWriter, r *http.Request) {
 
 // findLocal finds a local endpoint by id, container id, or a part of
 // either that only one endpoint has.
-func (d *Daemon) findLocal(key string) (*localEndpoint, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if le, ok := d.locals[key]; ok {
+func (d *Daemon) findLocal(key string) (localEndpoint, error) {
+	le, n := d.eps.Find(key)
+	switch n {
+	case 0:
+		return le, errNoEndpoint
+	case 1:
 		return le, nil
 	}
-	var found []*localEndpoint
-	for id, le := range d.locals {
-		if le.ep.ContainerID == key {
-			return le, nil
-		}
-		if strings.Contains(id, key) {
-			found = append(found, le)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return nil, errNoEndpoint
-	case 1:
-		return found[0], nil
-	}
-	return nil, fmt.Errorf("%q matches %d endpoints on this host; give more of the id", key, len(found))
+	return le, fmt.Errorf("%q matches %d endpoints on this host; give more of the id", key, n)
 }
 
 // trace asks ovs-vswitchd to trace req's packet from its endpoint.
@@ -81,16 +68,16 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 	if err != nil {
 		return trace.Result{}, err
 	}
-	src, err := netip.ParseAddr(le.ep.IPAddress)
+	src, err := netip.ParseAddr(le.EP.IPAddress)
 	if err != nil {
-		return trace.Result{}, fmt.Errorf("endpoint %s has no IPv4 address", le.ep.ID)
+		return trace.Result{}, fmt.Errorf("endpoint %s has no IPv4 address", le.EP.ID)
 	}
 	a := d.vx
-	if le.bridge == ovsdriver.VlanBridge {
+	if le.Bridge == ovsdriver.VlanBridge {
 		a = d.vl
 	}
 	dstMAC, known := a.MACOf(net.IP(req.Dst.AsSlice()))
-	if d.glob.FwdMode == "routing" && le.bridge == ovsdriver.VxlanBridge {
+	if d.glob.FwdMode == "routing" && le.Bridge == ovsdriver.VxlanBridge {
 		dstMAC = agent.RouterMAC()
 	} else if !known {
 		dstMAC = agent.RouterMAC()
@@ -99,12 +86,12 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 	if err != nil {
 		return trace.Result{}, err
 	}
-	flow := req.FlowSpec(le.port.OFPort, le.ep.MacAddress, dstMAC.String(), src)
+	flow := req.FlowSpec(le.Port.OFPort, le.EP.MacAddress, dstMAC.String(), src)
 	tctx, cancel := context.WithTimeout(ctx, traceTimeout)
 	defer cancel()
-	text, err := unixctl.Call(tctx, sock, "ofproto/trace", le.bridge, flow)
+	text, err := unixctl.Call(tctx, sock, "ofproto/trace", le.Bridge, flow)
 	if err != nil {
-		return trace.Result{}, fmt.Errorf("ofproto/trace %s %s: %w", le.bridge, flow, err)
+		return trace.Result{}, fmt.Errorf("ofproto/trace %s %s: %w", le.Bridge, flow, err)
 	}
 	p, err := trace.Parse(text)
 	if err != nil {
@@ -112,7 +99,7 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 	}
 	for i := range p.Hops {
 		h := &p.Hops[i]
-		if h.Bridge != le.bridge {
+		if h.Bridge != le.Bridge {
 			continue
 		}
 		h.TableName = pipeline.TableID(h.Table).String()
@@ -124,11 +111,11 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 			}
 		}
 	}
-	res := trace.Result{Endpoint: le.ep.ID, Host: d.cfg.HostLabel, Bridge: le.bridge, InPort: le.port.OFPort,
+	res := trace.Result{Endpoint: le.EP.ID, Host: d.cfg.HostLabel, Bridge: le.Bridge, InPort: le.Port.OFPort,
 		Packet: req.Packet(src), KnownDestination: known}
-	if out := p.Output(le.bridge); out != 0 {
+	if out := p.Output(le.Bridge); out != 0 {
 		res.OutPort = out
-		if pi, ok := d.drv.PortByOFPort(le.bridge, out); ok {
+		if pi, ok := d.drv.PortByOFPort(le.Bridge, out); ok {
 			res.OutPortName, res.RemoteIP = pi.Name, pi.RemoteIP
 			res.Tunnel = pi.Type == "vxlan"
 		}

@@ -1,4 +1,4 @@
-package daemon
+package attachsvc
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package daemon
+package attachsvc
 
 import (
 	"context"
@@ -11,24 +11,24 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// infraUpErr gives the host its own port on an infra network (docs/daemons.md
+// InfraUp gives the host its own port on an infra network (docs/daemons.md
 // §6.3): an endpoint in netmaster with the host label as id and container, an
 // OVS internal port named after the network, its address on that port. The
 // host then reaches the network's containers directly and they reach it.
-func (d *Daemon) infraUpErr(ctx context.Context, nw state.Network) error {
+func (s *Service) InfraUp(ctx context.Context, nw state.Network) error {
 	if len(nw.NetworkName) > 15 {
 		return fmt.Errorf("network name %q is longer than an interface name (15)", nw.NetworkName)
 	}
-	ep, err := d.mc.CreateEndpoint(ctx, masterclient.CreateEndpointRequest{TenantName: nw.Tenant, NetworkName: nw.NetworkName,
-		EndpointID: d.cfg.HostLabel, ConfigEP: masterclient.ConfigEP{Container: d.cfg.HostLabel, Host: d.cfg.HostLabel}})
+	ep, err := s.cfg.Master.CreateEndpoint(ctx, masterclient.CreateEndpointRequest{TenantName: nw.Tenant, NetworkName: nw.NetworkName,
+		EndpointID: s.cfg.Host, ConfigEP: masterclient.ConfigEP{Container: s.cfg.Host, Host: s.cfg.Host}})
 	if err != nil {
 		return fmt.Errorf("create the infra endpoint in netmaster: %w", err)
 	}
-	d.mu.Lock()
-	_, have := d.locals[ep.ID]
-	d.mu.Unlock()
+	s.mu.Lock()
+	_, have := s.locals[ep.ID]
+	s.mu.Unlock()
 	if !have {
-		if _, err := d.addLocal(ctx, ep, nw); err != nil {
+		if _, err := s.AddLocal(ctx, ep, nw); err != nil {
 			return err
 		}
 	}
@@ -47,26 +47,26 @@ func (d *Daemon) infraUpErr(ctx context.Context, nw state.Network) error {
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("infra port %s: up: %w", nw.NetworkName, err)
 	}
-	d.log.WithField("network", nw.ID).WithField("address", addr.IPNet.String()).Info("infra network: host port up")
+	s.log.WithField("network", nw.ID).WithField("address", addr.IPNet.String()).Info("infra network: host port up")
 	return nil
 }
 
-// infraDown removes the host's port and its endpoint in netmaster; an error
+// InfraDown removes the host's port and its endpoint in netmaster; an error
 // is the port's (the endpoint in netmaster is left to its cleanup).
-func (d *Daemon) infraDown(ctx context.Context, nw state.Network) error {
-	id := state.EndpointID(nw.Tenant, nw.NetworkName, d.cfg.HostLabel)
-	d.mu.Lock()
-	le, ok := d.locals[id]
-	d.mu.Unlock()
+func (s *Service) InfraDown(ctx context.Context, nw state.Network) error {
+	id := state.EndpointID(nw.Tenant, nw.NetworkName, s.cfg.Host)
+	s.mu.Lock()
+	le, ok := s.locals[id]
+	s.mu.Unlock()
 	if ok {
-		id = le.ep.ID
+		id = le.EP.ID
 	}
-	if err := d.removeLocal(ctx, id); err != nil {
+	if err := s.RemoveLocal(ctx, id); err != nil {
 		return fmt.Errorf("infra network %s: remove the host port: %w", nw.ID, err)
 	}
-	if _, err := d.mc.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: nw.Tenant,
-		NetworkName: nw.NetworkName, EndpointID: d.cfg.HostLabel}); err != nil {
-		d.log.WithError(err).Debugf("infra network %s: delete the endpoint in netmaster", nw.ID)
+	if _, err := s.cfg.Master.DeleteEndpoint(ctx, masterclient.DeleteEndpointRequest{TenantName: nw.Tenant,
+		NetworkName: nw.NetworkName, EndpointID: s.cfg.Host}); err != nil {
+		s.log.WithError(err).Debugf("infra network %s: delete the endpoint in netmaster", nw.ID)
 	}
 	return nil
 }
