@@ -145,8 +145,16 @@ build_tool() { # build_tool <dir under test/tools> <binary>
 # CoreDNS from its Go module (test/tools/coredns). Rebuilt only when a
 # binary is missing or its module's go.sum changed.
 KUBE_CMDS=(kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
+# The release the commands report (kubelet's node status, kubectl version):
+# a module build has no git tree to stamp it from.
+kube_version_ldflags() {
+	local v
+	v=$(awk '$1 == "k8s.io/kubernetes" {print $2; exit}' test/tools/kube/go.mod)
+	printf -- '-X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=%s -X k8s.io/component-base/version.gitMinor=%s' \
+		"$v" "$(echo "${v#v}" | cut -d. -f1)" "$(echo "$v" | cut -d. -f2)"
+}
 build_kube_cmds() {
-	local want missing= c tmp
+	local want missing= c tmp ldflags
 	want="kube-tool $(sha256sum test/tools/kube/go.sum | cut -c1-16)"
 	for c in "${KUBE_CMDS[@]}"; do
 		if [ ! -x "/usr/local/bin/$c" ] || [ "$(cat "/usr/local/bin/$c.stamp" 2>/dev/null)" != "$want" ]; then
@@ -156,7 +164,8 @@ build_kube_cmds() {
 	[ -n "$missing" ] || return 0
 	log "building ${KUBE_CMDS[*]} from test/tools/kube (first time: several minutes)"
 	tmp=$(mktemp -d /tmp/contiv-kube-build.XXXXXX)
-	(cd test/tools/kube && quiet go build -ldflags='-s -w' -o "$tmp/" $(printf './%s ' "${KUBE_CMDS[@]}"))
+	ldflags="-s -w $(kube_version_ldflags)"
+	(cd test/tools/kube && quiet go build -ldflags="$ldflags" -o "$tmp/" $(printf './%s ' "${KUBE_CMDS[@]}"))
 	for c in "${KUBE_CMDS[@]}"; do
 		mv "$tmp/$c" "/usr/local/bin/$c"
 		echo "$want" >"/usr/local/bin/$c.stamp"

@@ -126,6 +126,9 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 	}
 	bins := map[string]string{}
 	for _, n := range []string{"kube-controller-manager", "kube-scheduler", "kubelet", "kubectl", "kube-proxy", "coredns"} {
+		if n == "coredns" && opt.NoCoreDNS {
+			continue
+		}
 		p, err := FindKubeBinary(n)
 		RequireComponent(t, n, err)
 		bins[n] = p
@@ -136,9 +139,13 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 	if err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
-	coredns, err := CoreDNSArchive(bins["coredns"])
-	if err != nil {
-		t.Fatalf("testbed: %v", err)
+	images := []string{kubepod}
+	if !opt.NoCoreDNS {
+		coredns, err := CoreDNSArchive(bins["coredns"])
+		if err != nil {
+			t.Fatalf("testbed: %v", err)
+		}
+		images = append(images, coredns)
 	}
 
 	tb := New(t, Config{Hosts: opt.Nodes, SkipNetplugin: true, FwdMode: "routing",
@@ -181,7 +188,7 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 	for _, h := range tb.Hosts {
 		n := &KubeNode{Name: h.Name, Host: h, Dir: filepath.Join(h.Dir, "kubelet"), cluster: c}
 		n.CRI = h.StartCRI(t, CRIOptions{NoConfig: true})
-		for _, a := range []string{kubepod, coredns} {
+		for _, a := range images {
 			if err := n.CRI.ImportImage(a); err != nil {
 				t.Fatalf("testbed: %v", err)
 			}
