@@ -180,14 +180,12 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 	return c
 }
 
-// InstallConfig writes the runtime's CNI configuration list (atomically:
-// containerd watches the folder).
+// InstallConfig writes the runtime's CNI configuration list in place:
+// containerd 1.6 reloads its CNI configuration on a write, rename or
+// removal in the folder but ignores a creation, so a file renamed into
+// the folder (a creation there) would never be loaded.
 func (c *CRI) InstallConfig() error {
-	tmp := filepath.Join(c.Dir, "10-net.conflist.tmp")
-	if err := os.WriteFile(tmp, c.confList, 0o644); err != nil {
-		return fmt.Errorf("cni configuration: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(c.ConfDir, "10-net.conflist")); err != nil {
+	if err := os.WriteFile(filepath.Join(c.ConfDir, "10-net.conflist"), c.confList, 0o644); err != nil {
 		return fmt.Errorf("cni configuration: %w", err)
 	}
 	return nil
