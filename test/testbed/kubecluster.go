@@ -399,6 +399,11 @@ func (n *KubeNode) routePods() error {
 	if err != nil {
 		return err
 	}
+	// The pods' MTU (VXLAN overhead taken off); the port comes up with
+	// 1500, and the userspace datapath sends no "fragmentation needed".
+	if err := ipIn(n.Host.NS, "link", "set", KubeHostNetwork, "mtu", "1450"); err != nil {
+		return fmt.Errorf("host port mtu: %w", err)
+	}
 	if err := ipIn(n.Host.NS, "route", "replace", KubePodSubnet, "via", KubeHostGateway, "dev", KubeHostNetwork); err != nil {
 		return fmt.Errorf("pod route: %w", err)
 	}
