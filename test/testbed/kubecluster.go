@@ -499,6 +499,11 @@ func (n *KubeNode) Reboot(t testing.TB, down time.Duration) {
 	n.Host.StopNetplugin(t)
 	time.Sleep(down)
 	n.Host.StartNetplugin(t)
+	// A restarted netplugin brings the infra port up again without the
+	// host's route to the pods (the first run lost it: probes failed).
+	if err := n.routePods(); err != nil {
+		t.Fatalf("testbed: node %s: %v", n.Name, err)
+	}
 	if err := n.StartKubelet(); err != nil {
 		t.Fatalf("%v", err)
 	}
