@@ -401,6 +401,11 @@ func (n *KubeNode) routePods() error {
 	}
 	// The pods' MTU (VXLAN overhead taken off); the port comes up with
 	// 1500, and the userspace datapath sends no "fragmentation needed".
+	// ovs-vswitchd sets an internal port's MTU again whenever the bridge's
+	// ports change, unless the port requests one.
+	if out, err := n.Host.Vsctl("set", "interface", KubeHostNetwork, "mtu_request=1450"); err != nil {
+		return fmt.Errorf("host port mtu: %w: %s", err, out)
+	}
 	if err := ipIn(n.Host.NS, "link", "set", KubeHostNetwork, "mtu", "1450"); err != nil {
 		return fmt.Errorf("host port mtu: %w", err)
 	}
