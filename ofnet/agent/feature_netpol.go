@@ -168,6 +168,20 @@ func (featureNetpol) flows(s *snapshot, d *desiredState) {
 			Action().Conntrack(ct(pipeline.NetpolStateTable)).Done())
 		hook(mac.BuildFlow(netpolPrioHook).Cookie(pc).MatchIPv4Dst(ip4, nil).MatchCtState(0, of.CtStateTrk).
 			Action().Conntrack(ct(pipeline.NetpolStateTable)).Done())
+		// A provider's packets from its service port went through the service
+		// zone's lookup (docs/services.md) and come here tracked. When this
+		// host's service zone does not know the connection (not established
+		// there: the client is on another host, whose packets came in untracked
+		// and passed the hook above), the tracker of this zone must see them
+		// too, or it sees one direction only and marks the client's data +inv
+		// once past the window it last saw acknowledged (bulk TCP from another
+		// node stalled). Connections the service zone knows are local client
+		// ones, tracked in neither direction here.
+		if vrfID, ok := a.vrfIDLocked(ep.Vrf); ok && len(a.services) > 0 {
+			hook(mac.BuildFlow(netpolPrioHook).Cookie(pc).MatchIPv4Src(ip4, nil).
+				MatchCtState(of.CtStateTrk, of.CtStateTrk|of.CtStateEst).MatchCtZone(a.svcZone(vrfID)).
+				Action().Conntrack(ct(pipeline.NetpolStateTable)).Done())
+		}
 		pod, ok := a.netpol.pods[ip]
 		if !ok {
 			continue
