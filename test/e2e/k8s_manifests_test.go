@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -285,5 +287,79 @@ func TestManifestsContent(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestManifestsInitChecks runs the init containers' checks of
+// packaging/k8s (ConfigMap contiv-config, check-store.sh and
+// check-ovs.sh) with Debian's static busybox alone, as the cni-install
+// image does: without a store in contiv-site, without an ovsdb-server
+// socket, or without ovs-vswitchd, each stops with its message in the
+// termination log; with all three it goes on.
+func TestManifestsInitChecks(t *testing.T) {
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		testbed.RequireComponent(t, "/bin/busybox (busybox-static)", err)
+		return
+	}
+	objs, _ := readManifestDir(t)
+	var scripts map[string]any
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == "contiv-config" {
+			scripts, _, _ = unstructured.NestedMap(o.Object, "data")
+		}
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"check-store.sh", "check-ovs.sh"} {
+		s, _ := scripts[name].(string)
+		if s == "" {
+			t.Fatalf("contiv-config has no %s", name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(dir, "host")
+	run := filepath.Join(root, "var/run/openvswitch")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check := func(script string, env ...string) (string, error) {
+		t.Helper()
+		logf := filepath.Join(dir, "termination-log")
+		_ = os.Remove(logf)
+		cmd := exec.Command("/bin/busybox", "sh", filepath.Join(dir, script))
+		cmd.Env = append([]string{"PATH=/nonexistent", "TERMINATION_LOG=" + logf, "HOST_ROOT=" + root, "NODE_NAME=n1"}, env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			if l, rerr := os.ReadFile(logf); rerr != nil || string(l) != string(out) {
+				t.Errorf("%s: termination log %q (%v), want the message %q", script, l, rerr, out)
+			}
+		}
+		return string(out), err
+	}
+	if out, err := check("check-store.sh"); err == nil || !strings.Contains(out, "contiv-site sets neither ETCD_ENDPOINTS nor CONSUL_ENDPOINTS") {
+		t.Errorf("check-store.sh without a store: %v %q", err, out)
+	}
+	for _, env := range []string{"SITE_ETCD_ENDPOINTS=https://198.18.1.5:2379", "SITE_CONSUL_ENDPOINTS=198.18.1.5:8500"} {
+		if out, err := check("check-store.sh", env); err != nil {
+			t.Errorf("check-store.sh with %s: %v %q", env, err, out)
+		}
+	}
+	if out, err := check("check-ovs.sh"); err == nil || !strings.Contains(out, "Open vSwitch is not running on node n1: no ovsdb-server socket at /var/run/openvswitch/db.sock") {
+		t.Errorf("check-ovs.sh without OVS: %v %q", err, out)
+	}
+	l, err := net.Listen("unix", filepath.Join(run, "db.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if out, err := check("check-ovs.sh"); err == nil || !strings.Contains(out, "no ovs-vswitchd") {
+		t.Errorf("check-ovs.sh with ovsdb-server only: %v %q", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(run, "ovs-vswitchd.4242.ctl"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := check("check-ovs.sh"); err != nil {
+		t.Errorf("check-ovs.sh with OVS running: %v %q", err, out)
 	}
 }
