@@ -131,13 +131,11 @@ done
 [ "${IMAGES_ONLY:-0}" = 1 ] && exit 0
 
 # --- what runs ---------------------------------------------------------------
-# Never: SCTP (contiv's datapath has no SCTP, compat K22), IPv6 and dual
-# stack (IPv4 only), cloud load balancers, disruptive, flaky and serial
-# cluster-wide cases, and those needing a feature gate or alpha API.
-skip=(
-	'\[Feature:SCTPConnectivity\]' '\[Feature:IPv6DualStack\]' '\[Feature:[^]]*\]' '\[Disruptive\]' '\[Flaky\]'
-	'\[Serial\]' '\[Slow\]' 'LoadBalancer' 'ExternalName'
-)
+# Never: SCTP (contiv's datapath has no SCTP, docs/compat.md K22), IPv6
+# and dual stack (IPv4 only), cases that need a feature gate, an alpha API
+# or a cloud ([Feature:...]), disruptive and flaky ones. The CI subset also
+# leaves out [Serial] and [Slow].
+skip=('\[Feature:[^]]*\]' '\[Disruptive\]' '\[Flaky\]' 'IPv6' '[Dd]ual[- ]?[Ss]tack')
 focus=()
 case $suite in
 ci)
@@ -167,15 +165,12 @@ conformance) focus=('\[sig-network\].*\[Conformance\]') ;;
 full) focus=('\[sig-network\] Netpol' '\[sig-network\].*\[Conformance\]') ;;
 *) log "unknown suite $suite"; exit 2 ;;
 esac
-if [ "$suite" = conformance ] || [ "$suite" = full ]; then
-	# Conformance marks some serial cases; they run here one after another anyway.
-	skip=("${skip[@]/'\[Serial\]'/}")
-fi
+[ "$suite" = ci ] && skip+=('\[Serial\]' '\[Slow\]')
 args=(--kubeconfig "$kubeconfig" --provider skeleton --report-dir "$out" --disable-log-dump
 	--ginkgo.json-report "$out/report.json" --ginkgo.no-color --ginkgo.timeout 4h
 	--kubectl-path "$(command -v kubectl || echo kubectl)")
 for f in "${focus[@]}"; do args+=(--ginkgo.focus "$f"); done
-for s in "${skip[@]}"; do [ -n "$s" ] && args+=(--ginkgo.skip "$s"); done
+for s in "${skip[@]}"; do args+=(--ginkgo.skip "$s"); done
 log "suite $suite, output in $out"
 printf '%q ' KUBE_TEST_REPO_LIST="$out/repo-list.yaml" "$cache/e2e.test" "${args[@]}" "$@" >"$out/command"
 echo >>"$out/command"
