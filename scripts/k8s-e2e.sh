@@ -52,7 +52,7 @@ if [ ! -x "$cache/agnhost" ]; then
 	(cd test/tools/k8s-e2e && CGO_ENABLED=0 nice go build -trimpath -ldflags='-s -w' -o "$cache/agnhost.tmp" k8s.io/kubernetes/test/images/agnhost)
 	mv "$cache/agnhost.tmp" "$cache/agnhost"
 fi
-if [ ! -x "$cache/e2e.test" ]; then
+if [ ! -x "$cache/e2e.test" ] && [ "${IMAGES_ONLY:-0}" != 1 ]; then
 	log "building e2e.test (k8s.io/kubernetes/test/e2e; first time: many minutes)"
 	(cd test/tools/k8s-e2e && nice go test -c -trimpath -ldflags='-s -w' -o "$cache/e2e.test.tmp" k8s.io/kubernetes/test/e2e)
 	mv "$cache/e2e.test.tmp" "$cache/e2e.test"
