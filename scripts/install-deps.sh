@@ -137,12 +137,41 @@ build_tool() { # build_tool <dir under test/tools> <binary>
 		echo "$want" >"$2.stamp"
 	fi
 }
+# The rest of the testbed's Kubernetes cluster (test/testbed/kubecluster.go,
+# docs/testbed.md "Kubernetes cluster"): kube-controller-manager,
+# kube-scheduler, kubelet, kubectl and kube-proxy of the API server's release
+# from test/tools/kube, one `go build` for all five (they share most
+# packages, and the API server's build left them in the Go build cache), and
+# CoreDNS from its Go module (test/tools/coredns). Rebuilt only when a
+# binary is missing or its module's go.sum changed.
+KUBE_CMDS=(kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
+build_kube_cmds() {
+	local want missing= c tmp
+	want="kube-tool $(sha256sum test/tools/kube/go.sum | cut -c1-16)"
+	for c in "${KUBE_CMDS[@]}"; do
+		if [ ! -x "/usr/local/bin/$c" ] || [ "$(cat "/usr/local/bin/$c.stamp" 2>/dev/null)" != "$want" ]; then
+			missing=1
+		fi
+	done
+	[ -n "$missing" ] || return 0
+	log "building ${KUBE_CMDS[*]} from test/tools/kube (first time: several minutes)"
+	tmp=$(mktemp -d /tmp/contiv-kube-build.XXXXXX)
+	(cd test/tools/kube && quiet go build -ldflags='-s -w' -o "$tmp/" $(printf './%s ' "${KUBE_CMDS[@]}"))
+	for c in "${KUBE_CMDS[@]}"; do
+		mv "$tmp/$c" "/usr/local/bin/$c"
+		echo "$want" >"/usr/local/bin/$c.stamp"
+	done
+	rm -rf "$tmp"
+}
 if [ "$mode" = main ] || [ "${INSTALL_DEPS_NO_TEST_SERVERS:-${INSTALL_DEPS_NO_CONSUL:-}}" = 1 ]; then
 	CONSUL_BIN="(not built)"
 	KUBE_APISERVER_BIN="(not built)"
 else
 	build_tool consul "$CONSUL_BIN"
 	build_tool kube-apiserver "$KUBE_APISERVER_BIN"
+	build_kube_cmds
+	# CoreDNS runs in a pod: built static.
+	CGO_ENABLED=0 build_tool coredns /usr/local/bin/coredns
 fi
 # cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
 # the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
@@ -161,4 +190,4 @@ if [ "$mode" = test ] && { [ "$(cat /usr/local/bin/crictl.stamp 2>/dev/null)" !=
 	GOBIN=/usr/local/bin quiet go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 	echo "$CRICTL_VERSION" >/usr/local/bin/crictl.stamp
 fi
-log "ok ($mode): $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1 || true), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN, docker engine at /var/run/docker.sock"
+log "ok ($mode): $(go version | cut -d' ' -f3), $(etcd --version 2>/dev/null | head -1 || true), ovs $(ovs-vswitchd --version | head -1 | awk '{print $NF}'), consul at $CONSUL_BIN, kube-apiserver at $KUBE_APISERVER_BIN (with ${KUBE_CMDS[*]} coredns), docker engine at /var/run/docker.sock"

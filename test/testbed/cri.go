@@ -62,6 +62,7 @@ type CRI struct {
 	Socket  string // containerd's gRPC socket
 
 	crictl   string
+	confList []byte
 	sockDir  string
 	daemon   *daemon
 	mu       sync.Mutex
@@ -78,6 +79,10 @@ type CRIOptions struct {
 	// Plugins are CNI plugin binaries linked into BinDir besides the
 	// reference loopback plugin; nil means the contivk8s build.
 	Plugins []string
+	// NoConfig starts the runtime without a CNI configuration (its
+	// network status stays not ready); InstallConfig writes ConfList
+	// later, as a CNI's DaemonSet does.
+	NoConfig bool
 	// Name tells apart several runtimes on one host (default "cri"):
 	// their folder under the host's and their socket's.
 	Name string
@@ -129,14 +134,16 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 	// The socket path must stay under the 108 bytes of a unix address.
 	sockDir := filepath.Join(criSocketRoot, h.NS+"-"+opt.Name)
 	c := &CRI{Host: h, Dir: dir, ConfDir: filepath.Join(dir, "net.d"), BinDir: filepath.Join(dir, "bin"),
-		Socket: filepath.Join(sockDir, "containerd.sock"), crictl: crictl, sockDir: sockDir, sandbox: map[string]bool{}}
+		Socket: filepath.Join(sockDir, "containerd.sock"), crictl: crictl, confList: opt.ConfList, sockDir: sockDir, sandbox: map[string]bool{}}
 	for _, d := range []string{dir, c.ConfDir, c.BinDir, sockDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatalf("testbed: cri folder: %v", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(c.ConfDir, "10-net.conflist"), opt.ConfList, 0o644); err != nil {
-		t.Fatalf("testbed: cni configuration: %v", err)
+	if !opt.NoConfig {
+		if err := c.InstallConfig(); err != nil {
+			t.Fatalf("testbed: %v", err)
+		}
 	}
 	for _, p := range append([]string{filepath.Join(CRIPluginDir, "loopback")}, opt.Plugins...) {
 		if err := os.Symlink(p, filepath.Join(c.BinDir, filepath.Base(p))); err != nil {
@@ -171,6 +178,19 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 		t.Fatalf("testbed: import the pause image on %s: %v\n%s", h.Name, err, out)
 	}
 	return c
+}
+
+// InstallConfig writes the runtime's CNI configuration list (atomically:
+// containerd watches the folder).
+func (c *CRI) InstallConfig() error {
+	tmp := filepath.Join(c.Dir, "10-net.conflist.tmp")
+	if err := os.WriteFile(tmp, c.confList, 0o644); err != nil {
+		return fmt.Errorf("cni configuration: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(c.ConfDir, "10-net.conflist")); err != nil {
+		return fmt.Errorf("cni configuration: %w", err)
+	}
+	return nil
 }
 
 // config is containerd's configuration: everything under Dir, CRI on,

@@ -63,6 +63,9 @@ type KubeAPIServer struct {
 	// Kubeconfig is a kubeconfig file for URL and Token (TLS not
 	// verified), readable by daemons started by the test.
 	Kubeconfig string
+	// CertDir holds the self-signed serving certificate apiserver.crt
+	// (its own CA); SAKey signs service-account tokens.
+	CertDir, SAKey string
 
 	etcd, server *daemon
 }
@@ -80,6 +83,11 @@ type KubeOptions struct {
 	// EtcdPort is the client port of its etcd on 127.0.0.1, the peer
 	// port is the next one; 0 picks free ones (only with NS "").
 	EtcdPort int
+	// Cluster configures it for the kubelet-managed cluster
+	// (kubecluster.go): the ServiceAccount admission plugin on (pods get
+	// their token volume) and the lease endpoint reconciler (the
+	// `kubernetes` Service has the API server as its endpoint).
+	Cluster bool
 }
 
 // StartKubeAPIServer runs an etcd and a kube-apiserver, waits until the
@@ -126,7 +134,13 @@ func StartKubeAPIServer(t testing.TB, opt KubeOptions) *KubeAPIServer {
 		t.Fatalf("testbed: kube token file: %v", err)
 	}
 	saKey, saPub := writeServiceAccountKeys(t, dir)
-	k.server = nsDaemon("kube-apiserver", opt.NS, bin, filepath.Join(dir, "kube-apiserver.log"),
+	k.CertDir, k.SAKey = filepath.Join(dir, "certs"), saKey
+	admission, reconciler := []string{"--disable-admission-plugins", "ServiceAccount"}, "none"
+	if opt.Cluster {
+		admission, reconciler = nil, "lease"
+	}
+	args := append(admission, "--endpoint-reconciler-type", reconciler)
+	k.server = nsDaemon("kube-apiserver", opt.NS, bin, filepath.Join(dir, "kube-apiserver.log"), append(args,
 		"--etcd-servers", etcdURL,
 		"--bind-address", opt.IP, "--advertise-address", opt.IP, "--secure-port", strconv.Itoa(opt.Port),
 		"--cert-dir", filepath.Join(dir, "certs"),
@@ -134,13 +148,11 @@ func StartKubeAPIServer(t testing.TB, opt KubeOptions) *KubeAPIServer {
 		"--authorization-mode", "AlwaysAllow",
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
-		"--disable-admission-plugins", "ServiceAccount",
-		"--endpoint-reconciler-type", "none",
 		"--service-cluster-ip-range", KubeServiceRange,
 		"--enable-priority-and-fairness=false", "--profiling=false",
 		// The deployment manifests' netplugin DaemonSet is privileged, as
 		// on a real cluster (TestManifestsDryRun).
-		"--allow-privileged=true")
+		"--allow-privileged=true")...)
 	if err := k.server.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
