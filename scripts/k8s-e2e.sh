@@ -16,7 +16,8 @@
 # Each -c names a node's containerd socket: the test images (agnhost,
 # busybox, pause and a DNS-testing image, built here; no registry) are
 # imported into its k8s.io namespace. Without -c they must be there
-# already (IMAGES_ONLY=1 only builds them into OUTDIR/e2e-images.tar).
+# already (IMAGES_ONLY=1 only builds and imports them, NO_IMAGES=1 skips
+# that step).
 # The e2e.test and agnhost binaries are built once per go.sum of
 # test/tools/k8s-e2e into ~/.cache/contiv-k8s-e2e (minutes of CPU).
 # Exit status: 0 when no spec failed.
@@ -105,29 +106,31 @@ rootfs() {
 	done
 	echo 'hosts: files dns' >"$d/etc/nsswitch.conf"
 }
-ctx=$(mktemp -d)
-trap 'rm -rf "$ctx"' EXIT
-rootfs "$ctx/agnhost"
-cp "$cache/agnhost" "$ctx/agnhost/agnhost"
-printf 'FROM scratch\nCOPY . /\nENTRYPOINT ["/agnhost"]\nCMD ["pause"]\n' >"$ctx/agnhost/Dockerfile"
-docker build -q -t "$agnhost_ref" "$ctx/agnhost" >/dev/null
-mkdir -p "$ctx/busybox/bin"
-cp /bin/busybox "$ctx/busybox/bin/busybox"
-for f in $(/bin/busybox --list); do [ -e "$ctx/busybox/bin/$f" ] || ln -s busybox "$ctx/busybox/bin/$f"; done
-printf 'FROM scratch\nCOPY . /\nCMD ["sh"]\n' >"$ctx/busybox/Dockerfile"
-docker build -q -t "$busybox_ref" "$ctx/busybox" >/dev/null
-rootfs "$ctx/dns"
-printf 'FROM scratch\nCOPY . /\nCMD ["sh"]\n' >"$ctx/dns/Dockerfile"
-docker build -q -t "$dns_ref" "$ctx/dns" >/dev/null
-mkdir -p "$ctx/pause"
-cp "$cache/pause" "$ctx/pause/pause"
-printf 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n' >"$ctx/pause/Dockerfile"
-docker build -q -t "$pause_ref" "$ctx/pause" >/dev/null
-docker save -o "$out/e2e-images.tar" "$agnhost_ref" "$busybox_ref" "$dns_ref" "$pause_ref"
-log "images: $agnhost_ref $busybox_ref $dns_ref $pause_ref ($out/e2e-images.tar)"
-for s in "${socks[@]}"; do
-	ctr --address "$s" -n k8s.io images import "$out/e2e-images.tar" >/dev/null
-done
+if [ "${NO_IMAGES:-0}" != 1 ]; then
+	ctx=$(mktemp -d)
+	trap 'rm -rf "$ctx"' EXIT
+	rootfs "$ctx/agnhost"
+	cp "$cache/agnhost" "$ctx/agnhost/agnhost"
+	printf 'FROM scratch\nCOPY . /\nENTRYPOINT ["/agnhost"]\nCMD ["pause"]\n' >"$ctx/agnhost/Dockerfile"
+	docker build -q -t "$agnhost_ref" "$ctx/agnhost" >/dev/null
+	mkdir -p "$ctx/busybox/bin"
+	cp /bin/busybox "$ctx/busybox/bin/busybox"
+	for f in $(/bin/busybox --list); do [ -e "$ctx/busybox/bin/$f" ] || ln -s busybox "$ctx/busybox/bin/$f"; done
+	printf 'FROM scratch\nCOPY . /\nCMD ["sh"]\n' >"$ctx/busybox/Dockerfile"
+	docker build -q -t "$busybox_ref" "$ctx/busybox" >/dev/null
+	rootfs "$ctx/dns"
+	printf 'FROM scratch\nCOPY . /\nCMD ["sh"]\n' >"$ctx/dns/Dockerfile"
+	docker build -q -t "$dns_ref" "$ctx/dns" >/dev/null
+	mkdir -p "$ctx/pause"
+	cp "$cache/pause" "$ctx/pause/pause"
+	printf 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n' >"$ctx/pause/Dockerfile"
+	docker build -q -t "$pause_ref" "$ctx/pause" >/dev/null
+	docker save -o "$out/e2e-images.tar" "$agnhost_ref" "$busybox_ref" "$dns_ref" "$pause_ref"
+	log "images: $agnhost_ref $busybox_ref $dns_ref $pause_ref ($out/e2e-images.tar)"
+	for s in "${socks[@]}"; do
+		ctr --address "$s" -n k8s.io images import "$out/e2e-images.tar" >/dev/null
+	done
+fi
 [ "${IMAGES_ONLY:-0}" = 1 ] && exit 0
 
 # --- what runs ---------------------------------------------------------------
