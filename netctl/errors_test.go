@@ -1,6 +1,7 @@
 package netctl
 
 import (
+	"encoding/pem"
 	"io"
 	"log"
 	"net/http"
@@ -223,6 +224,18 @@ func quietTLSServer(h http.HandlerFunc) *httptest.Server {
 	return srv
 }
 
+// serverCA writes the test server's certificate as a CA file for
+// --tls-ca-file, so that tests other than TestInsecure verify netmaster's
+// certificate as the secure default does.
+func serverCA(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestInsecure(t *testing.T) {
 	srv := quietTLSServer(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`[]`))
@@ -269,7 +282,7 @@ func TestTokenFile(t *testing.T) {
 	})
 	defer srv.Close()
 	home := writeConfig(t, `{"token": "TOKEN123", "other": 1}`)
-	r := runNetctl(t, runOpts{home: home}, "--insecure", "--netmaster", srv.URL, "tenant", "ls", "-q")
+	r := runNetctl(t, runOpts{home: home}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "tenant", "ls", "-q")
 	if r.code != 0 || len(tokens) != 1 || tokens[0] != "TOKEN123" {
 		t.Errorf("https: %+v %q", r, tokens)
 	}
@@ -311,7 +324,7 @@ func TestLogin(t *testing.T) {
 	})
 	defer srv.Close()
 	home := t.TempDir()
-	r := runNetctl(t, runOpts{home: home, stdin: " admin \n", pass: "good"}, "--insecure", "--netmaster", srv.URL, "login")
+	r := runNetctl(t, runOpts{home: home, stdin: " admin \n", pass: "good"}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "login")
 	if r.code != 0 || r.stdout != "Username: Password: \nLogin succeeded.\n" {
 		t.Errorf("login: %+v", r)
 	}
@@ -325,23 +338,23 @@ func TestLogin(t *testing.T) {
 	if st, _ := os.Stat(filepath.Join(home, ".netctl", "config.json")); st.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v", st.Mode())
 	}
-	r = runNetctl(t, runOpts{stdin: "admin\n", pass: "bad"}, "--insecure", "--netmaster", srv.URL, "login")
+	r = runNetctl(t, runOpts{stdin: "admin\n", pass: "bad"}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "login")
 	if r.code != 3 || r.stderr != errLine("Login failed: Bad username or password.") {
 		t.Errorf("401: %+v", r)
 	}
-	r = runNetctl(t, runOpts{stdin: "admin\n", pass: "odd"}, "--insecure", "--netmaster", srv.URL, "login")
+	r = runNetctl(t, runOpts{stdin: "admin\n", pass: "odd"}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "login")
 	if r.code != 3 || r.stderr != errLine("Login failed: unexpected response code (503): try later") {
 		t.Errorf("503: %+v", r)
 	}
-	r = runNetctl(t, runOpts{stdin: "\n"}, "--insecure", "--netmaster", srv.URL, "login")
+	r = runNetctl(t, runOpts{stdin: "\n"}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "login")
 	if r.code != 3 || r.stderr != errLine("you must specify a username") {
 		t.Errorf("empty user: %+v", r)
 	}
-	r = runNetctl(t, runOpts{stdin: ""}, "--insecure", "--netmaster", srv.URL, "login")
+	r = runNetctl(t, runOpts{stdin: ""}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "login")
 	if r.code != 4 || r.stderr != errLine("EOF") {
 		t.Errorf("EOF: %+v", r)
 	}
-	r = runNetctl(t, runOpts{stdin: "u\n", passErr: os.ErrInvalid}, "--insecure", "--netmaster", srv.URL, "login")
+	r = runNetctl(t, runOpts{stdin: "u\n", passErr: os.ErrInvalid}, "--tls-ca-file", serverCA(t, srv), "--netmaster", srv.URL, "login")
 	if r.code != 4 {
 		t.Errorf("password error: %+v", r)
 	}

@@ -73,7 +73,7 @@ func TestTokenSources(t *testing.T) {
 	}
 	for _, tc := range cases {
 		before := len(srv.seen())
-		args := append(append([]string{"--insecure", "--netmaster", srv.URL}, tc.args...), "tenant", "ls", "-q")
+		args := append(append([]string{"--tls-ca-file", serverCA(t, srv.Server), "--netmaster", srv.URL}, tc.args...), "tenant", "ls", "-q")
 		r := runNetctl(t, runOpts{env: tc.env}, args...)
 		got := srv.seen()[before:]
 		if r.code != 0 || len(got) != 1 || got[0] != tc.want {
@@ -84,11 +84,11 @@ func TestTokenSources(t *testing.T) {
 		}
 	}
 	// A token file others can read is refused, naming the fix.
-	r := runNetctl(t, runOpts{}, "--insecure", "--netmaster", srv.URL, "--token-file", secret(t, "x", 0o644), "tenant", "ls")
+	r := runNetctl(t, runOpts{}, "--tls-ca-file", serverCA(t, srv.Server), "--netmaster", srv.URL, "--token-file", secret(t, "x", 0o644), "tenant", "ls")
 	if r.code != exitInvalid || !strings.Contains(r.stderr, "chmod 600") {
 		t.Errorf("0644 token file: %+v", r)
 	}
-	r = runNetctl(t, runOpts{}, "--insecure", "--netmaster", srv.URL, "--token-file", file, "--token", "x", "tenant", "ls")
+	r = runNetctl(t, runOpts{}, "--tls-ca-file", serverCA(t, srv.Server), "--netmaster", srv.URL, "--token-file", file, "--token", "x", "tenant", "ls")
 	if r.code == 0 || !strings.Contains(r.stderr, "not both") {
 		t.Errorf("both: %+v", r)
 	}
@@ -148,7 +148,7 @@ func TestTokenNotAcrossRedirect(t *testing.T) {
 	})
 	home := writeConfig(t, `{"token": "CONFIGTOKEN"}`)
 	r := runNetctl(t, runOpts{home: home, env: map[string]string{"NETCTL_TOKEN": "bearer-token"}},
-		"--insecure", "--netmaster", nm.URL, "tenant", "ls", "-q")
+		"--tls-ca-file", serverCA(t, nm.Server), "--netmaster", nm.URL, "tenant", "ls", "-q")
 	if r.code == 0 || !strings.Contains(r.stderr, "does not follow a redirect to another host") {
 		t.Errorf("redirect: %+v", r)
 	}

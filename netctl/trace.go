@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli"
 
-	"github.com/contiv/netplugin/netplugin/trace"
+	"github.com/contiv/netplugin/api/trace"
 	"github.com/contiv/netplugin/utils/problem"
 )
 

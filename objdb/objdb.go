@@ -7,7 +7,9 @@
 // one store, locks and services included.
 //
 // The core KV is small on purpose; locks and the service registry are the two
-// further capabilities every backend has. Backends live in objdb/etcd and
+// further capabilities every backend has. Multi-key transactions (Txner,
+// txn.go), paged and versioned listing (Pager, VersionLister) are optional
+// interfaces both backends implement and wrappers forward. Backends live in objdb/etcd and
 // objdb/consul; objdb/dial picks one from the daemons' endpoint flags.
 package objdb
 

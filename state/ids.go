@@ -19,8 +19,12 @@ func GroupID(tenant, group string) string { return group + ":" + tenant }
 // EndpointID is the state id of the endpoint of container (or Docker
 // endpoint id) on network net of tenant: "<net>.<tenant>-<container>".
 func EndpointID(tenant, net, container string) string {
-	return NetworkID(tenant, net) + "-" + container
+	return EndpointIDOnNetwork(NetworkID(tenant, net), container)
 }
+
+// EndpointIDOnNetwork is EndpointID for the network whose state id is
+// netID (NetworkID): "<netID>-<container>".
+func EndpointIDOnNetwork(netID, container string) string { return netID + "-" + container }
 
 // NativeEndpointID is the state id of an endpoint created without a
 // container id on host: "<host>-native-intf" (netmaster refuses such

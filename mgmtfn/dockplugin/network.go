@@ -7,8 +7,8 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/state"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/state"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/runtest"
 )

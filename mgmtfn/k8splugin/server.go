@@ -27,8 +27,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/utils/httpserve"
 )
 

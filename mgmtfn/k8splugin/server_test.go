@@ -18,9 +18,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/utils/runtest"
 )
 

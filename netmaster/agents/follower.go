@@ -17,7 +17,10 @@ import (
 // ServiceVtep is the service a netplugin registers with its VTEP IP.
 const ServiceVtep = "netplugin.vtep"
 
-// Timing of the agent follower (docs/daemons.md §5.2, §9).
+// Timing of the agent follower (docs/daemons.md §5.2, §9). The pause
+// follows a Del only: an Add just starts an AddNode loop, and pausing after
+// each one made a new leader reach its last agent only after 100 ms per
+// agent (1.6 s for 16 agents; docs/scale.md, "Failover").
 const (
 	agentEventPause = 100 * time.Millisecond
 	addNodeRetryMax = 30 * time.Second
@@ -104,7 +107,7 @@ func (f *agentFollower) run(ctx context.Context) {
 				continue
 			}
 			f.handle(ctx, ev)
-			if !ctxutil.Sleep(ctx, agentEventPause) {
+			if ev.Type == objdb.ServiceDel && !ctxutil.Sleep(ctx, agentEventPause) {
 				return
 			}
 		}

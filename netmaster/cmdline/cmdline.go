@@ -100,6 +100,17 @@ func rpcTLS(c *cli.Context) (*server.RPCTLS, error) {
 // (docs/security.md, "Tokens"). Loopback is accepted; so is an explicit
 // --insecure-auth-tokens, loudly.
 func checkTokensTLS(cfg server.Config, extIP net.IP, insecure bool) error {
+	if cfg.Tokens == nil && !extIP.IsLoopback() {
+		// The original's default, kept for its clients (docs/security.md,
+		// "REST API"); said once so that nobody runs it so by accident.
+		missing := "no --auth-token-file"
+		if cfg.TLS.CertFile == "" {
+			missing += ", no --tls-cert-file"
+		}
+		logrus.Warnf("the REST API on %s answers without authentication (%s): whoever reaches it can change the cluster; "+
+			"production runs it with --tls-cert-file, --tls-key-file, --tls-client-ca-file and --auth-token-file (docs/security.md, \"REST API\")",
+			cfg.ExternalAddress, missing)
+	}
 	if cfg.Tokens == nil || cfg.TLS.CertFile != "" || extIP.IsLoopback() {
 		return nil
 	}

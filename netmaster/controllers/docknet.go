@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/dockernets"
 	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netmaster/dockernets/dockernetstest"
+	"github.com/contiv/netplugin/api/dockernets"
+	"github.com/contiv/netplugin/api/dockernets/dockernetstest"
 	"github.com/contiv/netplugin/netmaster/master/mastertest"
 	"github.com/contiv/netplugin/state"
 )

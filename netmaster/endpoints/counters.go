@@ -19,7 +19,13 @@ type counters struct {
 	mu      sync.Mutex
 	pending *counterBatch
 	running bool
-	hint    any // *casHint[T] of the object, used by the running writer only
+
+	// wmu is held by the one writer of the object at a time: the batching
+	// writer above, or a joined transaction's stage (tally.go), from
+	// its read of the hint to its write's outcome.
+	wmu    sync.Mutex
+	hint   any // *casHint[T] of the object, guarded by wmu
+	staged any // the value a stage is writing (tally.go), guarded by wmu
 }
 
 type counterBatch struct {
@@ -130,12 +136,10 @@ func (m *Service) bumpNetwork(ctx context.Context, netID string, eps, addrs int)
 		return nil
 	}
 	err := m.addCounters(ctx, "net/"+netID, [2]int{eps, addrs}, func(ctx context.Context, d [2]int, c *counters) error {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
 		return casUpdateHinted(ctx, m.st.Networks, netID, hintOf[state.Network](c), func(n *state.Network) error {
-			n.EpCount += d[0]
-			n.EpAddrCount += d[1]
-			if n.EpAddrCount < 0 {
-				n.EpAddrCount = 0
-			}
+			addNetwork(n, d)
 			return nil
 		})
 	})
@@ -148,8 +152,10 @@ func (m *Service) bumpNetwork(ctx context.Context, netID string, eps, addrs int)
 // bumpGroup adds to a group state's endpoint counter.
 func (m *Service) bumpGroup(ctx context.Context, epgID string, eps int) error {
 	err := m.addCounters(ctx, "epg/"+epgID, [2]int{eps, 0}, func(ctx context.Context, d [2]int, c *counters) error {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
 		return casUpdateHinted(ctx, m.st.EndpointGroups, epgID, hintOf[state.EndpointGroup](c), func(g *state.EndpointGroup) error {
-			g.EpCount += d[0]
+			addGroup(g, d)
 			return nil
 		})
 	})
@@ -158,3 +164,16 @@ func (m *Service) bumpGroup(ctx context.Context, epgID string, eps int) error {
 	}
 	return nil
 }
+
+// addNetwork adds d (endpoints, handed-out addresses) to a network's
+// counters.
+func addNetwork(n *state.Network, d [2]int) {
+	n.EpCount += d[0]
+	n.EpAddrCount += d[1]
+	if n.EpAddrCount < 0 {
+		n.EpAddrCount = 0
+	}
+}
+
+// addGroup adds d[0] endpoints to a group's counter.
+func addGroup(g *state.EndpointGroup, d [2]int) { g.EpCount += d[0] }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/netmaster/master/mastertest"
+	"github.com/contiv/netplugin/objdb"
+	"github.com/contiv/netplugin/objdb/objdbtest"
 )
 
 // perfPost sends a plugin request from any goroutine (no t.Fatal).
@@ -87,8 +89,29 @@ func expandRuns(t *testing.T, runs string) map[string]bool {
 // created twice and deleted twice at once, so that the losing create
 // takes its counters back) they still end exact, and no address is handed
 // out twice.
+//
+// Both paths: "joined" (one store transaction per create or delete,
+// docs/allocation-integrity.md) and "stepwise" (a store without
+// transactions: separate writes).
 func TestConcurrentEndpointCounters(t *testing.T) {
-	e := newEnv(t)
+	t.Run("joined", func(t *testing.T) { testConcurrentEndpointCounters(t, newEnv(t)) })
+	t.Run("stepwise", func(t *testing.T) { testConcurrentEndpointCounters(t, newStepwiseEnv(t)) })
+}
+
+// noTxnStore hides the store's transactions (objdb.TxnOf finds none).
+type noTxnStore struct{ objdb.Store }
+
+// newStepwiseEnv is a term over a store without transactions.
+func newStepwiseEnv(t *testing.T) *env {
+	root := objdbtest.UniqueRoot(t)
+	st := noTxnStore{mastertest.OpenStore(t, etcdEndpoint, root)}
+	if objdb.TxnOf(st) != nil {
+		t.Fatal("the wrapper still offers transactions")
+	}
+	return &env{mastertest.StartOn(t, root, st, mastertest.DefaultConfig())}
+}
+
+func testConcurrentEndpointCounters(t *testing.T, e *env) {
 	e.CreateNet("default", "cnt", "vxlan", "198.18.4.0/24", "198.18.4.254", 0)
 	e.CreateEPG("default", "cg", "cnt", "")
 	const n = 48

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/pluginapi"
 )
 
 // addPluginRoutes serves the five /plugin/* calls of the agents, each

@@ -45,10 +45,11 @@ func (m *Service) scanEndpoints(ctx context.Context) (termScan, error) {
 // (counted by scanEndpoints), and each network's count of handed-out
 // addresses from its IPAM pools.
 //
-// The endpoint record, the address allocation and the counters are
-// separate store writes (the store API has no multi-key transaction), so a
+// On the stepwise path (docs/allocation-integrity.md) the endpoint record,
+// the address allocation and the counters are separate store writes, so a
 // netmaster killed in the middle of a create or delete can leave a counter
-// off by the endpoints it was handling; the records are the truth.
+// off by the endpoints it was handling; the records are the truth. The
+// joined path writes them in one transaction.
 func (m *Service) reconcileCounters(ctx context.Context) error {
 	sc, err := m.scanEndpoints(ctx)
 	if err != nil {

@@ -82,6 +82,7 @@ type Service struct {
 	// deleted (ForgetNetwork, ForgetGroup, under LockTopology).
 	netCache sync.Map // netID -> state.Network
 	epgCache sync.Map // epgID -> state.EndpointGroup
+	recs     recordCache
 
 	sweepWG   sync.WaitGroup
 	closeOnce sync.Once

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
-	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
@@ -33,7 +33,7 @@ func (m *Service) updateEndpoint(ctx context.Context, req *pluginapi.UpdateEndpo
 		} else if err != nil {
 			return nil, fmt.Errorf("read network state %q: %w", netID, err)
 		}
-		epID := netID + "-" + req.EndpointID
+		epID := state.EndpointIDOnNetwork(netID, req.EndpointID)
 		ep, err := m.st.Endpoints.Update(ctx, epID, func(ep *state.Endpoint) error {
 			if ep.Labels == nil && len(req.Labels) > 0 {
 				ep.Labels = map[string]string{}

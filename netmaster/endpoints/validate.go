@@ -3,8 +3,8 @@ package endpoints
 import (
 	"strings"
 
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netmaster/pluginapi"
 	"github.com/contiv/netplugin/state"
 )
 

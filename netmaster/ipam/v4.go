@@ -58,13 +58,15 @@ type V4 struct {
 	pools  map[string]*pool4
 
 	id string // random: marks this allocator's chunk writes (putChunk)
+
+	txn objdb.Txner // nil: the store has no transactions (v4join.go)
 }
 
 // NewV4 returns an IPv4 allocator over kv.
 func NewV4(kv objdb.KV, opts ...Option) *V4 {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{},
-		id: strconv.FormatUint(rand.Uint64(), 36)}
+		id: strconv.FormatUint(rand.Uint64(), 36), txn: objdb.TxnOf(kv)}
 }
 
 // Close gives back the pools' reserves (best effort, a few seconds at
@@ -266,7 +268,8 @@ type request struct {
 	kind      reqKind
 	ip        netip.Addr // reqSpecific, reqRelease
 	conflicts int
-	waitSync  bool // an auto request that found nothing before a full re-scan
+	waitSync  bool  // an auto request that found nothing before a full re-scan
+	ride      *Ride // joined writes (v4join.go); nil: none
 	state     atomic.Int32
 	done      chan result
 }
@@ -275,6 +278,7 @@ type result struct {
 	addr    netip.Addr
 	changed bool
 	err     error
+	version int64 // a joined request's transaction (v4join.go); 0: unknown
 }
 
 func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) {
@@ -295,7 +299,7 @@ func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) 
 		p = &pool4{id: id, keys: a.keys(id)}
 		a.pools[id] = p
 	}
-	if r.kind == reqAuto {
+	if r.kind == reqAuto && r.ride == nil {
 		if addr, ok, start := p.popReserve(); ok {
 			if start {
 				a.wg.Add(1)
@@ -311,6 +315,13 @@ func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) 
 	}
 	a.mu.Unlock()
 
+	if r.ride != nil {
+		// A joined request is never abandoned: its writes may land
+		// with the chunk's, and only the committer knows. The round
+		// is bounded by the commit timeout.
+		res := <-r.done
+		return res, res.err
+	}
 	select {
 	case res := <-r.done:
 		return res, res.err

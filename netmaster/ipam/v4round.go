@@ -49,6 +49,8 @@ type round4 struct {
 	extras   map[int][]netip.Addr // reserve addresses taken per chunk
 	seenFull []int
 	retry    []*request
+	rides    int             // joined requests placed in this round (maxRides)
+	rideKeys map[string]bool // their Ride.Key
 }
 
 // round applies one batch, and refills the reserve when asked or when the
@@ -87,7 +89,7 @@ func (p *pool4) filterLive(batch []*request) []*request {
 	for _, r := range batch {
 		if r.state.Load() != stateAbandoned || r.kind == reqRelease {
 			live = append(live, r)
-			if r.kind == reqAuto {
+			if r.kind == reqAuto && r.ride == nil {
 				autos++
 			}
 		}
@@ -162,6 +164,17 @@ func (r *round4) take(host int64) int {
 // apply computes one request on the working copies. An error aborts the
 // round.
 func (r *round4) apply(req *request) error {
+	if req.ride != nil {
+		if r.rides >= maxRides || r.rideKeys[req.ride.Key] {
+			r.retry = append(r.retry, req)
+			return nil
+		}
+		if r.rideKeys == nil {
+			r.rideKeys = map[string]bool{}
+		}
+		r.rides++
+		r.rideKeys[req.ride.Key] = true
+	}
 	if req.kind == reqAuto {
 		return r.applyAuto(req)
 	}
@@ -179,6 +192,12 @@ func (r *round4) applyAuto(req *request) error {
 	}
 	if !found {
 		switch addr, ok := p.takeReserved(); {
+		case ok && req.ride != nil:
+			host, err := l.host(addr)
+			if err != nil {
+				return err
+			}
+			return r.joinChunk(int(host/chunkBits), pending{req, result{addr: addr, changed: true}})
 		case ok:
 			p.complete(req, result{addr: addr, changed: true})
 		case r.synced || req.waitSync:
@@ -209,6 +228,10 @@ func (r *round4) applyAddress(req *request) error {
 		return nil
 	}
 	if !l.allocatable(host) {
+		if req.ride != nil {
+			p.complete(req, result{err: ErrNotJoined})
+			return nil
+		}
 		if req.kind == reqRelease {
 			p.complete(req, result{addr: req.ip})
 		} else {
@@ -225,6 +248,8 @@ func (r *round4) applyAddress(req *request) error {
 	word, bit := (host%chunkBits)/64, uint64(1)<<uint(host%64)
 	taken := w[word]&bit != 0
 	switch {
+	case req.kind == reqSpecific && taken && req.ride != nil && p.claimReserved(req.ip):
+		return r.joinChunk(c, pending{req, result{addr: req.ip, changed: true}})
 	case req.kind == reqSpecific && taken && p.claimReserved(req.ip):
 		p.complete(req, result{addr: req.ip, changed: true})
 	case req.kind == reqSpecific && taken:
@@ -233,6 +258,8 @@ func (r *round4) applyAddress(req *request) error {
 		w[word] |= bit
 		r.dirty[c] = true
 		r.perChunk[c] = append(r.perChunk[c], pending{req, result{addr: req.ip, changed: true}})
+	case !taken && req.ride != nil:
+		return r.joinChunk(c, pending{req, result{addr: req.ip}})
 	case !taken:
 		r.perChunk[c] = append(r.perChunk[c], pending{req, result{addr: req.ip}})
 	default:
@@ -303,6 +330,10 @@ func (r *round4) writeChunk(c int) {
 		// Clear the hint before freeing, so a crash in between
 		// leaves a "not full" mark on a full chunk (harmless).
 		p.setFull(r.ctx, r.a, []int{c}, false)
+	}
+	if r.hasRides(c) {
+		r.writeJoined(c, w, old, hasFree, multi)
+		return
 	}
 	ver, err := r.a.putChunk(r.ctx, l, c, w, old.version)
 	switch {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -27,6 +28,18 @@ type bgpRunner struct {
 	cfg     bgp.Config
 	port    uint32
 	problem string // why BGP is not running although configured
+	// routes is the running speaker as the announcement reconciler sees it
+	// (nil: none runs); announced is what it announced (applied state of
+	// the bgproute/<address> keys).
+	routes    bgpAnnouncer
+	announced map[netip.Addr]bool
+}
+
+// bgpAnnouncer is what the announcement reconciler asks of the BGP speaker
+// (*bgp.Speaker); the unit tests give it a fake.
+type bgpAnnouncer interface {
+	Announce(ctx context.Context, ip netip.Addr) error
+	Withdraw(ctx context.Context, ip netip.Addr) error
 }
 
 // vlanRouting reports whether the VLAN bridge routes (routing mode with uplinks).
@@ -71,25 +84,84 @@ func (d *Daemon) startBgpLocked(ctx context.Context, cfg bgp.Config) error {
 		return err
 	}
 	d.bgp.sp, d.bgp.cfg, d.bgp.port = sp, cfg, port.OFPort
+	d.bgp.routes, d.bgp.announced = sp, map[netip.Addr]bool{}
 	d.log.WithFields(map[string]any{"router-ip": cfg.RouterIP, "as": cfg.AS, "neighbor": cfg.Neighbor,
 		"neighbor-as": cfg.NeighborAS}).Info("BGP started: VLAN endpoints are announced to the neighbor, its routes installed")
+	for a := range d.localVlanAddrs() {
+		d.rec.Enqueue(kindBgpRoute, a.String())
+	}
+	return nil
+}
+
+// localVlanAddrs are the IPv4 addresses of the local endpoints on the VLAN
+// bridge: what BGP announces.
+func (d *Daemon) localVlanAddrs() map[netip.Addr]bool {
 	d.mu.Lock()
-	var ips []netip.Addr
+	defer d.mu.Unlock()
+	out := map[netip.Addr]bool{}
 	for _, le := range d.locals {
 		if le.bridge != ovsdriver.VlanBridge {
 			continue
 		}
 		if a, err := netip.ParseAddr(le.ep.IPAddress); err == nil {
-			ips = append(ips, a)
+			out[a] = true
 		}
 	}
-	d.mu.Unlock()
-	for _, a := range ips {
-		if err := sp.Announce(ctx, a); err != nil {
-			d.log.WithError(err).Warn("announce endpoint")
+	return out
+}
+
+// reconcileBgpRoute announces the address of a local VLAN endpoint to the
+// BGP neighbor, or withdraws one that no local endpoint has any more (key
+// bgproute/<address>, docs/dataplane.md §3.4). Desired: the local
+// endpoints; applied: what the running speaker announced. A failed
+// announcement or withdrawal is retried by the queue until it converges.
+// With no speaker running nothing is announced; a speaker that starts
+// enqueues every local address again.
+func (d *Daemon) reconcileBgpRoute(ctx context.Context, name string) error {
+	a, err := netip.ParseAddr(name)
+	if err != nil {
+		d.log.WithField("key", name).Error("BGP route key is not an address; dropped")
+		return nil
+	}
+	want := d.localVlanAddrs()[a]
+	d.bgp.mu.Lock()
+	defer d.bgp.mu.Unlock()
+	if d.bgp.routes == nil {
+		return nil
+	}
+	have := d.bgp.announced[a]
+	switch {
+	case want && !have:
+		if err := d.bgp.routes.Announce(ctx, a); err != nil {
+			return fmt.Errorf("announce %s: %w", a, err)
 		}
+		d.bgp.announced[a] = true
+	case !want && have:
+		if err := d.bgp.routes.Withdraw(ctx, a); err != nil {
+			return fmt.Errorf("withdraw %s: %w", a, err)
+		}
+		delete(d.bgp.announced, a)
 	}
 	return nil
+}
+
+// bgpRouteKeys are the addresses the resync puts back: those announced and
+// those to announce.
+func (d *Daemon) bgpRouteKeys() []string {
+	want := d.localVlanAddrs()
+	d.bgp.mu.Lock()
+	defer d.bgp.mu.Unlock()
+	if d.bgp.routes == nil {
+		return nil
+	}
+	for a := range d.bgp.announced {
+		want[a] = true
+	}
+	keys := make([]string, 0, len(want))
+	for a := range want {
+		keys = append(keys, kindBgpRoute+"/"+a.String())
+	}
+	return keys
 }
 
 func (d *Daemon) stopBgpLocked(ctx context.Context) {
@@ -97,7 +169,7 @@ func (d *Daemon) stopBgpLocked(ctx context.Context) {
 		return
 	}
 	d.bgp.sp.Stop()
-	d.bgp.sp = nil
+	d.bgp.sp, d.bgp.routes, d.bgp.announced = nil, nil, nil
 	if err := d.vl.FlushBgpRoutes(ctx); err != nil {
 		d.log.WithError(err).Warn("flush BGP routes")
 	}
@@ -123,7 +195,7 @@ func (d *Daemon) stopBgp() {
 	defer d.bgp.mu.Unlock()
 	if d.bgp.sp != nil {
 		d.bgp.sp.Stop()
-		d.bgp.sp = nil
+		d.bgp.sp, d.bgp.routes, d.bgp.announced = nil, nil, nil
 	}
 }
 
@@ -179,8 +251,9 @@ func neighborMAC(ip netip.Addr) net.HardwareAddr {
 	return nil
 }
 
-// bgpEndpoint announces (add) or withdraws a local VLAN endpoint's address.
-func (d *Daemon) bgpEndpoint(ctx context.Context, le *localEndpoint, add bool) {
+// bgpEndpoint asks for a local VLAN endpoint's address to be announced or
+// withdrawn, as d.locals now says (reconcileBgpRoute), when a speaker runs.
+func (d *Daemon) bgpEndpoint(le *localEndpoint) {
 	if le.bridge != ovsdriver.VlanBridge {
 		return
 	}
@@ -189,18 +262,10 @@ func (d *Daemon) bgpEndpoint(ctx context.Context, le *localEndpoint, add bool) {
 		return
 	}
 	d.bgp.mu.Lock()
-	sp := d.bgp.sp
+	running := d.bgp.routes != nil
 	d.bgp.mu.Unlock()
-	if sp == nil {
-		return
-	}
-	if add {
-		err = sp.Announce(ctx, a)
-	} else {
-		err = sp.Withdraw(ctx, a)
-	}
-	if err != nil {
-		d.log.WithError(err).Warn("BGP endpoint route")
+	if running {
+		d.rec.Enqueue(kindBgpRoute, a.String())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/kubewatch"
 	"github.com/contiv/netplugin/mgmtfn/mesosplugin"
 	"github.com/contiv/netplugin/netplugin/nsutil"
+	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/daemonflags"
 )
 
@@ -90,7 +91,7 @@ func (d *Daemon) cniReady(context.Context) error {
 // host, and its interface is in the namespace, up, with its MAC and
 // address.
 func (d *Daemon) CheckAttachment(_ context.Context, ref k8splugin.AttachmentRef) error {
-	epID := ref.Network + "." + ref.Tenant + "-" + ref.ContainerID
+	epID := state.EndpointID(ref.Tenant, ref.Network, ref.ContainerID)
 	d.mu.Lock()
 	_, ok := d.locals[epID]
 	d.mu.Unlock()

@@ -97,7 +97,7 @@ type Config struct {
 	RestartSettle   time.Duration // after masters are known, before stale flows are removed (5 s)
 	StoreRetryDelay time.Duration // pause before a failed watch is restarted (1 s)
 	SweepInterval   time.Duration // between sweeps of orphaned endpoints (1 min, sweep.go)
-	// The reconcilers (reconcile.go): a failed key comes back after
+	// The reconcilers (netplugin/reconcile): a failed key comes back after
 	// ReconcileBaseDelay, doubling up to ReconcileMaxDelay; every key is
 	// reconciled again every ResyncInterval.
 	ReconcileBaseDelay time.Duration // 100 ms

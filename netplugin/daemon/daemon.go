@@ -13,12 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
-	"github.com/contiv/netplugin/netplugin/attach"
-	"github.com/contiv/netplugin/netplugin/hostnat"
+	"github.com/contiv/netplugin/netplugin/hostaccess"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/netplugin/reconcile"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/objdbmetrics"
@@ -47,6 +48,9 @@ type Daemon struct {
 	// changes in applied.glob.
 	glob  state.GlobConfig
 	names *nameserver.Server // the embedded DNS server (docs/daemons.md §6.8)
+	// hostAccess converges contivh0 and host access (key hostaccess/<host>);
+	// set by startDataplane before the queue is served.
+	hostAccess *hostaccess.Reconciler
 	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
 	// before the CNI server starts, never after.
 	netpol *netpol.Controller
@@ -65,7 +69,6 @@ type Daemon struct {
 	// (peers.go); it has its own lock.
 	peerRefs peerRefs
 	uplinks  []ovsdriver.UplinkMember
-	hostNAT  *hostnat.NAT // the host NAT rule this run added (host access)
 	bgp      bgpRunner
 
 	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
@@ -73,9 +76,9 @@ type Daemon struct {
 	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
 	seenOnce    sync.Once
 
-	// rec is the work queue of the reconcilers (reconcile.go); want is
+	// rec is the work queue of the reconcilers (netplugin/reconcile); want is
 	// the desired state they read, applied what they applied (under mu).
-	rec     *reconciler
+	rec     *reconcile.Queue
 	want    desired
 	applied applied
 
@@ -102,10 +105,10 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 		locals: map[string]*localEndpoint{}, pending: map[string]struct{}{}, vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
 		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
-	d.rec = newReconciler(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
-	d.rec.resync, d.rec.failed = cfg.ResyncInterval, d.met.reconcileFailed
+	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
+	d.rec.Resync, d.rec.Failed = cfg.ResyncInterval, d.met.reconcileFailed
 	d.registerReconcilers()
-	defer d.rec.shutdown()
+	defer d.rec.Shutdown()
 	return d.run(ctx)
 }
 
@@ -196,7 +199,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := bgps.sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	defer d.stopBgp()
 	// Then services and their providers (docs/services.md).
 	svcs, provs := d.want.svcs, d.want.provs
@@ -206,7 +209,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err := provs.sync(ctx); err != nil {
 		return fmt.Errorf("replay service providers: %w", err)
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	errc := make(chan error, 4)
 	if d.cfg.dockerMode() {
 		docknets, err := d.startDocker(ctx, &wg, errc)
@@ -236,7 +239,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
 		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
 	d.want.peers = peers
-	goRun(ctx, &wg, func(ctx context.Context) { d.rec.run(ctx, reconcileWorkers) })
+	goRun(ctx, &wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, &wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	goRun(ctx, &wg, masters.run)
 	goRun(ctx, &wg, peers.run)
@@ -351,12 +354,11 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 			return fmt.Errorf("uplink %s: %w", u.Name, err)
 		}
 	}
-	hp, err := d.drv.EnsureHostPort(ctx, d.glob.PvtSubnet)
-	if err != nil {
-		d.log.WithError(err).Warn("host port contivh0 not created")
-	} else {
-		d.setupHostAccess(ctx, hp)
-	}
+	// The host port and host access converge through the queue; the
+	// replay's first drain applies them.
+	d.hostAccess = hostaccess.New(hostaccess.Config{Enabled: d.cfg.HostAccess, FwdMode: d.glob.FwdMode,
+		PvtSubnet: d.glob.PvtSubnet, Datapath: d.vx, Ports: d.drv, Log: d.log})
+	d.rec.Enqueue(kindHostAccess, d.cfg.HostLabel)
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {
 		mode = "flood"
@@ -502,6 +504,6 @@ func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
 // tunnel to it.
 func (d *Daemon) vtepEvent(_ context.Context, s objdb.ServiceInfo) {
 	if s.HostAddr != d.cfg.VtepIP {
-		d.rec.enqueue(kindVtep, s.HostAddr)
+		d.rec.Enqueue(kindVtep, s.HostAddr)
 	}
 }

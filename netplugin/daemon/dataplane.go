@@ -11,40 +11,96 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
-// datapath is what the daemon asks of one bridge's ofnet agent
-// (*agent.Agent); the unit tests give it fakes.
-type datapath interface {
+// The datapath of one bridge (*agent.Agent) as each part of netplugin sees
+// it: one narrow interface per reconciler or service (docs/style.md warns
+// against fat interfaces); datapath joins them for the wiring and the fakes.
+
+// networkDatapath is what the network reconciler drives (network/<id>).
+type networkDatapath interface {
 	AddNetwork(ctx context.Context, vlan uint16, vni uint32, gateway string, vrf string) error
 	RemoveNetwork(ctx context.Context, vlan uint16, vni uint32, gateway string, vrf string) error
+}
+
+// endpointDatapath is what the attach path, the replay and the group and
+// endpoint reconcilers drive.
+type endpointDatapath interface {
 	AddLocalEndpoint(ctx context.Context, ep agent.EndpointInfo) error
 	UpdateLocalEndpoint(ctx context.Context, ep agent.EndpointInfo) error
 	RemoveLocalEndpoint(ctx context.Context, portNo uint32) error
+}
+
+// tunnelDatapath is what the VTEP reconciler drives (vtep/<ip>).
+type tunnelDatapath interface {
 	AddVtepPort(ctx context.Context, portNo uint32, remoteIP net.IP) error
 	RemoveVtepPort(ctx context.Context, portNo uint32, remoteIP net.IP) error
-	AddUplink(ctx context.Context, portNo uint32, linkName string) error
-	AddMaster(ctx context.Context, n ofrpc.OfnetNode) error
-	RemoteEndpoints() []ofrpc.OfnetEndpoint
-	RemoveRemoteEndpoint(ctx context.Context, ep ofrpc.OfnetEndpoint) error
-	RemoveMaster(ctx context.Context, n ofrpc.OfnetNode) error
-	SetArpMode(ctx context.Context, mode string) error
-	FinishRestart(ctx context.Context) error
-	SetHostAccess(ctx context.Context, h agent.HostAccess) error
+}
+
+// serviceDatapath is what the service and provider reconcilers and the
+// Kubernetes service front end drive.
+type serviceDatapath interface {
 	AddSvcSpec(ctx context.Context, name string, spec agent.ServiceSpec) error
 	DelSvcSpec(ctx context.Context, name string) error
 	SvcProviderUpdate(ctx context.Context, name string, providers []string) error
 	ServiceStats(ctx context.Context) ([]agent.ServiceStats, error)
 	EndpointVrfs(ips []string) map[string][]string
-	SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]agent.NetpolPod) error
+}
+
+// bgpDatapath is what the BGP reconciler and the speaker's events drive
+// (bgp/<host>, the learned routes).
+type bgpDatapath interface {
 	SetBgpPort(ctx context.Context, port uint32, routerIP net.IP) error
 	SetBgpPeerMAC(ctx context.Context, mac net.HardwareAddr) error
 	AddBgpRoute(ctx context.Context, pfx *net.IPNet) error
 	RemoveBgpRoute(ctx context.Context, pfx *net.IPNet) error
 	FlushBgpRoutes(ctx context.Context) error
 	BgpRoutes() []string
+}
+
+// hostAccessDatapath is what the host access reconciler drives
+// (hostaccess/<host>).
+type hostAccessDatapath interface {
+	SetHostAccess(ctx context.Context, h agent.HostAccess) error
+}
+
+// clusterDatapath is the agent's side of the ofnet masters and the
+// remote endpoints they send (masters follower, remote sweep, restart).
+type clusterDatapath interface {
+	AddMaster(ctx context.Context, n ofrpc.OfnetNode) error
+	RemoveMaster(ctx context.Context, n ofrpc.OfnetNode) error
+	RemoteEndpoints() []ofrpc.OfnetEndpoint
+	RemoveRemoteEndpoint(ctx context.Context, ep ofrpc.OfnetEndpoint) error
+	FinishRestart(ctx context.Context) error
+}
+
+// bridgeDatapath is the bridge-wide settings: uplinks, ARP mode (global/
+// global) and Kubernetes NetworkPolicy.
+type bridgeDatapath interface {
+	AddUplink(ctx context.Context, portNo uint32, linkName string) error
+	SetArpMode(ctx context.Context, mode string) error
+	SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]agent.NetpolPod) error
+}
+
+// inspectDatapath is what the inspect server, the packet trace and the
+// metrics read.
+type inspectDatapath interface {
 	DescribeCookie(cookie uint64) (category, object string)
 	MACOf(ip net.IP) (net.HardwareAddr, bool)
 	State() agent.State
 	Stats() agent.Stats
+}
+
+// datapath is the whole of one bridge's agent, as the daemon wires it; the
+// unit tests give it fakes.
+type datapath interface {
+	networkDatapath
+	endpointDatapath
+	tunnelDatapath
+	serviceDatapath
+	bgpDatapath
+	hostAccessDatapath
+	clusterDatapath
+	bridgeDatapath
+	inspectDatapath
 }
 
 // switchDriver is what the daemon asks of OVSDB (*ovsdriver.Driver); the

@@ -11,9 +11,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/api/attach"
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/mgmtfn/dockplugin"
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
@@ -249,7 +249,7 @@ func (s *dockerSync) apply(ctx context.Context, dn *state.Docknet) error {
 		}
 		return err
 	}
-	nw, err := s.d.st.Networks.Read(ctx, dn.NetworkName+"."+dn.TenantName)
+	nw, err := s.d.st.Networks.Read(ctx, state.NetworkID(dn.TenantName, dn.NetworkName))
 	if errors.Is(err, objdb.ErrNotFound) {
 		return nil // the mapping's removal follows
 	}

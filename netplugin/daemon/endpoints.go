@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nsutil"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
@@ -129,7 +129,7 @@ func (d *Daemon) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netwo
 	d.mu.Lock()
 	d.locals[ep.ID] = le
 	d.mu.Unlock()
-	d.bgpEndpoint(ctx, le, true)
+	d.bgpEndpoint(le)
 	return le, nil
 }
 
@@ -155,7 +155,7 @@ func (d *Daemon) removeLocal(ctx context.Context, epID string) (err error) {
 		}
 		d.mu.Unlock()
 	}()
-	d.bgpEndpoint(ctx, le, false)
+	d.bgpEndpoint(le)
 	var errs []error
 	a := d.vl
 	if le.bridge == ovsdriver.VxlanBridge {
@@ -256,12 +256,6 @@ func parsePrefix(s string) (*net.IPNet, error) {
 	return &net.IPNet{IP: ip, Mask: n.Mask}, nil
 }
 
-// endpointStateID is the endpoint id netmaster gives (tenant, network,
-// container): state.EndpointID.
-func endpointStateID(tenant, network, containerID string) string {
-	return state.EndpointID(tenant, network, containerID)
-}
-
 // AttachHost creates a container's endpoint in netmaster (with the
 // addresses the request holds, if any) and its OVS port and flows; the
 // container side of the veth stays in this namespace (attach.HostAttacher).
@@ -271,7 +265,7 @@ func (d *Daemon) AttachHost(ctx context.Context, req attach.HostRequest) (res at
 	if err := req.Validate(); err != nil {
 		return res, err
 	}
-	epID := endpointStateID(req.Tenant, req.Network, req.ContainerID)
+	epID := state.EndpointID(req.Tenant, req.Network, req.ContainerID)
 	d.mu.Lock()
 	_, dup := d.locals[epID]
 	if !dup {
@@ -370,7 +364,7 @@ func (d *Daemon) describe(le *localEndpoint, nw state.Network) (attach.Result, e
 // Attached returns the endpoint of (tenant, network, containerID) if it is
 // attached on this host (attach.HostAttacher).
 func (d *Daemon) Attached(tenant, network, containerID string) (attach.Result, bool) {
-	epID := endpointStateID(tenant, network, containerID)
+	epID := state.EndpointID(tenant, network, containerID)
 	d.mu.Lock()
 	le, ok := d.locals[epID]
 	var nw state.Network
@@ -408,7 +402,7 @@ func (d *Daemon) detach(ctx context.Context, req attach.DetachRequest) error {
 	if req.Tenant == "" || req.Network == "" || req.ContainerID == "" {
 		return fmt.Errorf("detach needs tenant, network and containerID (got %q, %q, %q)", req.Tenant, req.Network, req.ContainerID)
 	}
-	epID := endpointStateID(req.Tenant, req.Network, req.ContainerID)
+	epID := state.EndpointID(req.Tenant, req.Network, req.ContainerID)
 	// Pending while it is taken apart: the sweep of orphaned endpoints
 	// must not delete it in netmaster meanwhile too.
 	d.mu.Lock()

@@ -54,7 +54,7 @@ func (d *Daemon) infraUpErr(ctx context.Context, nw state.Network) error {
 // infraDown removes the host's port and its endpoint in netmaster; an error
 // is the port's (the endpoint in netmaster is left to its cleanup).
 func (d *Daemon) infraDown(ctx context.Context, nw state.Network) error {
-	id := nw.NetworkName + "." + nw.Tenant + "-" + d.cfg.HostLabel
+	id := state.EndpointID(nw.Tenant, nw.NetworkName, d.cfg.HostLabel)
 	d.mu.Lock()
 	le, ok := d.locals[id]
 	d.mu.Unlock()

@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/ofnet/agent"
 )
 

@@ -122,7 +122,7 @@ func (d *Daemon) wantPeer(ip string) bool {
 func (d *Daemon) enqueueVteps(ips []string) {
 	for _, ip := range ips {
 		if ip != "" && ip != d.cfg.VtepIP {
-			d.rec.enqueue(kindVtep, ip)
+			d.rec.Enqueue(kindVtep, ip)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel/modeltest"
 	"github.com/contiv/netplugin/netplugin/nameserver"
+	"github.com/contiv/netplugin/netplugin/reconcile"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/logtest"
@@ -46,9 +47,9 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(),
 		applied: newApplied()}
 	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
-	d.rec = newReconciler(log, time.Millisecond, 20*time.Millisecond)
-	d.rec.resync = resync
-	d.rec.failed = func(kind string) {
+	d.rec = reconcile.New(log, time.Millisecond, 20*time.Millisecond)
+	d.rec.Resync = resync
+	d.rec.Failed = func(kind string) {
 		td.mu.Lock()
 		td.failures[kind]++
 		td.mu.Unlock()
@@ -65,7 +66,7 @@ func (td *testDaemon) start(t testing.TB) {
 	td.cancel, td.done = cancel, make(chan struct{})
 	go func() {
 		defer close(td.done)
-		td.rec.run(ctx, reconcileWorkers)
+		td.rec.Run(ctx, reconcile.Workers)
 	}()
 	t.Cleanup(td.stop)
 }
@@ -155,7 +156,7 @@ func TestReconcileDeleteAfterFailedPut(t *testing.T) {
 		td.Daemon.mu.Lock()
 		defer td.Daemon.mu.Unlock()
 		_, known := td.networks["n1.t1"]
-		return !known && td.rec.q.Len() == 0
+		return !known && td.rec.Len() == 0
 	})
 	// Once deleted, the key converges: no more attempts.
 	n := vx.count("AddNetwork")
@@ -266,7 +267,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 		vx.mu.Unlock()
 		return pol == "10Mbps/100" && dscp == 10
 	})
-	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	if got := td.failed(kindGroup); got != 4 {
 		t.Errorf("%d group failures counted, want 4", got)
 	}
@@ -307,7 +308,7 @@ func TestReconcileMalformedServiceNotRetried(t *testing.T) {
 	td.start(t)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, Tenant: "t1", IPAddress: "198.19.3.100", Ports: []string{"80"}}
 	td.want.svcs.apply(context.Background(), s.ID, &s)
-	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	time.Sleep(50 * time.Millisecond)
 	if vx.count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
 		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.count("AddSvcSpec"), td.failed(kindService))
@@ -346,7 +347,7 @@ func TestReconcileVtep(t *testing.T) {
 	})
 	// The own VTEP never gets a tunnel.
 	td.vtepEvent(context.Background(), objdb.ServiceInfo{HostAddr: "198.18.0.1"})
-	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	if _, ok := drv.vtep("198.18.0.1"); ok {
 		t.Error("tunnel to this host's own VTEP")
 	}
@@ -406,7 +407,7 @@ func TestReconcileStopsOnCancel(t *testing.T) {
 	if got := vx.count("AddNetwork"); got != n {
 		t.Errorf("attempts after stop: %d → %d", n, got)
 	}
-	if !td.rec.q.ShuttingDown() {
+	if !td.rec.ShuttingDown() {
 		t.Error("queue not shut down")
 	}
 }
@@ -426,7 +427,7 @@ func TestReconcileNoBusyLoop(t *testing.T) {
 	if n < 3 || n > 100 {
 		t.Errorf("%d attempts in 300 ms, want a few dozen at most and several at least", n)
 	}
-	if got := td.rec.q.NumRequeues("network/n1.t1"); got < n-1 {
+	if got := td.rec.Retries("network/n1.t1"); got < n-1 {
 		t.Errorf("the rate limiter saw %d requeues for %d failures", got, n)
 	}
 }
@@ -439,7 +440,7 @@ func TestReconcileDrain(t *testing.T) {
 	vx.failNext("AddNetwork", 1)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 	td.putNetwork(vxlanNet("n2.t1", 200, 5001))
-	td.rec.drain(context.Background())
+	td.rec.Drain(context.Background())
 	if vx.count("AddNetwork") != 2 {
 		t.Fatalf("drain made %d attempts, want 2", vx.count("AddNetwork"))
 	}
@@ -448,19 +449,6 @@ func TestReconcileDrain(t *testing.T) {
 	}
 	td.start(t)
 	eventually(t, "failed one retried by the workers", func() bool { return vx.hasNetwork(100) && vx.hasNetwork(200) })
-}
-
-func TestSplitKey(t *testing.T) {
-	for key, want := range map[string][2]string{
-		"network/n1.t1":   {"network", "n1.t1"},
-		"vtep/198.18.0.2": {"vtep", "198.18.0.2"},
-		"global/global":   {"global", "global"},
-		"odd":             {"odd", ""},
-	} {
-		if k, n := splitKey(key); k != want[0] || n != want[1] {
-			t.Errorf("splitKey(%q) = %q, %q", key, k, n)
-		}
-	}
 }
 
 // The global settings the reconciler follows can change while the inspect
@@ -493,7 +481,7 @@ func TestReconcileGlobalConcurrentReaders(t *testing.T) {
 		td.want.glob.apply(context.Background(), "global", &g)
 		time.Sleep(time.Millisecond)
 	}
-	eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	cancel()
 	wg.Wait()
 }
@@ -515,7 +503,7 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 		return inOVS && inDP
 	}
 	settle := func() {
-		eventually(t, "queue idle", func() bool { return td.rec.q.Len() == 0 })
+		eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 		time.Sleep(50 * time.Millisecond)
 	}
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: 4789, Hostname: "host2"}

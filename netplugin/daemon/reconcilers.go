@@ -13,7 +13,7 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// The kinds of reconcile keys (reconcile.go).
+// The kinds of reconcile keys (netplugin/reconcile).
 const (
 	kindNetwork  = "network"  // network/<state id>
 	kindGroup    = "group"    // group/<state id>
@@ -23,6 +23,10 @@ const (
 	kindProvider = "provider" // provider/<state id>
 	kindBgp      = "bgp"      // bgp/<host label>
 	kindVtep     = "vtep"     // vtep/<peer VTEP IP>
+	// hostaccess/<host label>: contivh0 and host access (netplugin/hostaccess)
+	kindHostAccess = "hostaccess"
+	// bgproute/<address>: a local VLAN endpoint's BGP announcement (bgp.go)
+	kindBgpRoute = "bgproute"
 )
 
 // desired is where the reconcilers read what should be: the followers'
@@ -75,11 +79,11 @@ func (d *Daemon) newDesired() desired {
 	r, retry := d.rec, d.cfg.StoreRetryDelay
 	w := desired{
 		nets: newFollower("networks", d.st.Networks, handlers[state.Network]{
-			put: func(_ context.Context, n state.Network, _ *state.Network) { r.enqueue(kindNetwork, n.ID) },
-			del: func(_ context.Context, n state.Network) { r.enqueue(kindNetwork, n.ID) }}, d.log, retry),
+			put: func(_ context.Context, n state.Network, _ *state.Network) { r.Enqueue(kindNetwork, n.ID) },
+			del: func(_ context.Context, n state.Network) { r.Enqueue(kindNetwork, n.ID) }}, d.log, retry),
 		groups: newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{
-			put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.enqueue(kindGroup, g.ID) },
-			del: func(_ context.Context, g state.EndpointGroup) { r.enqueue(kindGroup, g.ID) }}, d.log, retry),
+			put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) },
+			del: func(_ context.Context, g state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) }}, d.log, retry),
 		eps: newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{
 			put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
 				d.endpointPeerPut(ep, prev)
@@ -91,32 +95,34 @@ func (d *Daemon) newDesired() desired {
 			}}, d.log, retry),
 		nodes: newFollower("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
 		glob: newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{
-			put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.enqueue(kindGlobal, "global") },
+			put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.Enqueue(kindGlobal, "global") },
 			del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
 		bgp: newFollower("bgp", d.st.Bgp, handlers[state.Bgp]{
-			put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.enqueue(kindBgp, b.StateID()) },
-			del: func(_ context.Context, b state.Bgp) { r.enqueue(kindBgp, b.StateID()) }}, d.log, retry),
+			put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.Enqueue(kindBgp, b.StateID()) },
+			del: func(_ context.Context, b state.Bgp) { r.Enqueue(kindBgp, b.StateID()) }}, d.log, retry),
 		svcs: newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{
-			put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.enqueue(kindService, s.ID) },
-			del: func(_ context.Context, s state.ServiceLB) { r.enqueue(kindService, s.ID) }}, d.log, retry),
+			put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.Enqueue(kindService, s.ID) },
+			del: func(_ context.Context, s state.ServiceLB) { r.Enqueue(kindService, s.ID) }}, d.log, retry),
 		provs: newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{
-			put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.enqueue(kindProvider, p.ID) },
-			del: func(_ context.Context, p state.SvcProvider) { r.enqueue(kindProvider, p.ID) }}, d.log, retry),
+			put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.Enqueue(kindProvider, p.ID) },
+			del: func(_ context.Context, p state.SvcProvider) { r.Enqueue(kindProvider, p.ID) }}, d.log, retry),
 	}
 	return w
 }
 
 // registerReconcilers gives the queue a reconciler per kind.
 func (d *Daemon) registerReconcilers() {
-	d.rec.handle(kindNetwork, d.reconcileNetwork)
-	d.rec.handle(kindGroup, d.reconcileGroup)
-	d.rec.handle(kindEndpoint, d.reconcileEndpoint)
-	d.rec.handle(kindGlobal, d.reconcileGlobal)
-	d.rec.handle(kindService, d.reconcileService)
-	d.rec.handle(kindProvider, d.reconcileProviders)
-	d.rec.handle(kindBgp, d.reconcileBgp)
-	d.rec.handle(kindVtep, d.reconcileVtep)
-	d.rec.keys = d.allKeys
+	d.rec.Handle(kindNetwork, d.reconcileNetwork)
+	d.rec.Handle(kindGroup, d.reconcileGroup)
+	d.rec.Handle(kindEndpoint, d.reconcileEndpoint)
+	d.rec.Handle(kindGlobal, d.reconcileGlobal)
+	d.rec.Handle(kindService, d.reconcileService)
+	d.rec.Handle(kindProvider, d.reconcileProviders)
+	d.rec.Handle(kindBgp, d.reconcileBgp)
+	d.rec.Handle(kindVtep, d.reconcileVtep)
+	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
+	d.rec.Handle(kindBgpRoute, d.reconcileBgpRoute)
+	d.rec.Keys = d.allKeys
 }
 
 // allKeys is every key the periodic resync puts back: what is desired and
@@ -162,8 +168,8 @@ func (d *Daemon) allKeys() []string {
 		keys = append(keys, kindEndpoint+"/"+id)
 	}
 	d.mu.Unlock()
-	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel)
-	return keys
+	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel, kindHostAccess+"/"+d.cfg.HostLabel)
+	return append(keys, d.bgpRouteKeys()...)
 }
 
 // sameSegment reports whether two versions of a network use the same
@@ -564,4 +570,21 @@ func (d *Daemon) reconcileVtep(ctx context.Context, ip string) error {
 	d.applied.vteps[ip] = true
 	d.mu.Unlock()
 	return nil
+}
+
+// reconcileHostAccess runs the host access reconciler (netplugin/hostaccess)
+// once the dataplane has made it.
+func (d *Daemon) reconcileHostAccess(ctx context.Context, host string) error {
+	if d.hostAccess == nil {
+		return nil
+	}
+	return d.hostAccess.Reconcile(ctx, host)
+}
+
+// cleanupHostAccess removes the host NAT rule this run added, when
+// netplugin stops.
+func (d *Daemon) cleanupHostAccess() {
+	if d.hostAccess != nil {
+		d.hostAccess.Cleanup()
+	}
 }

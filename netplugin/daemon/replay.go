@@ -35,22 +35,22 @@ func (d *Daemon) replay(ctx context.Context, nets *follower[state.Network], grou
 	if err := nets.sync(ctx); err != nil {
 		return fmt.Errorf("replay networks: %w", err)
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	if err := groups.sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoint groups: %w", err)
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	if err := d.reconcileLocalEndpoints(ctx); err != nil {
 		return err
 	}
 	if err := eps.sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoints: %w", err)
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	if err := glob.sync(ctx); err != nil {
 		return fmt.Errorf("replay global settings: %w", err)
 	}
-	d.rec.drain(ctx)
+	d.rec.Drain(ctx)
 	return nil
 }
 

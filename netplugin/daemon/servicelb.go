@@ -135,7 +135,7 @@ func (d *Daemon) endpointNamesPut(_ context.Context, ep state.Endpoint, _ *state
 
 func (d *Daemon) endpointNamesDel(_ context.Context, ep state.Endpoint) {
 	if ep.HomingHost == d.cfg.HostLabel {
-		d.rec.enqueue(kindEndpoint, ep.ID)
+		d.rec.Enqueue(kindEndpoint, ep.ID)
 	}
 	d.names.RemoveEndpoint(ep.ID)
 }

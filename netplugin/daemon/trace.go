@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/contiv/netplugin/api/trace"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
-	"github.com/contiv/netplugin/netplugin/trace"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/pipeline"
 	"github.com/contiv/netplugin/ofnet/unixctl"

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/contiv/netplugin/netmaster/pluginapi"
+	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/state"
 )
 
-// The wire structs of docs/daemons.md §5.4 live in netmaster/pluginapi,
+// The wire structs of docs/daemons.md §5.4 live in api/pluginapi,
 // shared with netmaster; these names keep this package's callers short.
 type (
 	AllocAddressRequest   = pluginapi.AddressAllocRequest

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -95,7 +96,15 @@ type Client struct {
 	services map[string]*registration // by relative key
 
 	regMu sync.Mutex // serialises RegisterService / DeregisterService
+
+	roundTrips atomic.Int64 // KV requests sent (RoundTrips)
 }
+
+// RoundTrips is how many key-value requests (reads, writes, transactions;
+// every attempt of a retried one) this client has sent to etcd. Lock and
+// service keep-alives and watch streams are not counted. Benchmarks read
+// it to report store round trips per operation (docs/scale.md).
+func (c *Client) RoundTrips() int64 { return c.roundTrips.Load() }
 
 var _ objdb.Store = (*Client)(nil)
 
@@ -348,6 +357,7 @@ func (c *Client) retry(ctx context.Context, op, key string, attemptTO time.Durat
 		}
 		actx, cancel := c.withClient(ctx)
 		actx, cancelTO := context.WithTimeout(actx, attemptTO)
+		c.roundTrips.Add(1)
 		err := f(actx)
 		cancelTO()
 		cancel()

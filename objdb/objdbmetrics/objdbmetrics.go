@@ -35,7 +35,7 @@ func Wrap(st objdb.Store, reg prometheus.Registerer) objdb.Store {
 		Store: st,
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "contiv", Subsystem: "store", Name: "request_duration_seconds",
-			Help:    "Latency of cluster store calls, by operation (get, put, delete, list, watch).",
+			Help:    "Latency of cluster store calls, by operation (get, put, delete, list, watch, txn).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"operation"}),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -43,7 +43,7 @@ func Wrap(st objdb.Store, reg prometheus.Registerer) objdb.Store {
 			Help: "Cluster store calls that failed (not counting a missing key or a lost compare-and-swap), by operation.",
 		}, []string{"operation"}),
 	}
-	for _, op := range []string{"get", "put", "delete", "list", "watch"} {
+	for _, op := range []string{"get", "put", "delete", "list", "watch", "txn"} {
 		s.errs.WithLabelValues(op)
 	}
 	reg.MustRegister(s.duration, s.errs)
@@ -122,3 +122,19 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts ...objdb.WatchOpt
 	s.observe("watch", start, err)
 	return ch, err
 }
+
+// Txn implements objdb.Txner, measured as "txn"; it wraps
+// errors.ErrUnsupported when the wrapped store has no transactions.
+func (s *Store) Txn(ctx context.Context, ops []objdb.TxnOp) ([]int64, error) {
+	t := objdb.TxnOf(s.Store)
+	if t == nil {
+		return nil, fmt.Errorf("txn: %w", errors.ErrUnsupported)
+	}
+	start := time.Now()
+	v, err := t.Txn(ctx, ops)
+	s.observe("txn", start, err)
+	return v, err
+}
+
+// HasTxn tells objdb.TxnOf whether the wrapped store has transactions.
+func (s *Store) HasTxn() bool { return objdb.TxnOf(s.Store) != nil }

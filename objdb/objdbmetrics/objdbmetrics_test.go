@@ -58,6 +58,7 @@ contiv_store_errors_total{operation="delete"} 0
 contiv_store_errors_total{operation="get"} 0
 contiv_store_errors_total{operation="list"} 0
 contiv_store_errors_total{operation="put"} 1
+contiv_store_errors_total{operation="txn"} 0
 contiv_store_errors_total{operation="watch"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "contiv_store_errors_total"); err != nil {

@@ -40,6 +40,7 @@ func RunSuite(t *testing.T, b Backend, s Server) {
 		{"CAS", testCAS},
 		{"CASConcurrentIncrements", testCASConcurrent},
 		{"DeleteReturnsValue", testDeletePrevKV},
+		{"Txn", testTxn},
 		{"WatchOrder", testWatchOrder},
 		{"WatchStartVersion", testWatchStartVersion},
 		{"WatchAcrossStoreRestart", testWatchAcrossRestart},

@@ -36,6 +36,10 @@ type Agent struct {
 	ready     chan struct{} // closed after the first sync on a connected switch
 	connected bool
 	finished  bool // FinishRestart ran
+	// replayed: the owner said the local state is complete (FinishRestart
+	// was called); until then a registration sends no EndpointSync, which
+	// would make a master drop endpoints the replay has not re-added yet.
+	replayed  bool
 	networks  map[uint16]*network
 	vrfs      map[string]*vrfRef
 	vrfPref   map[string]uint8          // every VRF id given out, also by a previous run
@@ -243,6 +247,7 @@ func (a *Agent) FinishRestart(ctx context.Context) error {
 	if err := a.WaitConnected(ctx); err != nil {
 		return err
 	}
+	a.markReplayed()
 	a.mu.Lock()
 	sw := a.sw
 	a.mu.Unlock()

@@ -118,7 +118,7 @@ func (f featureBase) flows(s *snapshot, d *desiredState) {
 		d.add(keyInit(), m, nil)
 	}
 	if f.mcastDrop {
-		d.to(keyInit())(s.table(pipeline.ClassifierTable).BuildFlow(100).Cookie(cookie).
+		d.to(keyInit())(s.table(pipeline.ClassifierTable).BuildFlow(prioClassifierRedirect).Cookie(cookie).
 			MatchEthSrcMasked(mcastSrcMAC, mcastSrcMAC).Action().Drop().Done())
 		linkLocalNoiseFlows(s, d, cookie)
 	}
@@ -156,9 +156,9 @@ func portFlows(s *snapshot, d *desiredState, ep endpoint, pushVlan bool) {
 	if ep.Meter.RateKbps > 0 {
 		d.addMeter(ep.Meter)
 	}
-	d.to(key)(build(10, 0))
+	d.to(key)(build(prioVlanPort, 0))
 	if ep.Dscp != 0 {
-		d.to(key)(build(100, pipeline.EthTypeIPv4))
-		d.to(key)(build(100, pipeline.EthTypeIPv6))
+		d.to(key)(build(prioVlanPortDSCP, pipeline.EthTypeIPv4))
+		d.to(key)(build(prioVlanPortDSCP, pipeline.EthTypeIPv6))
 	}
 }

@@ -26,9 +26,9 @@ func (featureARP) flows(s *snapshot, d *desiredState) {
 	cookie := pipeline.CookieOf(pipeline.CatArpMode, "arp")
 	switch {
 	case s.a.cfg.Datapath == DatapathVrouter || s.a.cfg.Datapath == DatapathVlrouter:
-		d.to("arp")(t.BuildFlow(100).Cookie(cookie).MatchEthType(pipeline.EthTypeARP).Action().Controller().Done())
+		d.to("arp")(t.BuildFlow(prioClassifierRedirect).Cookie(cookie).MatchEthType(pipeline.EthTypeARP).Action().Controller().Done())
 	case !s.a.arpFlood:
-		d.to("arp")(t.BuildFlow(100).Cookie(cookie).MatchARPOp(packet.ARPRequest).Action().Controller().Done())
+		d.to("arp")(t.BuildFlow(prioClassifierRedirect).Cookie(cookie).MatchARPOp(packet.ARPRequest).Action().Controller().Done())
 	}
 }
 

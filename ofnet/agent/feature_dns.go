@@ -46,9 +46,9 @@ func (featureDNS) flows(s *snapshot, d *desiredState) {
 	}
 	t := s.table(pipeline.ClassifierTable)
 	cookie := pipeline.CookieOf(pipeline.CatDNS, "dns")
-	d.to("dns")(t.BuildFlow(100).Cookie(cookie).MatchEthSrcMasked(containerMAC, containerMACMask).
+	d.to("dns")(t.BuildFlow(prioClassifierRedirect).Cookie(cookie).MatchEthSrcMasked(containerMAC, containerMACMask).
 		MatchUDPDst(dnsPort).Action().Controller().Done())
-	d.to("dns")(t.BuildFlow(101).Cookie(cookie).MatchVlan(dnsReinjectVlan).
+	d.to("dns")(t.BuildFlow(prioClassifierDNSReinject).Cookie(cookie).MatchVlan(dnsReinjectVlan).
 		MatchEthSrcMasked(containerMAC, containerMACMask).MatchUDPDst(dnsPort).
 		Action().PopVlan().GotoTable(pipeline.VlanTable).Done())
 	var fabric []uint32
@@ -60,7 +60,7 @@ func (featureDNS) flows(s *snapshot, d *desiredState) {
 	}
 	sort.Slice(fabric, func(i, j int) bool { return fabric[i] < fabric[j] })
 	for _, p := range fabric {
-		d.to("dns")(t.BuildFlow(102).Cookie(cookie).MatchInPort(p).MatchUDPDst(dnsPort).
+		d.to("dns")(t.BuildFlow(prioClassifierDNSFabric).Cookie(cookie).MatchInPort(p).MatchUDPDst(dnsPort).
 			Action().GotoTable(pipeline.VlanTable).Done())
 	}
 }

@@ -89,12 +89,12 @@ func (featureHostAccess) flows(s *snapshot, d *desiredState) {
 	cookie := pipeline.CookieOf(pipeline.CatInit, "host-access")
 	pvt := &net.IPNet{IP: h.Addr.IP.Mask(h.Addr.Mask), Mask: h.Addr.Mask}
 	add := d.to(keyHostAccess())
-	add(s.table(pipeline.ClassifierTable).BuildFlow(99).Cookie(cookie).MatchInPort(h.Port).
+	add(s.table(pipeline.ClassifierTable).BuildFlow(prioClassifierHostAccess).Cookie(cookie).MatchInPort(h.Port).
 		Action().GotoTable(pipeline.HostDNATTable).Done())
-	add(s.table(pipeline.IPTable).BuildFlow(10).Cookie(cookie).MatchInPort(h.Port).Action().Drop().Done())
+	add(s.table(pipeline.IPTable).BuildFlow(prioIPHostDrop).Cookie(cookie).MatchInPort(h.Port).Action().Drop().Done())
 	// Never towards another endpoint's private address through the host; the
 	// host's own private address is allowed per endpoint below.
-	add(s.table(pipeline.HostSNATTable).BuildFlow(101).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
+	add(s.table(pipeline.HostSNATTable).BuildFlow(prioHostSNATBlock).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 		MatchIPv4Dst(pvt.IP, pvt.Mask).Action().Drop().Done())
 	hostIP := h.Addr.IP.To4()
 	for _, ep := range s.locals {
@@ -105,11 +105,11 @@ func (featureHostAccess) flows(s *snapshot, d *desiredState) {
 		epCookie := pipeline.CookieOf(pipeline.CatLocalEndpoint, "host-access:"+ep.ID)
 		to := d.to(keyHostAccessEP(ep))
 		snat := s.table(pipeline.HostSNATTable)
-		to(snat.BuildFlow(100).Cookie(epCookie).MatchEthType(pipeline.EthTypeIPv4).MatchInPort(ep.Port).
+		to(snat.BuildFlow(prioHostSNATEndpoint).Cookie(epCookie).MatchEthType(pipeline.EthTypeIPv4).MatchInPort(ep.Port).
 			Action().SetEthDst(h.MAC).SetIPv4Src(x).Output(h.Port).Done())
-		to(snat.BuildFlow(102).Cookie(epCookie).MatchEthType(pipeline.EthTypeIPv4).MatchInPort(ep.Port).
+		to(snat.BuildFlow(prioHostSNATHostIP).Cookie(epCookie).MatchEthType(pipeline.EthTypeIPv4).MatchInPort(ep.Port).
 			MatchIPv4Dst(hostIP, ipv4HostMask).Action().SetEthDst(h.MAC).SetIPv4Src(x).Output(h.Port).Done())
-		to(s.table(pipeline.HostDNATTable).BuildFlow(100).Cookie(epCookie).MatchEthType(pipeline.EthTypeIPv4).
+		to(s.table(pipeline.HostDNATTable).BuildFlow(prioHostDNAT).Cookie(epCookie).MatchEthType(pipeline.EthTypeIPv4).
 			MatchInPort(h.Port).MatchIPv4Dst(x, ipv4HostMask).
 			Action().SetEthDst(ep.MAC).SetIPv4Dst(ep.IP).SetMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 			GotoTable(pipeline.SrvProxySNATTable).Done())

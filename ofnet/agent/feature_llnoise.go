@@ -20,7 +20,7 @@ var routerOnlyMulticast = []net.HardwareAddr{
 // linkLocalNoiseFlows drops router-only multicast in the classifier.
 func linkLocalNoiseFlows(s *snapshot, d *desiredState, cookie uint64) {
 	for _, mac := range routerOnlyMulticast {
-		d.to(keyInit())(s.table(pipeline.ClassifierTable).BuildFlow(100).Cookie(cookie).
+		d.to(keyInit())(s.table(pipeline.ClassifierTable).BuildFlow(prioClassifierRedirect).Cookie(cookie).
 			MatchEthDst(mac).Action().Drop().Done())
 	}
 }

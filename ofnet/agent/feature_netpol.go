@@ -93,17 +93,9 @@ func (a *Agent) netpolZone() uint16 {
 	return 0x4001
 }
 
-// Priorities of the NetworkPolicy flows (docs/k8s.md, "NetworkPolicy").
-const (
-	netpolPrioHook  = 200 // bridging table: untracked IPv4 of a local endpoint → ct
-	netpolPrioState = 100
-	// netpolPrioPickup is above the new-connection flow (netpolPrioState-10).
-	netpolPrioPickup = 95
-	// tcpFlagSYN is the SYN bit of the TCP flags field (RFC 9293).
-	tcpFlagSYN      = 0x002
-	netpolPrioAllow = 100
-	netpolPrioDeny  = 50
-)
+// tcpFlagSYN is the SYN bit of the TCP flags field (RFC 9293). The
+// NetworkPolicy flows' priorities are in priorities.go (netpolPrio*).
+const tcpFlagSYN = 0x002
 
 // featureNetpol enforces Kubernetes NetworkPolicy, connection-stateful: in the
 // bridging table, untracked IPv4 packets from or to a local endpoint go through
@@ -145,7 +137,7 @@ func (featureNetpol) flows(s *snapshot, d *desiredState) {
 	add(state.BuildFlow(netpolPrioPickup).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 		MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).MatchCtZone(zone).
 		MatchTCPFlags(0, tcpFlagSYN).Action().Resubmit(hookT).Done())
-	add(state.BuildFlow(netpolPrioState-10).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
+	add(state.BuildFlow(netpolPrioNew).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 		MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).MatchCtZone(zone).
 		Action().GotoTable(pipeline.NetpolEgressTable).Done())
 	add(state.BuildFlow(pipeline.MissPriority).Cookie(cookie).Action().Drop().Done())

@@ -21,11 +21,11 @@ func (featurePolicy) name() string { return "policy" }
 func (f featurePolicy) flows(s *snapshot, d *desiredState) {
 	t := s.table(pipeline.DstGroupTable)
 	dstGroup := func(key string, cookie uint64, ep endpoint) {
-		d.to(key)(t.BuildFlow(100).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
+		d.to(key)(t.BuildFlow(prioDstGroup).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
 			MatchMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 			Action().SetMetadata(pipeline.DstEPGField, uint64(ep.EPG)).GotoTable(pipeline.PolicyTable).Done())
 		if f.ipv6 && ep.IPv6 != nil {
-			d.to(key)(t.BuildFlow(100).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
+			d.to(key)(t.BuildFlow(prioDstGroup).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
 				MatchMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 				Action().SetMetadata(pipeline.DstEPGField, uint64(ep.EPG)).GotoTable(pipeline.PolicyTable).Done())
 		}
@@ -79,7 +79,7 @@ func ruleFlow(t *pipeline.Table, r ofrpc.OfnetPolicyRule) (ofctrl.Flow, error) {
 	if r.Priority < 1 || r.Priority > 100 {
 		return fail("priority %d out of 1..100", r.Priority)
 	}
-	fb := t.BuildFlow(uint16(10 + r.Priority)).Cookie(pipeline.CookieOf(pipeline.CatRule, r.RuleId)).
+	fb := t.BuildFlow(prioRuleBase + uint16(r.Priority)).Cookie(pipeline.CookieOf(pipeline.CatRule, r.RuleId)).
 		MatchEthType(pipeline.EthTypeIPv4)
 	if r.SrcIpAddr != "" {
 		ip, mask, err := parseRuleAddr(r.SrcIpAddr)

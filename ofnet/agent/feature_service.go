@@ -311,7 +311,7 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 				add(svcFlow{obj: obj, flow: f, err: err, service: name, port: port, prov: prov, role: role})
 			}
 		}
-		sf(-1, "", roleDropInv)(t3.BuildFlow(110).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
+		sf(-1, "", roleDropInv)(t3.BuildFlow(prioSvcInvalid).Cookie(cookie).MatchEthType(pipeline.EthTypeIPv4).
 			MatchCtState(of.CtStateTrk|of.CtStateInv, of.CtStateTrk|of.CtStateInv).MatchCtZone(zone).
 			MatchMetadata(pipeline.VRFField, vrfMeta).Action().Drop().Done())
 		for i, p := range svc.spec.Ports {
@@ -334,11 +334,11 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 			}
 			// 1. Untracked packets to VIP:port: look the connection up (translating
 			// it if it is known) and come back to this table.
-			sf(i, "", roleLookup)(toVIP(100).MatchCtState(0, of.CtStateTrk).Action().
+			sf(i, "", roleLookup)(toVIP(prioSvcVIP).MatchCtState(0, of.CtStateTrk).Action().
 				Conntrack(of.ActionConntrack{Zone: zone, RecircTable: uint8(pipeline.SrvProxyDNATTable),
 					Actions: []of.Action{of.ActionNAT{}}}).Done())
 			// 2. A new connection: the select group picks a provider.
-			sf(i, "", roleNew)(toVIP(100).MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).
+			sf(i, "", roleNew)(toVIP(prioSvcVIP).MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).
 				MatchCtZone(zone).Action().Group(svc.groups[i]).Done())
 			g := ofctrl.Group{ID: svc.groups[i], Type: of.GroupTypeSelect}
 			for _, prov := range svc.providers {
@@ -353,7 +353,7 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 				g.Buckets = append(g.Buckets, of.Bucket{Weight: 100, WatchPort: of.OFPPAny, WatchGroup: of.OFPGAny, Actions: acts})
 				// 3. Later packets of a connection to this provider, translated by
 				// the lookup: send them to the provider's MAC.
-				ab := l4dst(t3.BuildFlow(100).Cookie(cookie).MatchIPv4Dst(prov, nil).MatchIPProto(proto), p.ProvPort).
+				ab := l4dst(t3.BuildFlow(prioSvcVIP).Cookie(cookie).MatchIPv4Dst(prov, nil).MatchIPProto(proto), p.ProvPort).
 					MatchMetadata(pipeline.VRFField, vrfMeta).MatchCtState(of.CtStateTrk, of.CtStateTrk).MatchCtZone(zone).Action()
 				if known {
 					ab = ab.SetEthDst(ep.MAC)
@@ -371,12 +371,12 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 				// so the provider counters (3.) keep counting only traffic through
 				// the VIP; a packet the tracker cannot place (+inv, e.g. a connection
 				// opened before the service) is not committed and passes as before.
-				sf(i, prov.String(), roleDirect)(l4dst(t3.BuildFlow(100).Cookie(cookie).MatchIPv4Dst(prov, nil).MatchIPProto(proto), p.ProvPort).
+				sf(i, prov.String(), roleDirect)(l4dst(t3.BuildFlow(prioSvcVIP).Cookie(cookie).MatchIPv4Dst(prov, nil).MatchIPProto(proto), p.ProvPort).
 					MatchMetadata(pipeline.VRFField, vrfMeta).MatchCtState(0, of.CtStateTrk).Action().
 					Conntrack(of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone, RecircTable: uint8(pipeline.DstGroupTable)}).Done())
 				// 4. Packets from the provider's port: replies of a translated
 				// connection get the VIP back as their source.
-				fb := l4src(t6.BuildFlow(100).Cookie(cookie).MatchIPv4Src(prov, nil).MatchIPProto(proto), p.ProvPort).
+				fb := l4src(t6.BuildFlow(prioSvcReply).Cookie(cookie).MatchIPv4Src(prov, nil).MatchIPProto(proto), p.ProvPort).
 					MatchCtState(0, of.CtStateTrk)
 				if a.cfg.Datapath != DatapathVlan { // uplink ingress carries no VRF
 					fb = fb.MatchMetadata(pipeline.VRFField, vrfMeta)
@@ -386,7 +386,7 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 			}
 			groups = append(groups, g)
 			// 5. Replies translated back to VIP:port (counted, then on as usual).
-			sf(i, "", roleReply)(l4src(t6.BuildFlow(100).Cookie(cookie).MatchIPv4Src(svc.vip, nil).MatchIPProto(proto), p.SvcPort).
+			sf(i, "", roleReply)(l4src(t6.BuildFlow(prioSvcReply).Cookie(cookie).MatchIPv4Src(svc.vip, nil).MatchIPProto(proto), p.SvcPort).
 				MatchCtState(of.CtStateTrk, of.CtStateTrk).MatchCtZone(zone).Action().GotoTable(next).Done())
 		}
 	}

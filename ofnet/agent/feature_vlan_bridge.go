@@ -25,7 +25,7 @@ func (featureVlanBridge) flows(s *snapshot, d *desiredState) {
 	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
 	for _, p := range ports {
 		key := keyUplink(p)
-		d.to(key)(t.BuildFlow(100).Cookie(pipeline.CookieOf(pipeline.CatUplink, key)).MatchInPort(p).
+		d.to(key)(t.BuildFlow(prioVlanFabric).Cookie(pipeline.CookieOf(pipeline.CatUplink, key)).MatchInPort(p).
 			Action().GotoTable(pipeline.SrvProxySNATTable).Done())
 	}
 }

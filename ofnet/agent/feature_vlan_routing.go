@@ -146,10 +146,10 @@ func (featureVlanRouting) flows(s *snapshot, d *desiredState) {
 			continue
 		}
 		cookie := pipeline.CookieOf(pipeline.CatLocalEndpoint, ep.ID)
-		d.to(keyLocal(ep))(ipt.BuildFlow(102).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
+		d.to(keyLocal(ep))(ipt.BuildFlow(prioIPLocalVlr).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
 			Action().SetEthSrc(routerMAC).SetEthDst(ep.MAC).Output(ep.Port).Done())
 		if ep.IPv6 != nil {
-			d.to(keyLocal(ep))(ipt.BuildFlow(100).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
+			d.to(keyLocal(ep))(ipt.BuildFlow(prioIPEndpoint).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
 				Action().SetEthSrc(routerMAC).SetEthDst(ep.MAC).Output(ep.Port).Done())
 		}
 	}
@@ -158,7 +158,7 @@ func (featureVlanRouting) flows(s *snapshot, d *desiredState) {
 		return
 	}
 	key := keyVlrUplink(up)
-	d.to(key)(s.table(pipeline.VlanTable).BuildFlow(100).Cookie(pipeline.CookieOf(pipeline.CatUplink, key)).
+	d.to(key)(s.table(pipeline.VlanTable).BuildFlow(prioVlanFabric).Cookie(pipeline.CookieOf(pipeline.CatUplink, key)).
 		MatchInPort(up).Action().GotoTable(pipeline.SrvProxySNATTable).Done())
 	b := s.a.bgp
 	if b.port == 0 {
@@ -167,9 +167,9 @@ func (featureVlanRouting) flows(s *snapshot, d *desiredState) {
 	cookie := pipeline.CookieOf(pipeline.CatInit, "bgp")
 	t0 := s.table(pipeline.ClassifierTable)
 	add := d.to(keyBgp())
-	add(t0.BuildFlow(101).Cookie(cookie).MatchInPort(b.port).Action().Output(up).Done())
-	add(t0.BuildFlow(101).Cookie(cookie).MatchInPort(up).MatchEthType(pipeline.EthTypeARP).Action().Output(b.port).Done())
-	add(t0.BuildFlow(101).Cookie(cookie).MatchInPort(up).MatchIPv4Dst(b.routerIP, nil).Action().Output(b.port).Done())
+	add(t0.BuildFlow(prioClassifierBGP).Cookie(cookie).MatchInPort(b.port).Action().Output(up).Done())
+	add(t0.BuildFlow(prioClassifierBGP).Cookie(cookie).MatchInPort(up).MatchEthType(pipeline.EthTypeARP).Action().Output(b.port).Done())
+	add(t0.BuildFlow(prioClassifierBGP).Cookie(cookie).MatchInPort(up).MatchIPv4Dst(b.routerIP, nil).Action().Output(b.port).Done())
 	if b.peerMAC == nil {
 		return
 	}
@@ -179,7 +179,7 @@ func (featureVlanRouting) flows(s *snapshot, d *desiredState) {
 	}
 	for k, r := range b.routes {
 		ones, _ := r.Mask.Size()
-		d.to(keyBgpRoute(k))(ipt.BuildFlow(uint16(101)).Cookie(pipeline.CookieOf(pipeline.CatRemoteEndpoint, "bgp:"+k)).
+		d.to(keyBgpRoute(k))(ipt.BuildFlow(prioIPBGPRoute).Cookie(pipeline.CookieOf(pipeline.CatRemoteEndpoint, "bgp:"+k)).
 			MatchIPv4Dst(r.IP, maskOrHost(r.Mask, ones)).
 			Action().SetEthSrc(src).SetEthDst(b.peerMAC).Output(up).Done())
 	}

@@ -43,19 +43,19 @@ func (featureVxlanBridge) flows(s *snapshot, d *desiredState) {
 		d.addGroup(all)
 		// Unknown destination: from a local port flood everywhere, from a tunnel only
 		// locally (the sender's host already flooded to every VTEP).
-		d.to(key)(mac.BuildFlow(10).Cookie(cookie).MatchVlan(nw.Vlan).
+		d.to(key)(mac.BuildFlow(prioMacFlood).Cookie(cookie).MatchVlan(nw.Vlan).
 			MatchMetadata(pipeline.RxVtepField, 0).Action().Group(all.ID).Done())
-		d.to(key)(mac.BuildFlow(10).Cookie(cookie).MatchVlan(nw.Vlan).
+		d.to(key)(mac.BuildFlow(prioMacFlood).Cookie(cookie).MatchVlan(nw.Vlan).
 			MatchMetadata(pipeline.RxVtepField, 1).Action().Group(local.ID).Done())
 	}
 	vtepIngressFlows(s, d, vteps, true)
 	for _, ep := range s.locals {
 		portFlows(s, d, ep, true)
-		d.to(keyLocal(ep))(mac.BuildFlow(100).Cookie(pipeline.CookieOf(pipeline.CatLocalEndpoint, ep.ID)).
+		d.to(keyLocal(ep))(mac.BuildFlow(prioMacEndpoint).Cookie(pipeline.CookieOf(pipeline.CatLocalEndpoint, ep.ID)).
 			MatchVlan(ep.Vlan).MatchEthDst(ep.MAC).Action().PopVlan().Output(ep.Port).Done())
 	}
 	for _, ep := range s.remotes {
-		d.to(keyRemote(ep))(mac.BuildFlow(100).Cookie(pipeline.CookieOf(pipeline.CatRemoteEndpoint, ep.ID)).
+		d.to(keyRemote(ep))(mac.BuildFlow(prioMacEndpoint).Cookie(pipeline.CookieOf(pipeline.CatRemoteEndpoint, ep.ID)).
 			MatchVlan(ep.Vlan).MatchEthDst(ep.MAC).Action().SetTunnelID(uint64(ep.Vni)).PopVlan().
 			Output(ep.Port).Done())
 	}
@@ -74,7 +74,7 @@ func vtepIngressFlows(s *snapshot, d *desiredState, vteps []vtep, pushVlan bool)
 				continue
 			}
 			vrfID, _ := s.a.vrfIDLocked(nw.Vrf)
-			ab := t.BuildFlow(100).Cookie(cookie).MatchInPort(v.port).MatchTunnelID(uint64(nw.Vni)).Action()
+			ab := t.BuildFlow(prioVlanFabric).Cookie(cookie).MatchInPort(v.port).MatchTunnelID(uint64(nw.Vni)).Action()
 			if pushVlan {
 				ab = ab.PushVlan(nw.Vlan)
 			}

@@ -18,22 +18,22 @@ func (featureVxlanRouting) flows(s *snapshot, d *desiredState) {
 	for _, ep := range s.locals {
 		portFlows(s, d, ep, false)
 		cookie := pipeline.CookieOf(pipeline.CatLocalEndpoint, ep.ID)
-		d.to(keyLocal(ep))(ipt.BuildFlow(100).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
+		d.to(keyLocal(ep))(ipt.BuildFlow(prioIPEndpoint).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
 			MatchMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 			Action().SetEthSrc(routerMAC).SetEthDst(ep.MAC).Output(ep.Port).Done())
 		if ep.IPv6 != nil {
-			d.to(keyLocal(ep))(ipt.BuildFlow(100).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
+			d.to(keyLocal(ep))(ipt.BuildFlow(prioIPEndpoint).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
 				MatchMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 				Action().SetEthSrc(routerMAC).SetEthDst(ep.MAC).Output(ep.Port).Done())
 		}
 	}
 	for _, ep := range s.remotes {
 		cookie := pipeline.CookieOf(pipeline.CatRemoteEndpoint, ep.ID)
-		d.to(keyRemote(ep))(ipt.BuildFlow(100).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
+		d.to(keyRemote(ep))(ipt.BuildFlow(prioIPEndpoint).Cookie(cookie).MatchIPv4Dst(ep.IP, nil).
 			MatchMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 			Action().SetTunnelID(uint64(ep.Vni)).SetEthDst(routerMAC).Output(ep.Port).Done())
 		if ep.IPv6 != nil {
-			d.to(keyRemote(ep))(ipt.BuildFlow(100).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
+			d.to(keyRemote(ep))(ipt.BuildFlow(prioIPEndpoint).Cookie(cookie).MatchIPv6Dst(ep.IPv6).
 				MatchMetadata(pipeline.VRFField, uint64(ep.VrfID)).
 				Action().SetTunnelID(uint64(ep.Vni)).SetEthDst(routerMAC).Output(ep.Port).Done())
 		}

@@ -283,6 +283,12 @@ func (s *FakeMasterService) UnRegisterNode(n ofrpc.OfnetNode, reply *bool) error
 	return nil
 }
 
+// EndpointSync is taken and ignored (the fake keeps what it was told).
+func (s *FakeMasterService) EndpointSync(sync ofrpc.OfnetEndpointSync, reply *bool) error {
+	*reply = true
+	return nil
+}
+
 func (s *FakeMasterService) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
 	return s.m.relay(ep, "OfnetAgent.EndpointAdd", true)
 }

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,19 +19,21 @@ type pushJob struct {
 	add      *ofrpc.OfnetEndpoint // EndpointAdd to targets
 	del      *ofrpc.OfnetEndpoint // EndpointDel to targets
 	targets  []ofrpc.OfnetNode
-	attempt  int // deletions: earlier attempts that failed
+	attempt  int // earlier attempts that failed
 }
 
-// Retries of an EndpointDel a master did not take: a master that missed an
-// add gets it with the replay of its next registration, but nothing
-// replays a deletion, and a master that keeps a deleted endpoint sends it
-// to every agent for ever (stale remote flows; found by the soak test,
-// docs/soak.md). The master ignores a deletion older than the endpoint it
-// holds, so a late retry cannot remove a newer add.
+// Retries of a push a master did not take (docs/soak.md): a registration
+// (with its replay of the local endpoints), an EndpointAdd or an
+// EndpointDel that failed is sent again, 1 s doubling to 30 s, until the
+// master takes it, the master is no longer this agent's, or (an add) the
+// endpoint changed or went; the push loop's ctx bounds it all. Dropping
+// one was a leak: a master that stays connected never gets the endpoint
+// (add) or keeps it and sends it to every agent for ever (delete). The
+// master ignores a deletion older than the endpoint it holds and an add
+// not newer than it, so a late retry cannot undo a newer change.
 const (
-	delRetryMin      = time.Second
-	delRetryMax      = 30 * time.Second
-	delRetryAttempts = 12 // about 4 minutes in all
+	retryMin = time.Second
+	retryMax = 30 * time.Second
 )
 
 // delayed is a job due at a time.
@@ -77,6 +81,24 @@ func (q *pushQueue) promote(now time.Time) time.Time {
 	return next
 }
 
+// hasRegister reports whether a registration with the master at addr is
+// queued or waiting for its retry.
+func (q *pushQueue) hasRegister(addr string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, j := range q.jobs {
+		if j.register != nil && masterAddr(*j.register) == addr {
+			return true
+		}
+	}
+	for _, d := range q.later {
+		if d.job.register != nil && masterAddr(*d.job.register) == addr {
+			return true
+		}
+	}
+	return false
+}
+
 func newPushQueue() *pushQueue { return &pushQueue{notify: make(chan struct{}, 1)} }
 
 func (q *pushQueue) put(j pushJob) {
@@ -104,9 +126,8 @@ func masterAddr(n ofrpc.OfnetNode) string {
 	return net.JoinHostPort(n.HostAddr, strconv.Itoa(int(n.HostPort)))
 }
 
-// pushLoop runs the queued master calls in order until ctx ends. Failures are logged:
-// a master that missed pushes gets every local endpoint on its next AddMaster, and a
-// deletion a master did not take is tried again (retryDel).
+// pushLoop runs the queued master calls in order until ctx ends. A call a
+// master did not take is logged and tried again later (retry).
 func (a *Agent) pushLoop(ctx context.Context) error {
 	for {
 		next := a.pushes.promote(time.Now())
@@ -151,17 +172,36 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 	case j.register != nil:
 		me := ofrpc.OfnetNode{HostAddr: a.cfg.LocalIP.String(), HostPort: a.cfg.RPCPort}
 		if call(*j.register, "OfnetMaster.RegisterNode", me) != nil {
+			a.retry(j, *j.register)
 			return
 		}
-		for _, ep := range a.pushedLocals() {
+		locals, sync, complete := a.pushedLocals()
+		for _, ep := range locals {
 			if call(*j.register, "OfnetMaster.EndpointAdd", ep) != nil {
+				a.retry(j, *j.register)
 				return
 			}
 		}
-	case j.add != nil:
-		for _, m := range j.targets {
-			_ = call(m, "OfnetMaster.EndpointAdd", *j.add)
+		// The complete set: the master drops what it holds from this
+		// agent that is not in it (a deletion it missed). Not before the
+		// owner replayed the local endpoints (markReplayed registers again).
+		if !complete {
+			return
 		}
+		if err := call(*j.register, ofrpc.MasterEndpointSync, sync); err != nil && !unknownMethod(err) {
+			a.retry(j, *j.register)
+		}
+	case j.add != nil:
+		if j.attempt > 0 && !a.stillPushed(*j.add) {
+			return // changed or gone since: what replaced it has its own push
+		}
+		var failed []ofrpc.OfnetNode
+		for _, m := range j.targets {
+			if call(m, "OfnetMaster.EndpointAdd", *j.add) != nil {
+				failed = append(failed, m)
+			}
+		}
+		a.retry(j, failed...)
 	case j.del != nil:
 		var failed []ofrpc.OfnetNode
 		for _, m := range j.targets {
@@ -169,13 +209,22 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 				failed = append(failed, m)
 			}
 		}
-		a.retryDel(j, failed)
+		a.retry(j, failed...)
 	}
 }
 
-// retryDel queues another attempt of a deletion for the masters that
-// failed it and are still this agent's masters.
-func (a *Agent) retryDel(j pushJob, failed []ofrpc.OfnetNode) {
+// unknownMethod reports whether a master answered that it has no such
+// method (an upstream master without EndpointSync: nothing to retry).
+func unknownMethod(err error) bool {
+	var remote *ofrpc.RemoteError
+	return errors.As(err, &remote) && strings.HasPrefix(remote.Msg, "rpc: can't find ")
+}
+
+// retry queues another attempt of j for the masters that failed it and are
+// still this agent's masters, after a pause that doubles with each attempt.
+// An add is not retried once its endpoint changed or went (what replaced
+// it has its own push).
+func (a *Agent) retry(j pushJob, failed ...ofrpc.OfnetNode) {
 	if len(failed) == 0 {
 		return
 	}
@@ -186,19 +235,39 @@ func (a *Agent) retryDel(j pushJob, failed []ofrpc.OfnetNode) {
 			still = append(still, m)
 		}
 	}
+	current := j.add == nil || a.pushedLocked(*j.add)
 	a.mu.Unlock()
-	if len(still) == 0 {
+	if len(still) == 0 || !current {
 		return
 	}
-	if j.attempt+1 >= delRetryAttempts {
-		a.log.WithField("endpoint", j.del.EndpointID).Warn("agent: masters did not take an endpoint deletion; giving up")
-		return
+	pause := retryMin << min(j.attempt, 16)
+	if pause > retryMax || pause <= 0 {
+		pause = retryMax
 	}
-	pause := delRetryMin << j.attempt
-	if pause > delRetryMax || pause <= 0 {
-		pause = delRetryMax
+	next := j
+	next.attempt++
+	if j.register == nil {
+		next.targets = still
+	} else if a.pushes.hasRegister(masterAddr(*j.register)) {
+		return // a newer registration with this master is queued
 	}
-	a.pushes.putLater(pushJob{del: j.del, targets: still, attempt: j.attempt + 1}, time.Now().Add(pause))
+	a.pushes.putLater(next, time.Now().Add(pause))
+}
+
+func (a *Agent) stillPushed(ep ofrpc.OfnetEndpoint) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pushedLocked(ep)
+}
+
+// pushedLocked reports whether ep is a local endpoint's current push.
+func (a *Agent) pushedLocked(ep ofrpc.OfnetEndpoint) bool {
+	for _, l := range a.locals {
+		if l.pushed != nil && l.pushed.EndpointID == ep.EndpointID && l.pushed.Timestamp.Equal(ep.Timestamp) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *Agent) mastersLocked() []ofrpc.OfnetNode {
@@ -209,17 +278,39 @@ func (a *Agent) mastersLocked() []ofrpc.OfnetNode {
 	return out
 }
 
-// pushedLocals returns the local endpoints as last pushed (resolved ones only).
-func (a *Agent) pushedLocals() []ofrpc.OfnetEndpoint {
+// pushedLocals returns the local endpoints as last pushed (resolved ones
+// only), the sync that says they are all (taken at the same moment), and
+// whether the local state is complete (markReplayed ran).
+func (a *Agent) pushedLocals() ([]ofrpc.OfnetEndpoint, ofrpc.OfnetEndpointSync, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []ofrpc.OfnetEndpoint
+	sync := ofrpc.OfnetEndpointSync{Node: ofrpc.OfnetNode{HostAddr: a.cfg.LocalIP.String(), HostPort: a.cfg.RPCPort},
+		EndpointIDs: []string{}, Timestamp: now()}
 	for _, l := range a.locals {
 		if l.pushed != nil {
 			out = append(out, *l.pushed)
+			sync.EndpointIDs = append(sync.EndpointIDs, l.pushed.EndpointID)
 		}
 	}
-	return out
+	return out, sync, a.replayed
+}
+
+// markReplayed records that the owner replayed the local endpoints (a
+// restarted agent starts empty) and, the first time, registers again with
+// every master, so each gets the agent's complete set (EndpointSync).
+func (a *Agent) markReplayed() {
+	a.mu.Lock()
+	first := !a.replayed
+	a.replayed = true
+	masters := a.mastersLocked()
+	a.mu.Unlock()
+	if !first {
+		return
+	}
+	for _, m := range masters {
+		a.pushes.put(pushJob{register: &m})
+	}
 }
 
 // pushResolvedLocals pushes every local endpoint that resolved (its network is known)

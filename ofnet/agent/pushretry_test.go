@@ -11,12 +11,47 @@ import (
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
-// flakyMaster refuses the first refuse EndpointDel calls.
+// flakyMaster refuses the first refuse EndpointDel calls, and the first
+// refuseReg RegisterNode and refuseAdd EndpointAdd calls.
 type flakyMaster struct {
 	mu     sync.Mutex
 	refuse int
 	dels   []string // accepted deletions
 	calls  int
+
+	refuseReg, refuseAdd int
+	regCalls, addCalls   int
+	adds                 []string // accepted adds
+	syncs                int
+}
+
+func (s *FlakyMasterService) RegisterNode(n ofrpc.OfnetNode, reply *bool) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	if s.m.regCalls++; s.m.regCalls <= s.m.refuseReg {
+		return errors.New("not serving yet")
+	}
+	*reply = true
+	return nil
+}
+
+func (s *FlakyMasterService) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	if s.m.addCalls++; s.m.addCalls <= s.m.refuseAdd {
+		return errors.New("busy")
+	}
+	s.m.adds = append(s.m.adds, ep.EndpointID)
+	*reply = true
+	return nil
+}
+
+func (s *FlakyMasterService) EndpointSync(sync ofrpc.OfnetEndpointSync, reply *bool) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	s.m.syncs++
+	*reply = true
+	return nil
 }
 
 type FlakyMasterService struct{ m *flakyMaster }
@@ -74,5 +109,113 @@ func TestPushDelRetried(t *testing.T) {
 	a.pushes.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d push job(s) still queued: the master that is not ours was retried", left)
+	}
+}
+
+// An EndpointAdd a connected master refused N times is sent again until it
+// takes it (it was sent once, and the master missed the endpoint for as
+// long as it stayed connected); so is a registration with its replay and
+// sync. An add whose endpoint went meanwhile is not retried.
+func TestPushAddRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := &flakyMaster{refuseReg: 2, refuseAdd: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ofrpc.Serve(ctx, ln, map[string]any{"OfnetMaster": &FlakyMasterService{m: fm}}) })
+	pool := ofrpc.NewPool()
+	defer func() { cancel(); wg.Wait(); pool.Close() }()
+
+	m := ofrpc.OfnetNode{HostAddr: "127.0.0.1", HostPort: uint16(ln.Addr().(*net.TCPAddr).Port)}
+	a := offlineAgent(t, DatapathVxlan)
+	a.cfg.RPCPort = 9002
+	a.pool = pool
+	a.replayed = true // its state is complete: registrations end with EndpointSync
+	wg.Go(func() { _ = a.pushLoop(ctx) })
+	if err := a.AddNetwork(ctx, 1, 5000, "198.19.64.1", "default"); err != nil {
+		t.Fatal(err)
+	}
+	// Registration refused twice, then its replay (one endpoint) refused
+	// once (7 s of pauses); then the second endpoint's add refused twice.
+	ep1 := EndpointInfo{PortNo: 3, MacAddr: macFor(net.ParseIP("198.19.64.5")), IpAddr: net.ParseIP("198.19.64.5"), Vlan: 1, EndpointGroup: 5}
+	if err := a.AddLocalEndpoint(ctx, ep1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddMaster(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitLong(t, "the registration and its replay to be taken", func() bool {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		return fm.syncs == 1 && len(fm.adds) == 1
+	})
+	fm.mu.Lock()
+	fm.refuseAdd = fm.addCalls + 2
+	fm.mu.Unlock()
+	ep2 := EndpointInfo{PortNo: 4, MacAddr: macFor(net.ParseIP("198.19.64.6")), IpAddr: net.ParseIP("198.19.64.6"), Vlan: 1, EndpointGroup: 5}
+	if err := a.AddLocalEndpoint(ctx, ep2); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		fm.mu.Lock()
+		adds, calls, regs := append([]string(nil), fm.adds...), fm.addCalls, fm.regCalls
+		fm.mu.Unlock()
+		if len(adds) == 2 {
+			if adds[0] != "198.19.64.5:default" || adds[1] != "198.19.64.6:default" || calls != 5 || regs != 4 {
+				t.Fatalf("master took adds %v in %d add and %d register calls, want both in 5 and 4", adds, calls, regs)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("master took adds %v in %d calls, want 2 in 5", adds, calls)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// An add refused once whose endpoint is removed before its retry is
+	// not sent again (its deletion is).
+	fm.mu.Lock()
+	fm.refuseAdd = fm.addCalls + 1
+	fm.mu.Unlock()
+	ep3 := EndpointInfo{PortNo: 5, MacAddr: macFor(net.ParseIP("198.19.64.7")), IpAddr: net.ParseIP("198.19.64.7"), Vlan: 1, EndpointGroup: 5}
+	if err := a.AddLocalEndpoint(ctx, ep3); err != nil {
+		t.Fatal(err)
+	}
+	waitLong(t, "the refused add", func() bool {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		return fm.addCalls == fm.refuseAdd
+	})
+	if err := a.RemoveLocalEndpoint(ctx, ep3.PortNo); err != nil {
+		t.Fatal(err)
+	}
+	waitLong(t, "the deletion", func() bool {
+		fm.mu.Lock()
+		defer fm.mu.Unlock()
+		return len(fm.dels) == 1
+	})
+	time.Sleep(1500 * time.Millisecond) // past the first retry's pause
+	a.pushes.mu.Lock()
+	left := len(a.pushes.later) + len(a.pushes.jobs)
+	a.pushes.mu.Unlock()
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	if left != 0 || len(fm.adds) != 2 {
+		t.Fatalf("%d push job(s) queued, adds taken %v: the add of a removed endpoint was retried", left, fm.adds)
+	}
+}
+
+// waitLong polls cond for up to a minute (the retries' pauses add up).
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

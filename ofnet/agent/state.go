@@ -115,6 +115,7 @@ func (a *Agent) toRPC(ep endpoint, now time.Time) ofrpc.OfnetEndpoint {
 		Vni:               ep.Vni,
 		EndpointGroupVlan: ep.EPGVlan,
 		OriginatorIp:      a.cfg.LocalIP,
+		OriginatorPort:    a.cfg.RPCPort,
 		Timestamp:         now,
 	}
 	if a.vlanDatapath() {

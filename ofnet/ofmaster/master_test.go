@@ -563,3 +563,48 @@ func TestUnreachableAgentGetsDeletions(t *testing.T) {
 		return len(eps) == 1 && ok
 	})
 }
+
+// TestEndpointSync: an agent's complete set deletes (and withdraws from
+// the other hosts) the endpoints it originated that the set leaves out;
+// it keeps endpoints pushed after the set was taken, those of the host's
+// other agent (another port) and those of agents that send no port.
+func TestEndpointSync(t *testing.T) {
+	m := startMaster(t, ofmaster.Config{})
+	a1, b1 := startAgent(t, hostA), startAgent(t, hostB)
+	for _, a := range []*fakeAgent{a1, b1} {
+		m.register(t, a)
+	}
+	mine := func(n, ts int, port uint16) ofrpc.OfnetEndpoint {
+		e := ep(hostA, n, ts)
+		e.OriginatorPort = port
+		return e
+	}
+	port := a1.node.HostPort
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, mine(1, 1, port))   // listed: kept
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, mine(2, 1, port))   // missed deletion: dropped
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, mine(3, 9, port))   // newer than the set: kept
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, mine(4, 1, port+1)) // the host's other agent: kept
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, mine(5, 1, 0))      // no port (upstream agent): kept
+	m.mustRPC(t, ofrpc.MasterEndpointAdd, ep(hostB, 6, 1))    // another host: kept
+	m.mustRPC(t, ofrpc.MasterEndpointSync, ofrpc.OfnetEndpointSync{Node: a1.node,
+		EndpointIDs: []string{"198.18.10.1:default"}, Timestamp: epoch.Add(5 * time.Second)})
+
+	db := m.State().EndpointDb
+	var ids []string
+	for id := range db {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	want := []string{"198.18.10.1:default", "198.18.10.3:default", "198.18.10.4:default", "198.18.10.5:default", "198.18.10.6:default"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("master endpoints after the sync: %v, want %v", ids, want)
+	}
+	b1.waitFor("the dropped endpoint's deletion", func(_ []call, eps map[string]ofrpc.OfnetEndpoint, _ map[string]ofrpc.OfnetPolicyRule) bool {
+		_, ok := eps["198.18.10.2:default"]
+		_, one := eps["198.18.10.1:default"]
+		return !ok && one
+	})
+	if err := m.rpc(t, ofrpc.MasterEndpointSync, ofrpc.OfnetEndpointSync{Node: ofrpc.OfnetNode{HostAddr: hostA}}); err == nil {
+		t.Fatal("a sync without the agent's port was taken")
+	}
+}

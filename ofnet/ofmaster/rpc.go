@@ -3,6 +3,9 @@ package ofmaster
 import (
 	"context"
 	"fmt"
+	"sort"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
@@ -42,6 +45,16 @@ func (s *rpcService) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
 // and forwards the deletion to every agent of another host.
 func (s *rpcService) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
 	if err := s.m.endpointDel(ep); err != nil {
+		return err
+	}
+	*reply = true
+	return nil
+}
+
+// EndpointSync deletes the endpoints of the calling agent that its
+// complete set (sent after each registration) no longer lists.
+func (s *rpcService) EndpointSync(sync ofrpc.OfnetEndpointSync, reply *bool) error {
+	if err := s.m.endpointSync(sync); err != nil {
 		return err
 	}
 	*reply = true
@@ -108,5 +121,44 @@ func (m *Master) endpointDel(ep ofrpc.OfnetEndpoint) error {
 	delete(m.endpoints, ep.EndpointID)
 	// The stored copy names the owner even if the request does not.
 	m.fanOut(ofrpc.AgentEndpointDel, ep, old.OriginatorIp.String())
+	return nil
+}
+
+// endpointSync takes the agent's list as the truth about its endpoints: a
+// stored endpoint the agent originated (same OriginatorIp and
+// OriginatorPort) that the list leaves out is deleted and its deletion sent
+// to the other hosts' agents, unless it is newer than the list (pushed
+// after it was taken). Endpoints of agents that do not send their port
+// (upstream agents) are never touched.
+func (m *Master) endpointSync(sync ofrpc.OfnetEndpointSync) error {
+	n := sync.Node
+	if n.HostAddr == "" || n.HostPort == 0 {
+		return fmt.Errorf("endpoint sync %+v: address and port required: %w", n, ErrInvalid)
+	}
+	listed := make(map[string]bool, len(sync.EndpointIDs))
+	for _, id := range sync.EndpointIDs {
+		listed[id] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id, ep := range m.endpoints {
+		if listed[id] || ep.OriginatorPort != n.HostPort || !originatedAt(ep, n.HostAddr) ||
+			ep.Timestamp.After(sync.Timestamp) {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		del := m.endpoints[id]
+		delete(m.endpoints, id)
+		del.Timestamp = sync.Timestamp
+		m.fanOut(ofrpc.AgentEndpointDel, del, n.HostAddr)
+	}
+	if len(ids) > 0 {
+		m.log.WithFields(logrus.Fields{"agent": n.Addr(), "endpoints": ids}).
+			Info("deleted endpoints the agent no longer has (their deletion never reached this master)")
+	}
 	return nil
 }

@@ -64,6 +64,8 @@ func AgentIdentity(peer *x509.Certificate, method string, arg any) error {
 		addr = net.ParseIP(a.HostAddr)
 	case *OfnetEndpoint:
 		addr = a.OriginatorIp
+	case *OfnetEndpointSync:
+		addr = net.ParseIP(a.Node.HostAddr)
 	default:
 		return nil
 	}

@@ -36,6 +36,8 @@ func TestAgentIdentity(t *testing.T) {
 		{&ofrpc.OfnetEndpoint{OriginatorIp: net.ParseIP("198.18.0.11")}, true},
 		{&ofrpc.OfnetEndpoint{OriginatorIp: net.ParseIP("198.18.0.12")}, false},
 		{&ofrpc.OfnetEndpoint{}, false},
+		{&ofrpc.OfnetEndpointSync{Node: ofrpc.OfnetNode{HostAddr: "198.18.0.11", HostPort: 9002}}, true},
+		{&ofrpc.OfnetEndpointSync{Node: ofrpc.OfnetNode{HostAddr: "198.18.0.12", HostPort: 9002}}, false},
 	} {
 		err := ofrpc.AgentIdentity(c, "m", tc.arg)
 		if (err == nil) != tc.ok {

@@ -28,6 +28,8 @@ const (
 	MasterUnRegisterNode = ServiceMaster + ".UnRegisterNode"
 	MasterEndpointAdd    = ServiceMaster + ".EndpointAdd"
 	MasterEndpointDel    = ServiceMaster + ".EndpointDel"
+	// MasterEndpointSync is this project's addition (OfnetEndpointSync).
+	MasterEndpointSync = ServiceMaster + ".EndpointSync"
 
 	AgentAddMaster   = ServiceAgent + ".AddMaster"
 	AgentEndpointAdd = ServiceAgent + ".EndpointAdd"
@@ -80,6 +82,25 @@ type OfnetEndpoint struct {
 	OriginatorIp      net.IP
 	OriginatorMac     string
 	Timestamp         time.Time
+	// OriginatorPort is the RPC port of the originating agent (this
+	// project's addition, omitted when 0 so such an endpoint encodes as
+	// upstream's): with OriginatorIp it names the agent whose
+	// OfnetEndpointSync covers the endpoint (a host runs two agents).
+	OriginatorPort uint16 `json:",omitempty"`
+}
+
+// OfnetEndpointSync is an agent's complete set of local endpoints
+// (OfnetMaster.EndpointSync, this project's addition), sent after the
+// EndpointAdd calls of each registration: the master deletes every
+// endpoint it holds from that agent (OriginatorIp and OriginatorPort of
+// Node) that is not listed and not newer than Timestamp, so a deletion
+// the master missed (the agent had dropped it from its masters, retried
+// in vain, or restarted without the endpoint) cannot outlive the agent's
+// next registration (docs/soak.md, issue 23).
+type OfnetEndpointSync struct {
+	Node        OfnetNode
+	EndpointIDs []string
+	Timestamp   time.Time
 }
 
 // OfnetPolicyRule is one directional policy rule (docs/dataplane.md §4.3).

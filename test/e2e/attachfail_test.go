@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/ofnet/pipeline"
 	"github.com/contiv/netplugin/state"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/test/stall"
 	"github.com/contiv/netplugin/test/testbed"

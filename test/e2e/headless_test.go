@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/test/testbed"
 )
 

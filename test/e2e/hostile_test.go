@@ -6,8 +6,10 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -30,8 +32,21 @@ import (
 // ports and the store are byte-identical afterwards; a write to the store
 // (etcd with client certificates) is tried the same ways. A control with the
 // master certificate shows that the harness sees an accepted call.
+//
+// netmaster's REST API (9999) runs as docs/security.md tells production to
+// (testbed.Config.SecureREST: HTTPS, client certificates of the cluster
+// CA, admin and read-only tokens); netctl and the netplugins use the CA,
+// their certificates and the admin token. From the outsider, reads and
+// state-changing calls (POST a network, DELETE a tenant and a network,
+// /debug/epcleanup, /plugin/deleteEndpoint) are tried over plain http
+// (even with the admin token), over TLS with no client certificate, with
+// a foreign-CA certificate, and with host 1's agent certificate (which
+// the API's TLS admits: a node's certificate) without a token, with a
+// wrong token and, for the state-changing ones, with the read-only token;
+// every one is refused before it reaches the API (by the handshake, 401,
+// 403, or the 400 for http to an HTTPS port).
 func TestHostileNeighbour(t *testing.T) {
-	tb := testbed.New(t, testbed.Config{Hosts: 2})
+	tb := testbed.New(t, testbed.Config{Hosts: 2, SecureREST: true})
 	netctl(t, tb, "net", "create", "--subnet", "198.19.21.0/24", "--gateway", "198.19.21.254", "hn1")
 	a := attachNew(t, tb.Hosts[0], "ha", "default", "hn1", "")
 	b := attachNew(t, tb.Hosts[1], "hb", "default", "hn1", "")
@@ -162,6 +177,7 @@ func TestHostileNeighbour(t *testing.T) {
 			}
 		}
 	}
+	accepted = append(accepted, hostileREST(t, tb, out, forged, stolen, epID)...)
 	for _, a := range accepted {
 		t.Errorf("accepted: %s", a)
 	}
@@ -236,4 +252,109 @@ func attempt(o *testbed.Outsider, addr string, cfg *tls.Config, calls []string, 
 		got = got[:300] + "…"
 	}
 	return ok, fmt.Sprintf("answer %q", got)
+}
+
+// hostileREST tries netmaster's REST API from o with the attacker's
+// credentials (see TestHostileNeighbour) and returns the attempts that
+// reached the API. Controls with the testbed's own client certificate
+// show that the admin token is accepted for a read and the read-only
+// token refused for a write.
+func hostileREST(t *testing.T, tb *testbed.Testbed, o *testbed.Outsider, forged, stolen tls.Certificate, epID string) []string {
+	t.Helper()
+	type req struct {
+		method, path, body string
+		write              bool
+	}
+	reqs := []req{
+		{"GET", "/api/v1/networks/", "", false},
+		{"GET", "/api/v1/endpoints/", "", false},
+		{"POST", "/api/v1/networks/default:evil/", `{"tenantName":"default","networkName":"evil","encap":"vxlan","subnet":"198.19.99.0/24"}`, true},
+		{"DELETE", "/api/v1/networks/default:hn1/", "", true},
+		{"DELETE", "/api/v1/tenants/default/", "", true},
+		{"DELETE", "/debug/epcleanup/tenant/default/net/hn1", "", true},
+		{"DELETE", "/debug/epcleanup/tenant/default/ep/" + epID, "", true},
+		{"POST", "/plugin/deleteEndpoint", `{"tenantName":"default","networkName":"hn1","endpointId":"` + epID + `"}`, true},
+	}
+	type token struct{ name, header, value string }
+	noToken := token{"no token", "", ""}
+	wrong := token{"a wrong token", "Authorization", "Bearer wrong-" + strings.Repeat("0", 24)}
+	wrongX := token{"a wrong X-Auth-Token", "X-Auth-Token", "wrong-" + strings.Repeat("1", 24)}
+	readOnly := token{"the read-only token", "Authorization", "Bearer " + tb.REST.ReadToken}
+	admin := token{"the admin token", "Authorization", "Bearer " + tb.REST.AdminToken}
+	type cred struct {
+		name   string
+		scheme string
+		tls    *tls.Config
+		tokens []token // readOnly is used on writes only
+	}
+	creds := []cred{
+		{"plain http", "http", nil, []token{noToken, wrong, admin}},
+		{"TLS without a client certificate", "https", &tls.Config{InsecureSkipVerify: true}, []token{noToken, wrong, admin}},
+		{"a foreign-CA client certificate", "https", &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{forged}}, []token{noToken, wrong, admin}},
+		{"host 1's agent certificate", "https", &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{stolen}}, []token{noToken, wrong, wrongX, readOnly}},
+	}
+	do := func(cfg *tls.Config, scheme, addr string, r req, tk token) (int, string, error) {
+		hc := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+			DialContext: o.DialContext, TLSClientConfig: cfg, DisableKeepAlives: true}}
+		defer hc.CloseIdleConnections()
+		var body io.Reader
+		if r.body != "" {
+			body = strings.NewReader(r.body)
+		}
+		hr, err := http.NewRequest(r.method, scheme+"://"+addr+r.path, body)
+		if err != nil {
+			return 0, "", err
+		}
+		if r.body != "" {
+			hr.Header.Set("Content-Type", "application/json")
+		}
+		if tk.header != "" {
+			hr.Header.Set(tk.header, tk.value)
+		}
+		resp, err := hc.Do(hr)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, strings.TrimSpace(string(b)), nil
+	}
+	var accepted []string
+	m := tb.Masters[0]
+	for _, addr := range []string{m.Addr(), fmt.Sprintf("%s:%d", m.UnderlayIP, testbed.NetmasterPort)} {
+		for _, c := range creds {
+			for _, tk := range c.tokens {
+				for _, r := range reqs {
+					if tk == readOnly && !r.write {
+						continue // a read with the read-only token is allowed
+					}
+					code, body, err := do(c.tls, c.scheme, addr, r, tk)
+					what := fmt.Sprintf("REST %s %s %s over %s with %s", r.method, addr, r.path, c.name, tk.name)
+					switch {
+					case err != nil:
+						t.Logf("%s: refused: %v", what, err)
+					case code == http.StatusUnauthorized || code == http.StatusForbidden ||
+						(code == http.StatusBadRequest && strings.Contains(body, "HTTPS server")):
+						t.Logf("%s: refused: %d %s", what, code, body)
+					default:
+						accepted = append(accepted, fmt.Sprintf("%s: %d %s", what, code, body))
+					}
+				}
+			}
+		}
+	}
+	// Controls, from the outsider too (the network does not matter, the
+	// credentials do): the testbed's client certificate with the admin
+	// token reads, with the read-only token may not write.
+	own, err := tb.RESTClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body, err := do(own, "https", m.Addr(), reqs[0], admin); err != nil || code != http.StatusOK {
+		t.Errorf("control: GET with the client certificate and the admin token: %d %s %v", code, body, err)
+	}
+	if code, body, err := do(own, "https", m.Addr(), reqs[4], readOnly); err != nil || code != http.StatusForbidden {
+		t.Errorf("control: DELETE a tenant with the read-only token: want 403, got %d %s %v", code, body, err)
+	}
+	return accepted
 }

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/test/testbed"
 )
 

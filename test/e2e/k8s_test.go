@@ -19,8 +19,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/test/testbed"
 )
 

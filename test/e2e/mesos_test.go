@@ -15,8 +15,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	types020 "github.com/containernetworking/cni/pkg/types/020"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/contivmodel"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/test/testbed"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/netmaster/migrate"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/test/testbed"
 )
 

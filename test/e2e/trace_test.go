@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contiv/netplugin/netplugin/trace"
+	"github.com/contiv/netplugin/api/trace"
 	"github.com/contiv/netplugin/test/testbed"
 )
 

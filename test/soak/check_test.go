@@ -117,6 +117,7 @@ func (s hostState) leaks(h *testbed.Host, base hostState) []string {
 // left and returns what still is.
 func waitClean(ctx context.Context, t *testing.T, tb *testbed.Testbed, cri *testbed.CRI, st objdb.Store, base map[*testbed.Host]hostState) []string {
 	deadline := time.Now().Add(cleanWithin)
+	var seen string // what was left at the last look, logged when it changes
 	for {
 		var leaks []string
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -153,6 +154,10 @@ func waitClean(ctx context.Context, t *testing.T, tb *testbed.Testbed, cri *test
 					leaks = append(leaks, fmt.Sprintf("%s: containers left: %q %v", h.Name, out, err))
 				}
 			}
+		}
+		if now := strings.Join(leaks, "; "); now != seen && len(leaks) > 0 {
+			t.Logf("soak: %v after the last deletion, left: %s", (cleanWithin - time.Until(deadline)).Round(time.Second), now)
+			seen = now
 		}
 		if len(leaks) == 0 || time.Now().After(deadline) {
 			if len(leaks) == 0 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 )
 
 // attachTimeout bounds one attach or detach call.

@@ -70,10 +70,28 @@ type etcdCluster struct {
 	httpc    *http.Client  // status queries, from clientNS
 }
 
-// ClientURL is the member's client URL.
-func (m *EtcdMember) ClientURL() string { return fmt.Sprintf("http://%s:%d", m.IP, EtcdPort) }
+// ClientURL is the member's client URL (https unless
+// Config.InsecureStore: the members ask every client for a certificate of
+// the store CA, as the single etcd does, storepki.go).
+func (m *EtcdMember) ClientURL() string {
+	return fmt.Sprintf("%s://%s:%d", m.tb.storeScheme(), m.IP, EtcdPort)
+}
 
-func (m *EtcdMember) peerURL() string { return fmt.Sprintf("http://%s:%d", m.IP, EtcdPeerPort) }
+// peerURL is the member's peer URL; the members authenticate each other
+// with the store PKI's server certificate unless Config.InsecureStore.
+func (m *EtcdMember) peerURL() string {
+	return fmt.Sprintf("%s://%s:%d", m.tb.storeScheme(), m.IP, EtcdPeerPort)
+}
+
+// etcdPeerTLSArgs are the members' peer TLS flags.
+func (tb *Testbed) etcdPeerTLSArgs() []string {
+	if !tb.storeTLS() {
+		return nil
+	}
+	p := tb.StorePKI
+	return []string{"--peer-cert-file", p.ServerCert, "--peer-key-file", p.ServerKey,
+		"--peer-client-cert-auth", "--peer-trusted-ca-file", p.CA}
+}
 
 // EtcdEndpoints are the client URLs of every member.
 func (tb *Testbed) EtcdEndpoints() []string {
@@ -102,6 +120,9 @@ func (tb *Testbed) startEtcdCluster(t testing.TB) {
 	}
 	tb.cluster.httpc = nsHTTPClient(tb.cluster.clientNS)
 	tb.cluster.httpc.Timeout = 2 * time.Second
+	if tb.cluster.httpc.Transport.(*http.Transport).TLSClientConfig, err = tb.storeClientTLS(); err != nil {
+		t.Fatalf("testbed: etcd client TLS: %v", err)
+	}
 	var initial []string
 	for i := 0; i < n; i++ {
 		m := &EtcdMember{Index: i, Name: fmt.Sprintf("e%d", i), NS: fmt.Sprintf("%se%d", tb.Prefix, i),
@@ -133,6 +154,8 @@ func (tb *Testbed) startEtcdCluster(t testing.TB) {
 				"--logger", "zap", "--log-level", "warn",
 			},
 		}
+		m.proc.args = append(m.proc.args, tb.etcdServerTLSArgs()...)
+		m.proc.args = append(m.proc.args, tb.etcdPeerTLSArgs()...)
 		if err := m.proc.start(); err != nil {
 			t.Fatalf("testbed: %v", err)
 		}
@@ -315,7 +338,7 @@ func (tb *Testbed) clusterEndpoints() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		eps = append(eps, "http://"+addr)
+		eps = append(eps, tb.storeScheme()+"://"+addr)
 	}
 	return eps, nil
 }
@@ -330,7 +353,11 @@ func (tb *Testbed) clusterStore(t testing.TB) objdb.Store {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeReadyTimeout)
 	defer cancel()
-	st, err := etcd.New(ctx, etcd.Config{Endpoints: eps})
+	tlsCfg, err := tb.storeClientTLS()
+	if err != nil {
+		t.Fatalf("testbed: store client TLS: %v", err)
+	}
+	st, err := etcd.New(ctx, etcd.Config{Endpoints: eps, TLS: tlsCfg})
 	if err != nil {
 		t.Fatalf("testbed: open store: %v", err)
 	}

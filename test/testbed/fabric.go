@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -179,27 +178,36 @@ func (tb *Testbed) startConsul(t testing.TB) {
 	if err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
+	extra, err := tb.consulSecureArgs(dir)
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
 	tb.store = &daemon{
 		name: "consul", ns: tb.StoreNS, bin: bin, logPath: filepath.Join(dir, "consul.log"),
-		args: []string{
+		args: append([]string{
 			"agent", "-server", "-bootstrap-expect", "1", "-node", "testbed",
-			"-bind", StoreIP, "-client", StoreIP, "-http-port", strconv.Itoa(ConsulPort),
+			"-bind", StoreIP, "-client", StoreIP, "-http-port", tb.consulHTTPPort(),
 			"-dns-port", "-1", "-grpc-port", "-1",
 			"-hcl", `session_ttl_min = "1s"`, "-hcl", `performance { raft_multiplier = 1 }`,
 			"-data-dir", filepath.Join(dir, "data"), "-log-level", "warn",
-		},
+		}, extra...),
 	}
 	if err := tb.store.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
-	hc := nsHTTPClient(tb.StoreNS)
-	hc.Timeout = 2 * time.Second
-	url := fmt.Sprintf("http://%s:%d/v1/status/leader", StoreIP, ConsulPort)
+	hc, err := tb.consulHTTPClient()
+	if err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
+	url := tb.consulURL() + "/v1/status/leader"
 	err = poll(storeReadyTimeout, tb.store.exited(), func() error {
 		return objdbtest.CheckConsulLeader(hc, url)
 	})
 	if err != nil {
 		t.Fatalf("testbed: consul at %s: %v\n%s", url, err, tb.store.logs(40))
+	}
+	if err := tb.consulBootstrapACL(hc); err != nil {
+		t.Fatalf("testbed: consul ACLs: %v\n%s", err, tb.store.logs(40))
 	}
 }
 

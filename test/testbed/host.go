@@ -81,6 +81,7 @@ func (h *Host) NetpluginArgs() []string {
 		rpc = []string{"--rpc-tls-cert-file", "/nonexistent: " + err.Error()}
 	}
 	args = append(args, rpc...)
+	args = append(args, h.tb.netpluginRESTArgs(h)...)
 	args = append(args, cfg.NetpluginArgs...)
 	if cfg.NetpluginHostArgs != nil {
 		args = append(args, cfg.NetpluginHostArgs(h)...)

@@ -72,6 +72,7 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 		args = append(args, "--leader-ttl", cfg.LeaderTTL.String())
 	}
 	args = append(args, tb.masterRPCArgs()...)
+	args = append(args, tb.masterRESTArgs()...)
 	args = append(args, cfg.NetmasterArgs...)
 	m.proc = &daemon{name: "netmaster " + m.NS, ns: m.NS, bin: tb.Bins.Netmaster, args: args,
 		logPath: filepath.Join(m.Dir, "netmaster.log")}
@@ -82,8 +83,8 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 // Addr is the netmaster's "ip:9999".
 func (m *Master) Addr() string { return m.IP + ":" + strconv.Itoa(NetmasterPort) }
 
-// URL is "http://ip:9999".
-func (m *Master) URL() string { return "http://" + m.Addr() }
+// URL is "http://ip:9999" ("https://" with Config.SecureREST).
+func (m *Master) URL() string { return m.tb.restScheme() + "://" + m.Addr() }
 
 // Start starts the netmaster process (again). It does not wait for it to
 // serve: use Testbed.WaitLeader or Master.Info.

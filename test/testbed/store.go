@@ -41,7 +41,11 @@ func (tb *Testbed) Store(t testing.TB) objdb.Store {
 	defer cancel()
 	var st objdb.Store
 	if tb.Config.Store == ExternalConsul {
-		st, err = consul.New(ctx, consul.Config{Endpoints: []string{addr}})
+		cfg := consul.Config{Endpoints: []string{tb.consulScheme() + "://" + addr}, Token: tb.ConsulToken}
+		if cfg.TLS, err = tb.storeClientTLS(); err != nil {
+			t.Fatalf("testbed: store client TLS: %v", err)
+		}
+		st, err = consul.New(ctx, cfg)
 	} else {
 		tlsCfg, terr := tb.storeClientTLS()
 		if terr != nil {

@@ -15,8 +15,12 @@ import (
 // Config.InsecureStore, the etcd the testbed runs (a process at StoreIP,
 // or netmaster's embedded etcd) serves https and asks every client for a
 // certificate of the store CA (--client-cert-auth); the daemons get
-// --etcd-cacert, --etcd-cert and --etcd-key. The three-member cluster and
-// consul still run plain http.
+// --etcd-cacert, --etcd-cert and --etcd-key. The consul store serves only
+// https with verify_incoming and ACLs on default-deny (consulacl.go); the
+// daemons get --consul-cacert, --consul-cert, --consul-key and a
+// --consul-token-file whose token a policy limits to contiv's keys,
+// sessions and services. The three-member etcd cluster (etcdcluster.go)
+// serves TLS with client certificates too.
 
 // storeTLS reports whether the testbed's etcd serves TLS.
 func (tb *Testbed) storeTLS() bool { return tb.StorePKI != nil }
@@ -26,10 +30,13 @@ func (tb *Testbed) storeTLS() bool { return tb.StorePKI != nil }
 func (tb *Testbed) setupStorePKI(t testing.TB) {
 	t.Helper()
 	cfg := tb.Config
-	if cfg.InsecureStore || cfg.Store == ExternalConsul || (cfg.Store == ExternalEtcd && cfg.EtcdMembers > 1) {
+	if cfg.InsecureStore {
 		return
 	}
 	ips := []string{StoreIP}
+	for i := 0; i < 3; i++ {
+		ips = append(ips, EtcdMemberIP(i))
+	}
 	for i := 0; i < max(cfg.Netmasters, 1); i++ {
 		ips = append(ips, MasterIP(i))
 	}
@@ -57,6 +64,10 @@ func (tb *Testbed) storeAuthArgs(dir string) []string {
 	}
 	p := tb.StorePKI
 	at := func(f string) string { return filepath.Join(dir, filepath.Base(f)) }
+	if tb.Config.Store == ExternalConsul {
+		return []string{"--consul-cacert", at(p.CA), "--consul-cert", at(p.ClientCert), "--consul-key", at(p.ClientKey),
+			"--consul-token-file", at(tb.consulTokenFile())}
+	}
 	return []string{"--etcd-cacert", at(p.CA), "--etcd-cert", at(p.ClientCert), "--etcd-key", at(p.ClientKey)}
 }
 
@@ -101,7 +112,11 @@ func (tb *Testbed) copyStoreClientFiles(dir string) (string, error) {
 		return "", fmt.Errorf("store client files: %w", err)
 	}
 	p := tb.StorePKI
-	for _, f := range []string{p.CA, p.ClientCert, p.ClientKey} {
+	files := []string{p.CA, p.ClientCert, p.ClientKey}
+	if tb.Config.Store == ExternalConsul {
+		files = append(files, tb.consulTokenFile())
+	}
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return "", fmt.Errorf("store client files: %w", err)

@@ -138,6 +138,13 @@ type Config struct {
 	// certificates (storepki.go); by default it serves TLS and asks
 	// every client for a certificate.
 	InsecureStore bool
+	// SecureREST runs netmaster's REST API as docs/security.md tells
+	// production to (security.go, RESTCreds): HTTPS, client certificates
+	// of the testbed CA, admin and read-only bearer tokens; netctl,
+	// netplugin and HTTPClient use them. By default the API is plain
+	// http without authentication, the original's contract. Not with
+	// Swarm (the managed plugin sees only its own folder).
+	SecureREST bool
 	// LiveRestore (with Docker) enables the engines' live-restore: a
 	// stopped engine leaves its containers running and a restarted one
 	// takes them back (their namespaces stay in the engine's mount
@@ -182,6 +189,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("testbed: Netmasters %d: want 1, 2 or 3", c.Netmasters)
 	case c.EtcdMembers != 0 && c.EtcdMembers != 1 && !(c.EtcdMembers == 3 && c.Store == ExternalEtcd):
 		return fmt.Errorf("testbed: EtcdMembers %d: want 0, 1, or 3 with ExternalEtcd", c.EtcdMembers)
+	case c.SecureREST && c.Swarm:
+		return fmt.Errorf("testbed: SecureREST does not support Swarm (the managed plugin sees only its own folder)")
 	case c.Store == Embedded && c.Netmasters != 1:
 		return fmt.Errorf("testbed: the embedded store runs in the single netmaster: use an external store for %d netmasters", c.Netmasters)
 	}
@@ -204,6 +213,10 @@ type Testbed struct {
 	// StorePKI is the store's CA and certificates when the etcd serves
 	// TLS (storepki.go), nil otherwise.
 	StorePKI *objdbtest.PKI
+	// ConsulToken is the daemons' consul ACL token (consulacl.go), ""
+	// unless the consul store runs with ACLs.
+	ConsulToken     string
+	consulMgmtToken string
 
 	store *daemon // the external etcd or consul
 	httpc *http.Client
@@ -212,7 +225,10 @@ type Testbed struct {
 	cluster *etcdCluster // Config.EtcdMembers = 3
 
 	// PKI is the testbed's CA and role certificates (security.go).
-	PKI       *certgen.Cluster
+	PKI *certgen.Cluster
+	// REST are the REST API's credentials with Config.SecureREST, nil
+	// otherwise.
+	REST      *RESTCreds
 	pkiMu     sync.Mutex
 	outsiders atomic.Int32
 
@@ -277,6 +293,9 @@ func New(t testing.TB, cfg Config) *Testbed {
 	start := time.Now()
 	if err := tb.newPKI(); err != nil {
 		t.Fatal(err)
+	}
+	if err := tb.setupREST(); err != nil {
+		t.Fatalf("testbed: %v", err)
 	}
 	if err := tb.buildFabric(); err != nil {
 		t.Fatalf("testbed: fabric: %v", err)
@@ -393,7 +412,13 @@ func randomHex(n int) string {
 // Keep-alives are off: no idle connection outlives a request.
 func (tb *Testbed) HTTPClient() *http.Client {
 	if tb.httpc == nil {
-		tb.httpc = nsHTTPClient(tb.Masters[0].NS)
+		hc, err := tb.restHTTPClient(tb.Masters[0].NS)
+		if err != nil {
+			// Only unreadable testbed files get here; every request then
+			// fails saying why.
+			hc = &http.Client{Transport: failing{err}}
+		}
+		tb.httpc = hc
 	}
 	return tb.httpc
 }
@@ -425,20 +450,22 @@ func (tb *Testbed) MasterURL() string {
 // Netctl runs the netctl binary inside the first master's namespace
 // against MasterURL and returns its combined output.
 func (tb *Testbed) Netctl(args ...string) (string, error) {
-	full := append([]string{"--netmaster", tb.MasterURL()}, args...)
+	full := append(append([]string{"--netmaster", tb.MasterURL()}, tb.netctlArgs()...), args...)
 	return nsExec(tb.Masters[0].NS, tb.Bins.Netctl, full...)
 }
 
 // StoreArgs are the daemons' store flags: --etcd-endpoints or
 // --consul-endpoints.
 func (tb *Testbed) StoreArgs() []string {
-	if tb.Config.Store == ExternalConsul {
-		return []string{"--consul-endpoints", fmt.Sprintf("http://%s:%d", tb.StoreIP, ConsulPort)}
+	var args []string
+	switch {
+	case tb.Config.Store == ExternalConsul:
+		args = []string{"--consul-endpoints", fmt.Sprintf("%s://%s:%d", tb.consulScheme(), tb.StoreIP, ConsulPort)}
+	case len(tb.Etcd) > 0:
+		args = []string{"--etcd-endpoints", strings.Join(tb.EtcdEndpoints(), ",")}
+	default:
+		args = []string{"--etcd-endpoints", fmt.Sprintf("%s://%s:%d", tb.storeScheme(), tb.StoreIP, EtcdPort)}
 	}
-	if len(tb.Etcd) > 0 {
-		return []string{"--etcd-endpoints", strings.Join(tb.EtcdEndpoints(), ",")}
-	}
-	args := []string{"--etcd-endpoints", fmt.Sprintf("%s://%s:%d", tb.storeScheme(), tb.StoreIP, EtcdPort)}
 	if tb.storeTLS() {
 		args = append(args, tb.storeAuthArgs(tb.StorePKI.Dir)...)
 	}

@@ -21,10 +21,10 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/sirupsen/logrus"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniplugin"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"github.com/contiv/netplugin/utils/runtest"
 )
 

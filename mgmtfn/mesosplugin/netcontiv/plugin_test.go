@@ -18,11 +18,11 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	types020 "github.com/containernetworking/cni/pkg/types/020"
 
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/mgmtfn/mesosplugin"
 	"github.com/contiv/netplugin/mgmtfn/mesosplugin/netcontiv"
-	"github.com/contiv/netplugin/netplugin/attach"
 	"go.uber.org/goleak"
 )
 

@@ -4,7 +4,7 @@
 // doing the same ADD in the same run, both driven by libcni as cnitool
 // and the runtimes do, both run inside the host's namespace.
 //
-//	flock /tmp/contiv-net.lock go test ./test/bench/cni -run '^$' -bench . -benchtime 1x
+//	flock /tmp/contiv-nettest.lock go test ./test/bench/cni -run '^$' -bench . -benchtime 1x
 package cni
 
 import (
@@ -118,7 +118,8 @@ func BenchmarkCNIAdd(b *testing.B) {
 		b.ReportMetric(r50, "bridge-ms-p50")
 		b.ReportMetric(r99, "bridge-ms-p99")
 		b.ReportMetric(c50/r50, "ratio-p50")
-		b.Logf("ADD latency over %d runs each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f",
-			runs, c50, c99, r50, r99, c50/r50)
+		b.ReportMetric(c99/r99, "ratio-p99")
+		b.Logf("ADD latency over %d runs each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f (goal <= 1.2), p99 %.2f (goal <= 1.5)",
+			runs, c50, c99, r50, r99, c50/r50, c99/r99)
 	}
 }

@@ -24,7 +24,7 @@ const criRuns = 30
 // difference between the two is the plugins'. Each sandbox is stopped
 // and removed (untimed) before the next.
 //
-//	flock /tmp/contiv-net.lock env CI=true go test ./test/bench/cni -run '^$' -bench CNIAddCRI -benchtime 1x
+//	flock /tmp/contiv-nettest.lock env CI=true go test ./test/bench/cni -run '^$' -bench CNIAddCRI -benchtime 1x
 func BenchmarkCNIAddCRI(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(refPlugins, "bridge")); err != nil {
 		testbed.RequireComponent(b, "reference bridge plugin (containernetworking-plugins)", err)

@@ -4,7 +4,7 @@
 // the same engine's bridge network (a container on the same host) in the
 // same run, and 30 containers started concurrently on one host.
 //
-//	flock /tmp/contiv-net.lock go test ./test/bench/docker -run '^$' -bench . -benchtime 1x
+//	flock /tmp/contiv-nettest.lock go test ./test/bench/docker -run '^$' -bench . -benchtime 1x
 package docker
 
 import (

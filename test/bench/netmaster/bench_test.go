@@ -10,6 +10,7 @@ package netmaster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,11 +46,27 @@ type server struct {
 	ops    *countingStore
 }
 
-// countingStore counts the key-value operations the netmaster makes.
+// countingStore counts the key-value operations the netmaster makes. A
+// transaction counts as one write. With noTxn it hides the store's
+// transactions, so the netmaster takes its stepwise path (the endpoint
+// path before issue 27): "before" and "after" in one run.
 type countingStore struct {
 	objdb.Store
 	reads, writes atomic.Int64
+	noTxn         bool
 }
+
+func (c *countingStore) Txn(ctx context.Context, ops []objdb.TxnOp) ([]int64, error) {
+	t := objdb.TxnOf(c.Store)
+	if t == nil || c.noTxn {
+		return nil, fmt.Errorf("txn: %w", errors.ErrUnsupported)
+	}
+	c.writes.Add(1)
+	return t.Txn(ctx, ops)
+}
+
+// HasTxn tells objdb.TxnOf whether transactions are offered.
+func (c *countingStore) HasTxn() bool { return !c.noTxn && objdb.TxnOf(c.Store) != nil }
 
 func (c *countingStore) Get(ctx context.Context, key string) (objdb.KeyValue, error) {
 	c.reads.Add(1)
@@ -78,15 +95,22 @@ func (c *countingStore) opsSince(r, w int64) (int64, int64) {
 
 func start(b *testing.B) *server {
 	b.Helper()
-	srv := objdbtest.StartEmbeddedEtcd(b)
+	s, _ := startOn(b, objdbtest.StartEmbeddedEtcd(b).Endpoint, false)
+	return s
+}
+
+// startOn starts a leader on a fresh root of the etcd at endpoint; with
+// noTxn the store hides its transactions (the stepwise endpoint path).
+func startOn(b *testing.B, endpoint string, noTxn bool) (*server, *etcd.Client) {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := etcd.New(ctx, etcd.Config{Endpoints: []string{srv.Endpoint}, Root: objdbtest.UniqueRoot(b), Logger: quiet()})
+	st, err := etcd.New(ctx, etcd.Config{Endpoints: []string{endpoint}, Root: objdbtest.UniqueRoot(b), Logger: quiet()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	ops := &countingStore{Store: st}
+	ops := &countingStore{Store: st, noTxn: noTxn}
 	lctx, lcancel := context.WithCancel(context.Background())
 	h, err := master.New(master.Config{FwdMode: "bridge", ClusterMode: "test"}, quiet()).Start(lctx, ops)
 	if err != nil {
@@ -96,7 +120,7 @@ func start(b *testing.B) *server {
 	hs := httptest.NewServer(h)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(func() { tr.CloseIdleConnections(); hs.Close(); lcancel() })
-	return &server{url: hs.URL, client: &http.Client{Transport: tr}, ops: ops}
+	return &server{url: hs.URL, client: &http.Client{Transport: tr}, ops: ops}, st
 }
 
 func (s *server) post(path, body string) error {

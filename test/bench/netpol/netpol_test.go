@@ -16,7 +16,7 @@
 //     divided by 100.
 //
 //     go test -c -o /tmp/npb.test ./test/bench/netpol
-//     flock /tmp/contiv-net.lock env CI=true /tmp/npb.test -test.run '^$' -test.bench . -test.benchtime 1x -test.timeout 15m -test.v
+//     flock /tmp/contiv-nettest.lock env CI=true /tmp/npb.test -test.run '^$' -test.bench . -test.benchtime 1x -test.timeout 15m -test.v
 package netpol
 
 import (

@@ -15,7 +15,7 @@
 //
 // Every run starts its own simulated cluster, so hold the shared lock:
 //
-//	flock /tmp/contiv-net.lock go test ./test/bench/nodescale -run '^$' -bench . -benchtime 1x -timeout 60m \
+//	flock /tmp/contiv-nettest.lock go test ./test/bench/nodescale -run '^$' -bench . -benchtime 1x -timeout 60m \
 //	    -args -nodescale.n 300 -nodescale.extra 100 -nodescale.clients 8
 package nodescale
 
@@ -35,7 +35,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/ovstest"
 	"github.com/contiv/netplugin/test/testbed"

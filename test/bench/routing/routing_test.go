@@ -3,7 +3,7 @@
 // simulated cluster), and how long the router takes to hold 1000 endpoint
 // routes announced by netplugin's speaker (netplugin/bgp).
 //
-//	flock /tmp/contiv-net.lock go test ./test/bench/routing -run '^$' -bench . -benchtime 1x
+//	flock /tmp/contiv-nettest.lock go test ./test/bench/routing -run '^$' -bench . -benchtime 1x
 package routing
 
 import (
@@ -23,7 +23,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/netplugin/bgp"
 	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/testbed"

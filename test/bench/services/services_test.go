@@ -25,7 +25,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/test/bench/benchstat"
 	"github.com/contiv/netplugin/test/ovstest"
 	"github.com/contiv/netplugin/test/testbed"

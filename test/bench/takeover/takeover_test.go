@@ -15,7 +15,8 @@
 // reported too), and reports the new leader's memory peak at that moment and
 // after its leaked-address sweep. It needs no OVS and no namespaces, so it
 // runs without the shared lock; with the default N it takes about two to
-// three minutes:
+// three minutes ($BENCH_PROFILE_DIR: the new leader's heap and goroutine
+// profiles after its sweep are saved there):
 //
 //	go test ./test/bench/takeover -run '^$' -bench Takeover -benchtime 1x -timeout 20m
 //
@@ -267,6 +268,7 @@ func BenchmarkTakeover(b *testing.B) {
 	}
 	waitSweep(b, bp, 5*time.Minute)
 	newMem := readMem(b, bp.PID())
+	saveProfiles(ctx, b, bp, "takeover-new-leader")
 	total, lockWait, termStart := answered.Sub(killed), lockAt.Sub(killed), answered.Sub(lockAt)
 	fmt.Printf("kill -9 of the leader -> write answered by the new leader: %.2f s (lock wait %.2f s, term start %.2f s)\n",
 		total.Seconds(), lockWait.Seconds(), termStart.Seconds())

@@ -1,4 +1,8 @@
-package masterclient_test
+// Package plugincontract_test checks netplugin's client of the /plugin/*
+// API (netplugin/masterclient) against a real netmaster: the two daemons
+// share only the wire types of api/pluginapi, so their agreement is tested
+// here, above both (docs/architecture.md, "Dependency direction").
+package plugincontract_test
 
 import (
 	"context"

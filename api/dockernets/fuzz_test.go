@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
+	"github.com/contiv/netplugin/api/dockernets"
 )
 
 func FuzzParseName(f *testing.F) {

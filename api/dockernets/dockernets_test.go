@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
-	"github.com/contiv/netplugin/netmaster/dockernets/dockernetstest"
+	"github.com/contiv/netplugin/api/dockernets"
+	"github.com/contiv/netplugin/api/dockernets/dockernetstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -3,7 +3,9 @@
 // which flow of which contiv object decided, and whether it was forwarded
 // (to which port or tunnel) or dropped (docs/operations.md, "Packet
 // trace"). The text is parsed, never trusted: any input gives a result or
-// an error, no panic.
+// an error, no panic. It sits under api/ because netctl and netplugin both
+// carry its Request and Result (docs/architecture.md,
+// "Dependency direction").
 package trace
 
 import (

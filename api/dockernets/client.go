@@ -1,7 +1,10 @@
 // Package dockernets keeps Docker networks in step with contiv networks and
 // endpoint groups in docker cluster mode (docs/daemons.md §4.14): a small
 // Docker Engine API client over the unix socket (networks only) and the
-// create/delete rules of the original netmaster.
+// create/delete rules of the original netmaster. It sits under api/ because
+// netmaster, netplugin and the Docker front end (mgmtfn/dockplugin) all name
+// Docker networks by the same rule (docs/architecture.md, "Dependency
+// direction").
 package dockernets
 
 import (

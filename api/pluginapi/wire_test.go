@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/contiv/netplugin/netmaster/pluginapi"
+	"github.com/contiv/netplugin/api/pluginapi"
 )
 
 // Every key of every /plugin/* body is pinned: a renamed field would break

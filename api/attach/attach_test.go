@@ -18,7 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/utils/runtest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/contiv/netplugin/netplugin/attach"
+	"github.com/contiv/netplugin/api/attach"
 )
 
 // FuzzDecodeRequest feeds arbitrary bytes to both request decoders: they

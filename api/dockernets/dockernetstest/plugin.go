@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netmaster/dockernets"
+	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 )
 

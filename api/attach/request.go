@@ -1,6 +1,9 @@
 // Package attach is netplugin's endpoint attach API: the request and result
 // types the CNI and Docker front ends exchange with the agent, an HTTP
-// handler serving them over a unix socket, and its client.
+// handler serving them over a unix socket, and its client. It is a contract
+// package (docs/architecture.md, "Dependency direction"): the front ends
+// under mgmtfn/ and netplugin both import it, neither imports the other's
+// internals.
 //
 // The agent implements Attacher (create the endpoint in netmaster, plumb
 // the OVS port and flows, move the link into the container). This package

@@ -1,4 +1,4 @@
-package masterclient_test
+package plugincontract_test
 
 import (
 	"context"
