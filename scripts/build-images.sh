@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # Builds static, stamped netmaster and netplugin binaries and wraps each in
 # a FROM scratch image with the local Docker Engine (no registry). Usage:
-#   bash scripts/build-images.sh [TAG]     (default TAG: the version)
-# Images: contiv/netmaster:TAG, contiv/netplugin:TAG, contiv/cni-install:TAG. IMAGE_PREFIX
-# overrides "contiv/". docs/operations.md, "Packaging".
+#   bash scripts/build-images.sh [TAG]
+# The version stamped into the binaries (utils/version) and the default
+# TAG is the release of packaging/k8s/VERSION, the tag the Kubernetes
+# manifests reference, so the images this makes are exactly the ones
+# packaging/k8s/contiv.yaml runs (BUILD_VERSION overrides the version).
+# Images: contiv/netmaster:TAG, contiv/netplugin:TAG, contiv/cni-install:TAG
+# (IMAGE_PREFIX overrides "contiv/"); with IMAGE_ARCHIVE=FILE they are also
+# written to FILE with docker save, for `ctr -n k8s.io images import FILE`
+# on every node. docs/operations.md, "Packaging"; docs/k8s.md, "Images".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
-ldflags=$(bash scripts/version.sh)
-version=$(sed -n 's/.*version\.Version=\([^ ]*\).*/\1/p' <<<"$ldflags")
+version=${BUILD_VERSION:-$(tr -d ' \n' <packaging/k8s/VERSION)}
+ldflags=$(BUILD_VERSION=$version bash scripts/version.sh)
 tag=${1:-$version}
 prefix=${IMAGE_PREFIX:-contiv/}
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
+images=()
 for bin in netmaster netplugin; do
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
 	docker build -q -f packaging/docker/Dockerfile --build-arg BIN="$bin" --build-arg VERSION="$version" \
 		-t "$prefix$bin:$tag" "$ctx" >/dev/null
+	images+=("$prefix$bin:$tag")
 	echo "$prefix$bin:$tag"
 done
 # The netplugin DaemonSet's init container (packaging/k8s/contiv.yaml):
@@ -25,4 +33,8 @@ CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/contivk8s" .
 cp /bin/busybox "$ctx/busybox"
 docker build -q -f packaging/docker/Dockerfile.cni-install --build-arg VERSION="$version" \
 	-t "${prefix}cni-install:$tag" "$ctx" >/dev/null
+images+=("${prefix}cni-install:$tag")
 echo "${prefix}cni-install:$tag"
+if [ -n "${IMAGE_ARCHIVE:-}" ]; then
+	docker save -o "$IMAGE_ARCHIVE" "${images[@]}"
+fi
