@@ -178,9 +178,14 @@ if [ "$mode" = main ] || [ "${INSTALL_DEPS_NO_TEST_SERVERS:-${INSTALL_DEPS_NO_CO
 else
 	build_tool consul "$CONSUL_BIN"
 	build_tool kube-apiserver "$KUBE_APISERVER_BIN"
-	build_kube_cmds
-	# CoreDNS runs in a pod: built static.
-	CGO_ENABLED=0 build_tool coredns /usr/local/bin/coredns
+	# The kubelet cluster's commands are needed by test/k8s only:
+	# scripts/test.sh skips them in its first run (INSTALL_DEPS_KUBE_CLUSTER=no)
+	# and builds them in a second run while the other packages' tests run.
+	if [ "${INSTALL_DEPS_KUBE_CLUSTER:-yes}" != no ]; then
+		build_kube_cmds
+		# CoreDNS runs in a pod: built static.
+		CGO_ENABLED=0 build_tool coredns /usr/local/bin/coredns
+	fi
 fi
 # cnitool for the CNI end-to-end tests (TestKubernetesCNI): the version of
 # the CNI library in go.mod, from the Go module proxy, into /usr/local/bin.
