@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,9 +51,21 @@ func (d *Driver) waitLink(ctx context.Context, name string) (netlink.Link, error
 // MTU says nothing about the underlay.
 var mtuIgnoredPrefixes = []string{"docker", "veth", "vport", "vvport", "lo"}
 
+// mtuIgnoredNames are the contiv bridges' own interfaces: on the userspace
+// datapath ovs-vswitchd gives a bridge's interface the lowest MTU of the
+// bridge's ports, endpoint ports included, so counting it would give every
+// new VXLAN endpoint 50 bytes less than the one before (docs/traffic.md,
+// "Jumbo underlay"). The kernel cuts their names to 15 characters.
+var mtuIgnoredNames = []string{kernelIfName(VxlanBridge), kernelIfName(VlanBridge)}
+
+// kernelIfName is the name the kernel gives an interface OVS creates for
+// name: at most IFNAMSIZ-1 (15) characters.
+func kernelIfName(name string) string { return name[:min(len(name), 15)] }
+
 // EndpointMTU is the MTU for a new endpoint (docs/dataplane.md §1.5): the
 // lowest MTU among the links of h's namespace (nil: the process's own)
-// that are not docker*, veth*, vport*, vvport* or lo*, at most 9000, minus
+// that are not docker*, veth*, vport*, vvport*, lo* or a contiv bridge's
+// own interface, at most 9000, minus
 // 50 for VXLAN networks.
 func EndpointMTU(h *netlink.Handle, vxlan bool) (int, error) {
 	var links []netlink.Link
@@ -87,6 +100,9 @@ func EndpointMTU(h *netlink.Handle, vxlan bool) (int, error) {
 }
 
 func ignoredForMTU(name string) bool {
+	if slices.Contains(mtuIgnoredNames, name) {
+		return true
+	}
 	for _, p := range mtuIgnoredPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
