@@ -150,7 +150,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 		// Links ovs-vswitchd creates for a new bridge appear
 		// asynchronously: the MTU is what the namespace's links say now
 		// that the port exists.
-		if err := d.correctMTU(res.IntfName, mtu, spec.Bridge == VxlanBridge); err != nil {
+		if err := d.correctMTU(res.IntfName, res.PortName, mtu, spec.Bridge == VxlanBridge); err != nil {
 			return fail(err)
 		}
 	}
@@ -175,14 +175,17 @@ func (d *Driver) deleteStalePort(ctx context.Context, name string) error {
 
 // addVeth creates the veth pair in one netlink request: the OVS side up
 // (without IPv6 addresses, see quietIPv6), the container side (down) with
-// its MTU and MAC (nil: the kernel's).
+// its MAC (nil: the kernel's), both ends with the endpoint's MTU. A veth
+// drops a frame larger than its receiving end's MTU, so an OVS side left
+// at the kernel's 1500 would drop every full-size packet of an endpoint
+// on a jumbo underlay (docs/traffic.md, "Jumbo underlay").
 // Every link change in its namespace makes ovs-vswitchd reconfigure all
 // bridges and revalidate every datapath flow, work that grows with the
 // number of ports; one request is one such change where creating, raising
 // and configuring the ends one by one were four. (correctMTU may add one
 // when the namespace's MTU changed meanwhile.)
 func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr) error {
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ovsName, Flags: net.FlagUp},
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ovsName, Flags: net.FlagUp, MTU: mtu},
 		PeerName: contName, PeerMTU: uint32(mtu), PeerHardwareAddr: mac}
 	if err := d.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth pair %s/%s: %w", contName, ovsName, err)
@@ -190,20 +193,27 @@ func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr
 	return d.quietIPv6(ovsName)
 }
 
-// correctMTU sets the container side's MTU again when EndpointMTU no
-// longer gives the one it was created with (rarely: only the links of a
-// bridge created a moment ago can change it).
-func (d *Driver) correctMTU(name string, created int, vxlan bool) error {
+// correctMTU sets both ends' MTU again when EndpointMTU no longer gives the
+// one they were created with (rarely: only the links of a bridge created a
+// moment ago can change it). The OVS side is raised first and lowered
+// last, so it never holds less than the container side.
+func (d *Driver) correctMTU(contName, ovsName string, created int, vxlan bool) error {
 	mtu, err := EndpointMTU(d.nl, vxlan)
 	if err != nil || mtu == created {
 		return err
 	}
-	link, err := d.nl.LinkByName(name)
-	if err != nil {
-		return fmt.Errorf("look up link %q: %w", name, err)
+	names := []string{ovsName, contName}
+	if mtu < created {
+		names = []string{contName, ovsName}
 	}
-	if err := d.nl.LinkSetMTU(link, mtu); err != nil {
-		return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+	for _, name := range names {
+		link, err := d.nl.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("look up link %q: %w", name, err)
+		}
+		if err := d.nl.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 
@@ -92,6 +93,9 @@ func TestEndpointCreateDelete(t *testing.T) {
 	}
 	if ovsSide.Attrs().Flags&net.FlagUp == 0 {
 		t.Error("vvport1 is not up")
+	}
+	if ovsSide.Attrs().MTU != wantMTU {
+		t.Errorf("vvport1 MTU %d, want the endpoint's %d", ovsSide.Attrs().MTU, wantMTU)
 	}
 
 	if err := d.UpdatePolicing(e.ctx, p.PortName, "1G", 5); err != nil {
@@ -418,6 +422,50 @@ func TestEndpointMTU(t *testing.T) {
 		if got, err := ovsdriver.EndpointMTU(e.nl, vx); err != nil || got != want {
 			t.Errorf("EndpointMTU(vxlan=%v) = %d, %v; want %d", vx, got, err, want)
 		}
+	}
+}
+
+// Both ends of every endpoint veth get the endpoint MTU, and creating
+// endpoints does not lower it for the next ones: ovs-vswitchd lowers the
+// bridge's own interface to its ports' lowest MTU, which EndpointMTU must
+// not count (docs/traffic.md, "Jumbo underlay").
+func TestEndpointMTUStable(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	ensureBridge(t, e, d, ovsdriver.VxlanBridge)
+	var first int
+	for i := range 3 {
+		p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: fmt.Sprintf("ep%d", i), Bridge: ovsdriver.VxlanBridge, Tag: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mtus [2]int
+		for j, name := range []string{p.IntfName, p.PortName} {
+			l, err := e.nl.LinkByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mtus[j] = l.Attrs().MTU
+		}
+		if mtus[0] != mtus[1] {
+			t.Errorf("endpoint %d: container side MTU %d, OVS side %d", i, mtus[0], mtus[1])
+		}
+		if i == 0 {
+			first = mtus[0]
+		} else if mtus[0] != first {
+			t.Errorf("endpoint %d got MTU %d, the first %d", i, mtus[0], first)
+		}
+	}
+	// Once ovs-vswitchd has lowered its bridge's own interface to the
+	// ports' MTU (bounded wait), the next endpoint still gets the same MTU.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if l, err := e.nl.LinkByName(ovsdriver.VxlanBridge[:15]); err == nil && l.Attrs().MTU == first {
+			t.Logf("%s lowered to %d", l.Attrs().Name, first)
+			break
+		}
+	}
+	if got, err := ovsdriver.EndpointMTU(e.nl, true); err != nil || got != first {
+		t.Errorf("EndpointMTU after 3 endpoints = %d, %v; want %d", got, err, first)
 	}
 }
 

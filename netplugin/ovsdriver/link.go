@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,9 +51,24 @@ func (d *Driver) waitLink(ctx context.Context, name string) (netlink.Link, error
 // MTU says nothing about the underlay.
 var mtuIgnoredPrefixes = []string{"docker", "veth", "vport", "vvport", "lo"}
 
+// mtuIgnoredNames are the contiv bridges' own interfaces and the host
+// port contivh0, internal ports all: on the userspace datapath
+// ovs-vswitchd gives an internal port without mtu_request the lowest MTU
+// of its bridge's other ports, endpoint ports included, so counting them
+// would give every new VXLAN endpoint 50 bytes less than the one before
+// (docs/traffic.md, "Jumbo underlay"). The kernel cuts names to 15
+// characters. ovs-netdev and ovs-system, the datapaths' own devices (down,
+// at the kernel's 1500), carry no traffic either.
+var mtuIgnoredNames = []string{kernelIfName(VxlanBridge), kernelIfName(VlanBridge), HostPortName, "ovs-netdev", "ovs-system"}
+
+// kernelIfName is the name the kernel gives an interface OVS creates for
+// name: at most IFNAMSIZ-1 (15) characters.
+func kernelIfName(name string) string { return name[:min(len(name), 15)] }
+
 // EndpointMTU is the MTU for a new endpoint (docs/dataplane.md §1.5): the
 // lowest MTU among the links of h's namespace (nil: the process's own)
-// that are not docker*, veth*, vport*, vvport* or lo*, at most 9000, minus
+// that are not docker*, veth*, vport*, vvport*, lo*, a contiv bridge's
+// own interface, contivh0 or a datapath device (ovs-netdev, ovs-system), at most 9000, minus
 // 50 for VXLAN networks.
 func EndpointMTU(h *netlink.Handle, vxlan bool) (int, error) {
 	var links []netlink.Link
@@ -87,6 +103,9 @@ func EndpointMTU(h *netlink.Handle, vxlan bool) (int, error) {
 }
 
 func ignoredForMTU(name string) bool {
+	if slices.Contains(mtuIgnoredNames, name) {
+		return true
+	}
 	for _, p := range mtuIgnoredPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true

@@ -159,6 +159,16 @@ func (c *Container) UDPEcho(ip string, port int, timeout time.Duration) (dscp in
 	return strconv.Atoi(m[1])
 }
 
+// UDPEchoSize is UDPEcho with a datagram of n payload bytes (the echo
+// answers with n+1), e.g. one that fills the container's MTU.
+func (c *Container) UDPEchoSize(ip string, port, n int, timeout time.Duration) error {
+	addr := ip + ":" + strconv.Itoa(port)
+	if _, err := c.probe("udp", "-addr", addr, "-bytes", strconv.Itoa(n), "-timeout", timeout.String()); err != nil {
+		return fmt.Errorf("UDP %d bytes %s → %s: %w", n, c.Name, addr, err)
+	}
+	return nil
+}
+
 // CheckTraffic sends application traffic from c to the echo (ServeTraffic)
 // at ip:port: a TCP request/response, a 3 MB TCP transfer whose SHA-256
 // must match, and a UDP exchange, each within timeout. It returns every

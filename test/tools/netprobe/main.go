@@ -53,7 +53,7 @@ func run(args []string) error {
 		return serve(split(*tcp), split(*udp), *life)
 	case "tcp", "udp":
 		addr := fs.String("addr", "", "server address host:port")
-		n := fs.Int("bytes", 64, "bytes to send (tcp)")
+		n := fs.Int("bytes", 64, "bytes to send (tcp; udp: the datagram's payload, default a short text)")
 		timeout := fs.Duration("timeout", 10*time.Second, "bound of the whole exchange")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -74,7 +74,13 @@ func run(args []string) error {
 			fmt.Printf("tcp ok: %d bytes echoed by %s, SHA-256 matches (%v)\n", *n, *addr, time.Since(start).Round(time.Millisecond))
 			return nil
 		}
-		tos, err := trafficprobe.UDPEcho(ctx, *addr, []byte("netprobe udp"))
+		payload := []byte("netprobe udp")
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "bytes" {
+				payload = trafficprobe.Payload(*n)
+			}
+		})
+		tos, err := trafficprobe.UDPEcho(ctx, *addr, payload)
 		if err != nil {
 			return err
 		}
