@@ -121,10 +121,28 @@ func BenchmarkFailover(b *testing.B) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	newLeader := waitLeader(b, rest, time.Minute)
-	var agentsAt, epsAt time.Time
+	var agentsAt, epsAt, traced time.Time
+	trace := os.Getenv("FAILOVER_TRACE") != ""
 	for {
 		st, err := ofnetState(ctx, newLeader)
 		now := time.Now()
+		if trace && err == nil && now.Sub(traced) >= time.Second {
+			traced = now
+			queued, sending, retrying, held, resyncs := 0, 0, 0, 0, 0
+			for _, a := range st.AgentStats {
+				queued += a.Queued
+				retrying += a.Retrying
+				resyncs += a.Resyncs
+				if a.Sending {
+					sending++
+				}
+			}
+			for _, a := range agents {
+				held += a.holds()
+			}
+			fmt.Printf("%6.2f s: master %d agents %d endpoints; queued %d, sending %d, retrying %d, resyncs %d; agents hold %d\n",
+				now.Sub(killed).Seconds(), len(st.AgentDb), len(st.EndpointDb), queued, sending, retrying, resyncs, held)
+		}
 		if err == nil {
 			if agentsAt.IsZero() && len(st.AgentDb) >= nAgents {
 				agentsAt = now
@@ -228,8 +246,8 @@ type ofnetStateDoc struct {
 	AgentDb    map[string]json.RawMessage
 	EndpointDb map[string]json.RawMessage
 	AgentStats map[string]struct {
-		Queued, Retrying int
-		Sending          bool
+		Queued, Retrying, Resyncs int
+		Sending                   bool
 	}
 }
 
@@ -404,15 +422,16 @@ func (s *fakeAgentSvc) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
 // fakeBatchAgentSvc also serves OfnetAgent.EndpointAddBatch.
 type fakeBatchAgentSvc struct{ fakeAgentSvc }
 
-// endpointBatch and batchReply have the JSON of ofrpc.OfnetEndpointBatch
-// and ofrpc.OfnetBatchReply (docs/dataplane.md §6.2).
-type endpointBatch struct{ Endpoints []ofrpc.OfnetEndpoint }
+// EndpointBatch and BatchReply have the JSON of ofrpc.OfnetEndpointBatch
+// and ofrpc.OfnetBatchReply (docs/dataplane.md §6.2); net/rpc registers
+// only methods whose argument and reply types are exported.
+type EndpointBatch struct{ Endpoints []ofrpc.OfnetEndpoint }
 
-type batchReply struct {
+type BatchReply struct {
 	Failed []struct{ EndpointID, Error string }
 }
 
-func (s *fakeBatchAgentSvc) EndpointAddBatch(b endpointBatch, reply *batchReply) error {
+func (s *fakeBatchAgentSvc) EndpointAddBatch(b EndpointBatch, reply *BatchReply) error {
 	s.a.mu.Lock()
 	for _, ep := range b.Endpoints {
 		s.a.held[ep.EndpointID] = true
