@@ -2,11 +2,9 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -188,7 +186,7 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 		if !complete {
 			return
 		}
-		if err := call(*j.register, ofrpc.MasterEndpointSync, sync); err != nil && !unknownMethod(err) {
+		if err := call(*j.register, ofrpc.MasterEndpointSync, sync); err != nil && !ofrpc.IsUnknownMethod(err) {
 			a.retry(j, *j.register)
 		}
 	case j.add != nil:
@@ -211,13 +209,6 @@ func (a *Agent) runPush(ctx context.Context, j pushJob) {
 		}
 		a.retry(j, failed...)
 	}
-}
-
-// unknownMethod reports whether a master answered that it has no such
-// method (an upstream master without EndpointSync: nothing to retry).
-func unknownMethod(err error) bool {
-	var remote *ofrpc.RemoteError
-	return errors.As(err, &remote) && strings.HasPrefix(remote.Msg, "rpc: can't find ")
 }
 
 // retry queues another attempt of j for the masters that failed it and are

@@ -361,36 +361,100 @@ func (a *Agent) DelRule(ctx context.Context, r ofrpc.OfnetPolicyRule) error {
 // later than the stored one) are ignored; otherwise the endpoint replaces the stored
 // one. In VXLAN modes its flows wait for its network and its originator's VTEP.
 func (a *Agent) AddRemoteEndpoint(ctx context.Context, ep ofrpc.OfnetEndpoint) error {
-	if ep.OriginatorIp.Equal(a.cfg.LocalIP) {
-		return nil
-	}
-	if (a.vlanDatapath()) != (ep.Vni == 0) {
-		return nil
-	}
-	if ep.EndpointID == "" || ep.IpAddr.To4() == nil {
-		return fmt.Errorf("agent: remote endpoint %q: id and IPv4 address required", ep.EndpointID)
-	}
-	if _, err := net.ParseMAC(ep.MacAddrStr); err != nil {
-		return fmt.Errorf("agent: remote endpoint %q: MAC %q: %w", ep.EndpointID, ep.MacAddrStr, err)
-	}
-	if ep.EndpointGroup < 0 || ep.EndpointGroup > int(pipeline.DstEPGField.Max()) {
-		return fmt.Errorf("agent: remote endpoint %q: EPG id %d out of 0..%d", ep.EndpointID,
-			ep.EndpointGroup, pipeline.DstEPGField.Max())
+	if skip, err := a.checkRemote(ep); skip || err != nil {
+		return err
 	}
 	return a.change(ctx, "add remote endpoint "+ep.EndpointID, func() func() {
-		old, ok := a.remotes[ep.EndpointID]
-		if ok && !ep.Timestamp.After(old.Timestamp) {
+		return a.storeRemoteLocked(ep)
+	})
+}
+
+// checkRemote reports whether ep is to be ignored here (this host's, or of
+// the other encapsulation) or refused.
+func (a *Agent) checkRemote(ep ofrpc.OfnetEndpoint) (skip bool, err error) {
+	if ep.OriginatorIp.Equal(a.cfg.LocalIP) {
+		return true, nil
+	}
+	if (a.vlanDatapath()) != (ep.Vni == 0) {
+		return true, nil
+	}
+	if ep.EndpointID == "" || ep.IpAddr.To4() == nil {
+		return false, fmt.Errorf("agent: remote endpoint %q: id and IPv4 address required", ep.EndpointID)
+	}
+	if _, err := net.ParseMAC(ep.MacAddrStr); err != nil {
+		return false, fmt.Errorf("agent: remote endpoint %q: MAC %q: %w", ep.EndpointID, ep.MacAddrStr, err)
+	}
+	if ep.EndpointGroup < 0 || ep.EndpointGroup > int(pipeline.DstEPGField.Max()) {
+		return false, fmt.Errorf("agent: remote endpoint %q: EPG id %d out of 0..%d", ep.EndpointID,
+			ep.EndpointGroup, pipeline.DstEPGField.Max())
+	}
+	return false, nil
+}
+
+// storeRemoteLocked stores ep unless the stored copy is not older, and
+// returns the undo (nil: nothing changed).
+func (a *Agent) storeRemoteLocked(ep ofrpc.OfnetEndpoint) func() {
+	old, ok := a.remotes[ep.EndpointID]
+	if ok && !ep.Timestamp.After(old.Timestamp) {
+		return nil
+	}
+	a.remotes[ep.EndpointID] = ep
+	return func() {
+		if ok {
+			a.remotes[ep.EndpointID] = old
+		} else {
+			delete(a.remotes, ep.EndpointID)
+		}
+	}
+}
+
+// AddRemoteEndpoints handles OfnetAgent.EndpointAddBatch: each endpoint as
+// AddRemoteEndpoint would, but with one switch sync for the whole batch (a
+// replay of thousands of endpoints would otherwise recompute the flows
+// thousands of times). When that sync fails, the endpoints are tried one by
+// one, so one the switch refuses does not fail the others. It returns the
+// endpoints not added and why.
+func (a *Agent) AddRemoteEndpoints(ctx context.Context, eps []ofrpc.OfnetEndpoint) []ofrpc.OfnetBatchFailure {
+	var failed []ofrpc.OfnetBatchFailure
+	var ok []ofrpc.OfnetEndpoint
+	for _, ep := range eps {
+		skip, err := a.checkRemote(ep)
+		switch {
+		case err != nil:
+			failed = append(failed, ofrpc.OfnetBatchFailure{EndpointID: ep.EndpointID, Error: err.Error()})
+		case !skip:
+			ok = append(ok, ep)
+		}
+	}
+	if len(ok) == 0 {
+		return failed
+	}
+	err := a.change(ctx, fmt.Sprintf("add %d remote endpoints", len(ok)), func() func() {
+		var undos []func()
+		for _, ep := range ok {
+			if u := a.storeRemoteLocked(ep); u != nil {
+				undos = append(undos, u)
+			}
+		}
+		if len(undos) == 0 {
 			return nil
 		}
-		a.remotes[ep.EndpointID] = ep
 		return func() {
-			if ok {
-				a.remotes[ep.EndpointID] = old
-			} else {
-				delete(a.remotes, ep.EndpointID)
+			for i := len(undos) - 1; i >= 0; i-- {
+				undos[i]()
 			}
 		}
 	})
+	if err == nil {
+		return failed
+	}
+	a.log.WithError(err).WithField("endpoints", len(ok)).Warn("agent: batch of remote endpoints failed: adding them one by one")
+	for _, ep := range ok {
+		if err := a.AddRemoteEndpoint(ctx, ep); err != nil {
+			failed = append(failed, ofrpc.OfnetBatchFailure{EndpointID: ep.EndpointID, Error: err.Error()})
+		}
+	}
+	return failed
 }
 
 // RemoveRemoteEndpoint handles OfnetAgent.EndpointDel: unknown ids and deletions

@@ -36,6 +36,16 @@ func (s *OfnetAgentService) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) err
 	return s.a.AddRemoteEndpoint(ctx, ep)
 }
 
+// EndpointAddBatch installs remote endpoints with one switch sync (this
+// project's addition, docs/dataplane.md §6.2); the reply lists those not
+// added.
+func (s *OfnetAgentService) EndpointAddBatch(b ofrpc.OfnetEndpointBatch, reply *ofrpc.OfnetBatchReply) error {
+	ctx, cancel := rpcCtx()
+	defer cancel()
+	reply.Failed = s.a.AddRemoteEndpoints(ctx, b.Endpoints)
+	return nil
+}
+
 // EndpointDel removes a remote endpoint.
 func (s *OfnetAgentService) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
 	ctx, cancel := rpcCtx()

@@ -37,14 +37,31 @@ type fakeAgent struct {
 	rules   map[string]ofrpc.OfnetPolicyRule
 	gate    chan struct{} // when set, EndpointAdd waits for it to close
 	changed chan struct{}
+	// refuse makes the agent's methods fail for an endpoint or rule id
+	// this many more times (as a real agent whose switch is down).
+	refuse map[string]int
+	// batches records the size of each EndpointAddBatch call; the
+	// method exists only when batch is set (batchAgentSvc).
+	batch   bool
+	batches []int
 
 	cancel context.CancelFunc
 	done   chan error
 }
 
-// startAgent serves a fake agent on ip (a loopback address) and a free
-// port; it is stopped at cleanup.
+// startBatchAgent is startAgent for an agent with EndpointAddBatch.
+func startBatchAgent(t *testing.T, ip string) *fakeAgent {
+	return startAgentOpt(t, ip, true)
+}
+
+// startAgent serves a fake agent (without EndpointAddBatch, as an older
+// agent) on ip (a loopback address) and a free port; it is stopped at
+// cleanup.
 func startAgent(t *testing.T, ip string) *fakeAgent {
+	return startAgentOpt(t, ip, false)
+}
+
+func startAgentOpt(t *testing.T, ip string, batch bool) *fakeAgent {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
@@ -53,7 +70,7 @@ func startAgent(t *testing.T, ip string) *fakeAgent {
 	a := &fakeAgent{t: t, node: ofrpc.OfnetNode{HostAddr: ip, HostPort: uint16(ln.Addr().(*net.TCPAddr).Port)},
 		pool: ofrpc.NewPool(ofrpc.WithDialAttempts(2), ofrpc.WithDialInterval(10*time.Millisecond)),
 		eps:  map[string]ofrpc.OfnetEndpoint{}, rules: map[string]ofrpc.OfnetPolicyRule{},
-		changed: make(chan struct{}, 1)}
+		changed: make(chan struct{}, 1), refuse: map[string]int{}, batch: batch}
 	a.serve(ln)
 	t.Cleanup(func() {
 		a.stop()
@@ -65,9 +82,13 @@ func startAgent(t *testing.T, ip string) *fakeAgent {
 func (a *fakeAgent) serve(ln net.Listener) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel, a.done = cancel, make(chan error, 1)
+	var svc any = &agentSvc{a}
+	if a.batch {
+		svc = &batchAgentSvc{agentSvc{a}}
+	}
 	go func() {
 		a.done <- ofrpc.Serve(ctx, ln, map[string]any{
-			ofrpc.ServiceAgent:  &agentSvc{a},
+			ofrpc.ServiceAgent:  svc,
 			ofrpc.ServicePolicy: &policySvc{a},
 		})
 	}()
@@ -201,6 +222,15 @@ func (s *agentSvc) AddMaster(n ofrpc.OfnetNode, reply *bool) error {
 	return nil
 }
 
+// refusedLocked reports (and counts down) a refusal for id.
+func (a *fakeAgent) refusedLocked(id string) error {
+	if a.refuse[id] <= 0 {
+		return nil
+	}
+	a.refuse[id]--
+	return fmt.Errorf("switch not connected (%s)", id)
+}
+
 func (s *agentSvc) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
 	a := s.a
 	a.mu.Lock()
@@ -212,11 +242,18 @@ func (s *agentSvc) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(ofrpc.AgentEndpointAdd, ep)
+	if err := a.refusedLocked(ep.EndpointID); err != nil {
+		return err
+	}
+	a.addLocked(ep)
+	*reply = true
+	return nil
+}
+
+func (a *fakeAgent) addLocked(ep ofrpc.OfnetEndpoint) {
 	if old, ok := a.eps[ep.EndpointID]; !ok || old.Timestamp.Before(ep.Timestamp) {
 		a.eps[ep.EndpointID] = ep
 	}
-	*reply = true
-	return nil
 }
 
 func (s *agentSvc) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
@@ -224,8 +261,39 @@ func (s *agentSvc) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(ofrpc.AgentEndpointDel, ep)
+	if err := a.refusedLocked(ep.EndpointID); err != nil {
+		return err
+	}
 	delete(a.eps, ep.EndpointID)
 	*reply = true
+	return nil
+}
+
+// batchAgentSvc is an agent with EndpointAddBatch.
+type batchAgentSvc struct{ agentSvc }
+
+// EndpointAddBatch records each endpoint as an EndpointAdd call (so call
+// sequences compare with those of an agent without batches) and the
+// batch's size.
+func (s *batchAgentSvc) EndpointAddBatch(b ofrpc.OfnetEndpointBatch, reply *ofrpc.OfnetBatchReply) error {
+	a := s.a
+	a.mu.Lock()
+	gate := a.gate
+	a.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.batches = append(a.batches, len(b.Endpoints))
+	for _, ep := range b.Endpoints {
+		a.record(ofrpc.AgentEndpointAdd, ep)
+		if err := a.refusedLocked(ep.EndpointID); err != nil {
+			reply.Failed = append(reply.Failed, ofrpc.OfnetBatchFailure{EndpointID: ep.EndpointID, Error: err.Error()})
+			continue
+		}
+		a.addLocked(ep)
+	}
 	return nil
 }
 
@@ -250,6 +318,9 @@ func (s *policySvc) AddRule(r ofrpc.OfnetPolicyRule, reply *bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(ofrpc.PolicyAddRule, r)
+	if err := a.refusedLocked(r.RuleId); err != nil {
+		return err
+	}
 	if old, ok := a.rules[r.RuleId]; ok && old != r {
 		return errors.New("Rule already exists")
 	}
@@ -263,6 +334,9 @@ func (s *policySvc) DelRule(r ofrpc.OfnetPolicyRule, reply *bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(ofrpc.PolicyDelRule, r)
+	if err := a.refusedLocked(r.RuleId); err != nil {
+		return err
+	}
 	if _, ok := a.rules[r.RuleId]; !ok {
 		return errors.New("Rule does not exist")
 	}

@@ -42,6 +42,11 @@ type Config struct {
 	QueueLen int
 	// CallTimeout bounds one call to an agent. 0: DefaultCallTimeout.
 	CallTimeout time.Duration
+	// RetryMin and RetryMax bound the sender's pauses, which double from
+	// RetryMin: before a full replay to an agent that could not be
+	// reached, and before a call the agent refused is made again.
+	// 0: 1 s and 30 s.
+	RetryMin, RetryMax time.Duration
 	// Limits bound the tables and the RPC server.
 	Limits Limits
 }
@@ -84,6 +89,12 @@ func New(cfg Config) *Master {
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.RetryMin <= 0 {
+		cfg.RetryMin = retryMin
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = max(retryMax, cfg.RetryMin)
 	}
 	if cfg.Limits.MaxNodes <= 0 {
 		cfg.Limits.MaxNodes = DefaultMaxNodes
@@ -183,9 +194,15 @@ type AgentStats struct {
 	// KeptDeletions counts deletions of dropped backlogs waiting for the
 	// next replay.
 	KeptDeletions int
-	Sent          map[string]uint64 // successful calls per method
-	Failed        map[string]uint64 // failed calls per method
-	Resyncs       uint64            // full replays (registration, overflow, unreachable)
+	// Retrying counts calls the agent refused that wait to be made again.
+	Retrying int
+	// Sending: a replay or calls are being delivered. The agent has all
+	// of the master's state once Queued, Retrying are 0 and Sending is
+	// false.
+	Sending bool
+	Sent    map[string]uint64 // successful calls per method
+	Failed  map[string]uint64 // failed calls per method (unreachable or refused)
+	Resyncs uint64            // full replays (registration, overflow, unreachable)
 }
 
 // State returns a copy of the master's tables.
@@ -262,6 +279,42 @@ func (m *Master) snapshot(host string) []message {
 	}
 	for _, r := range rules {
 		out = append(out, message{method: ofrpc.PolicyAddRule, arg: r})
+	}
+	return out
+}
+
+// current keeps the refused calls that still say what the master holds:
+// an add of the endpoint or rule as stored, a deletion of one no longer
+// stored (or stored again with another content or an older timestamp). A
+// call the state has moved past is dropped: what changed it was queued
+// to the agent after it.
+func (m *Master) current(msgs []message) []message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := msgs[:0]
+	for _, msg := range msgs {
+		keep := true
+		switch arg := msg.arg.(type) {
+		case ofrpc.OfnetEndpoint:
+			held, ok := m.endpoints[arg.EndpointID]
+			switch msg.method {
+			case ofrpc.AgentEndpointAdd:
+				keep = ok && held.Timestamp.Equal(arg.Timestamp)
+			case ofrpc.AgentEndpointDel:
+				keep = !ok || !held.Timestamp.After(arg.Timestamp)
+			}
+		case ofrpc.OfnetPolicyRule:
+			held, ok := m.rules[arg.RuleId]
+			switch msg.method {
+			case ofrpc.PolicyAddRule:
+				keep = ok && held == arg
+			case ofrpc.PolicyDelRule:
+				keep = !ok || held != arg
+			}
+		}
+		if keep {
+			out = append(out, msg)
+		}
 	}
 	return out
 }

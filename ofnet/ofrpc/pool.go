@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/rpc"
 	"net/rpc/jsonrpc"
+	"strings"
 	"sync"
 	"time"
 )
@@ -24,6 +25,15 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string {
 	return fmt.Sprintf("ofrpc: %s on %s: %s", e.Method, e.Addr, e.Msg)
+}
+
+// IsUnknownMethod reports whether err is a server's answer that it has no
+// such service or method: net/rpc answers "rpc: can't find service X" or
+// "rpc: can't find method X" (an older peer without one of this project's
+// additions).
+func IsUnknownMethod(err error) bool {
+	var remote *RemoteError
+	return errors.As(err, &remote) && strings.HasPrefix(remote.Msg, "rpc: can't find ")
 }
 
 // Defaults of the dial policy (docs/dataplane.md §6: 5 attempts 1 s apart).

@@ -57,6 +57,16 @@ func TestRemoteErrors(t *testing.T) {
 	if !errors.As(err, &re) || !strings.Contains(re.Msg, "can't find service") {
 		t.Fatalf("unknown service: got %v", err)
 	}
+	if !ofrpc.IsUnknownMethod(err) {
+		t.Fatalf("IsUnknownMethod(%v) = false", err)
+	}
+	err = p.Call(ctx, s.addr, "Echo.Nope", "x", &ok)
+	if !ofrpc.IsUnknownMethod(err) || !strings.Contains(err.Error(), "can't find method") {
+		t.Fatalf("unknown method: got %v", err)
+	}
+	if err := p.Call(ctx, s.addr, "Echo.Fail", "r1", &ok); ofrpc.IsUnknownMethod(err) {
+		t.Fatalf("IsUnknownMethod(%v) = true for a method's own error", err)
+	}
 	// The connection survives remote errors.
 	var out string
 	if err := p.Call(ctx, s.addr, "Echo.Echo", "still", &out); err != nil || out != "echo:still" {

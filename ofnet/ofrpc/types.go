@@ -34,8 +34,11 @@ const (
 	AgentAddMaster   = ServiceAgent + ".AddMaster"
 	AgentEndpointAdd = ServiceAgent + ".EndpointAdd"
 	AgentEndpointDel = ServiceAgent + ".EndpointDel"
-	AgentInjectGARPs = ServiceAgent + ".InjectGARPs"
-	AgentDummyRpc    = ServiceAgent + ".DummyRpc"
+	// AgentEndpointAddBatch is this project's addition (OfnetEndpointBatch):
+	// many EndpointAdd calls in one round trip.
+	AgentEndpointAddBatch = ServiceAgent + ".EndpointAddBatch"
+	AgentInjectGARPs      = ServiceAgent + ".InjectGARPs"
+	AgentDummyRpc         = ServiceAgent + ".DummyRpc"
 
 	PolicyAddRule = ServicePolicy + ".AddRule"
 	PolicyDelRule = ServicePolicy + ".DelRule"
@@ -101,6 +104,28 @@ type OfnetEndpointSync struct {
 	Node        OfnetNode
 	EndpointIDs []string
 	Timestamp   time.Time
+}
+
+// OfnetEndpointBatch is the argument of OfnetAgent.EndpointAddBatch (this
+// project's addition): endpoints to add in order, each exactly as one
+// OfnetAgent.EndpointAdd would (docs/dataplane.md §6.2). A sender keeps
+// the encoded batch well under the server's message bound
+// (Limits.MaxMessageBytes).
+type OfnetEndpointBatch struct {
+	Endpoints []OfnetEndpoint
+}
+
+// OfnetBatchReply is the reply of OfnetAgent.EndpointAddBatch: the
+// endpoints the agent could not add, with its reason (none: all were
+// added). An error of the call itself means none was.
+type OfnetBatchReply struct {
+	Failed []OfnetBatchFailure
+}
+
+// OfnetBatchFailure is one endpoint of a batch the agent refused.
+type OfnetBatchFailure struct {
+	EndpointID string
+	Error      string
 }
 
 // OfnetPolicyRule is one directional policy rule (docs/dataplane.md §4.3).

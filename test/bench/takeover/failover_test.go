@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,8 +34,14 @@ import (
 //   - write: the first write (a network create) answered by a survivor;
 //   - agents: every agent registered with the new leader's ofnet master
 //     (all agents follow the new leader);
-//   - endpoints: the new ofnet master holds every endpoint again and its
-//     queues to the agents are empty (the datapath state converged).
+//   - converged: the new ofnet master holds every endpoint again, has
+//     nothing queued, waiting for a retry or being sent to any agent, and
+//     every agent holds every endpoint of the other agents (the datapath
+//     state is complete).
+//
+// The agents take OfnetAgent.EndpointAddBatch as ofnet's agent does; with
+// $FAILOVER_NO_BATCH=1 they lack it, as an older agent (the master then
+// sends one call per endpoint).
 //
 // With $BENCH_PROFILE_DIR set it saves the new leader's heap and goroutine
 // profiles there at convergence. The goal is at most 2 × the lock TTL for
@@ -47,6 +52,7 @@ import (
 func BenchmarkFailover(b *testing.B) {
 	n := envInt(b, "FAILOVER_ENDPOINTS", 10000)
 	nAgents := envInt(b, "FAILOVER_AGENTS", 16)
+	noBatch := envInt(b, "FAILOVER_NO_BATCH", 0) != 0
 	ttl := time.Duration(envInt(b, "TAKEOVER_TTL", 2)) * time.Second
 	parts := split(n)
 	if len(parts) > maxNets {
@@ -85,9 +91,9 @@ func BenchmarkFailover(b *testing.B) {
 	// The agents; endpoint i belongs to agent i % nAgents.
 	agents := make([]*fakeAgent, nAgents)
 	for k := range agents {
-		agents[k] = startFakeAgent(ctx, b, kv, k, nAgents, n)
+		agents[k] = startFakeAgent(ctx, b, kv, k, nAgents, n, !noBatch)
 	}
-	if err := waitConverged(ctx, leader, nAgents, n, 10*time.Minute); err != nil {
+	if err := waitConverged(ctx, leader, agents, n, 10*time.Minute); err != nil {
 		b.Fatalf("first leader: %v", err)
 	}
 	fmt.Printf("first leader %s holds %d agents and %d endpoints\n", leader.Addr, nAgents, n)
@@ -115,15 +121,33 @@ func BenchmarkFailover(b *testing.B) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	newLeader := waitLeader(b, rest, time.Minute)
-	var agentsAt, epsAt time.Time
+	var agentsAt, epsAt, traced time.Time
+	trace := os.Getenv("FAILOVER_TRACE") != ""
 	for {
 		st, err := ofnetState(ctx, newLeader)
 		now := time.Now()
+		if trace && err == nil && now.Sub(traced) >= time.Second {
+			traced = now
+			queued, sending, retrying, held, resyncs := 0, 0, 0, 0, 0
+			for _, a := range st.AgentStats {
+				queued += a.Queued
+				retrying += a.Retrying
+				resyncs += a.Resyncs
+				if a.Sending {
+					sending++
+				}
+			}
+			for _, a := range agents {
+				held += a.holds()
+			}
+			fmt.Printf("%6.2f s: master %d agents %d endpoints; queued %d, sending %d, retrying %d, resyncs %d; agents hold %d\n",
+				now.Sub(killed).Seconds(), len(st.AgentDb), len(st.EndpointDb), queued, sending, retrying, resyncs, held)
+		}
 		if err == nil {
 			if agentsAt.IsZero() && len(st.AgentDb) >= nAgents {
 				agentsAt = now
 			}
-			if !agentsAt.IsZero() && st.converged(nAgents, n) {
+			if !agentsAt.IsZero() && st.converged(agents, n) {
 				epsAt = now
 				break
 			}
@@ -221,16 +245,26 @@ func waitLeader(b testing.TB, ps []*nmproc.Proc, within time.Duration) *nmproc.P
 type ofnetStateDoc struct {
 	AgentDb    map[string]json.RawMessage
 	EndpointDb map[string]json.RawMessage
-	AgentStats map[string]struct{ Queued int }
+	AgentStats map[string]struct {
+		Queued, Retrying, Resyncs int
+		Sending                   bool
+	}
 }
 
-// converged: every agent and endpoint known, nothing queued.
-func (s ofnetStateDoc) converged(agents, eps int) bool {
-	if len(s.AgentDb) < agents || len(s.EndpointDb) < eps {
+// converged: every agent and endpoint known, nothing queued, waiting for
+// a retry or being sent, and every agent holds every other agent's
+// endpoints.
+func (s ofnetStateDoc) converged(agents []*fakeAgent, eps int) bool {
+	if len(s.AgentDb) < len(agents) || len(s.EndpointDb) < eps {
 		return false
 	}
 	for _, a := range s.AgentStats {
-		if a.Queued > 0 {
+		if a.Queued > 0 || a.Retrying > 0 || a.Sending {
+			return false
+		}
+	}
+	for _, a := range agents {
+		if a.holds() != eps-len(a.eps) {
 			return false
 		}
 	}
@@ -259,8 +293,9 @@ func ofnetState(ctx context.Context, p *nmproc.Proc) (ofnetStateDoc, error) {
 	return s, nil
 }
 
-// waitConverged waits until p's ofnet master holds the agents and endpoints.
-func waitConverged(ctx context.Context, p *nmproc.Proc, agents, eps int, within time.Duration) error {
+// waitConverged waits until p's ofnet master holds the agents and
+// endpoints and the agents hold them too.
+func waitConverged(ctx context.Context, p *nmproc.Proc, agents []*fakeAgent, eps int, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var last ofnetStateDoc
 	var err error
@@ -278,9 +313,15 @@ type fakeAgent struct {
 	node   ofrpc.OfnetNode
 	pool   *ofrpc.Pool
 	eps    []ofrpc.OfnetEndpoint
-	got    atomic.Int64 // EndpointAdd calls received
 	mu     sync.Mutex
 	lastAM time.Time
+	held   map[string]bool // remote endpoints received and not deleted
+}
+
+func (a *fakeAgent) holds() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.held)
 }
 
 func (a *fakeAgent) lastAddMaster() time.Time {
@@ -291,7 +332,7 @@ func (a *fakeAgent) lastAddMaster() time.Time {
 
 // startFakeAgent serves agent k on 127.0.1.(k+1) and registers it; its
 // endpoints are those i < n with i % of == k.
-func startFakeAgent(ctx context.Context, b testing.TB, reg objdb.ServiceRegistry, k, of, n int) *fakeAgent {
+func startFakeAgent(ctx context.Context, b testing.TB, reg objdb.ServiceRegistry, k, of, n int, batch bool) *fakeAgent {
 	b.Helper()
 	ip := fmt.Sprintf("127.0.1.%d", k+1)
 	ln, err := net.Listen("tcp", ip+":0")
@@ -299,7 +340,8 @@ func startFakeAgent(ctx context.Context, b testing.TB, reg objdb.ServiceRegistry
 		b.Fatalf("agent %d: %v", k, err)
 	}
 	a := &fakeAgent{node: ofrpc.OfnetNode{HostAddr: ip, HostPort: uint16(ln.Addr().(*net.TCPAddr).Port)},
-		pool: ofrpc.NewPool(ofrpc.WithDialAttempts(3), ofrpc.WithDialInterval(100*time.Millisecond))}
+		pool: ofrpc.NewPool(ofrpc.WithDialAttempts(3), ofrpc.WithDialInterval(100*time.Millisecond)),
+		held: map[string]bool{}}
 	ts := time.Now()
 	for i := k; i < n; i += of {
 		addr := net.IPv4(198, 18, byte(i>>8), byte(i))
@@ -311,7 +353,11 @@ func startFakeAgent(ctx context.Context, b testing.TB, reg objdb.ServiceRegistry
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ofrpc.Serve(sctx, ln, map[string]any{ofrpc.ServiceAgent: &fakeAgentSvc{ctx: sctx, a: a}, ofrpc.ServicePolicy: &fakePolicySvc{}})
+		var svc any = &fakeAgentSvc{ctx: sctx, a: a}
+		if batch {
+			svc = &fakeBatchAgentSvc{fakeAgentSvc{ctx: sctx, a: a}}
+		}
+		ofrpc.Serve(sctx, ln, map[string]any{ofrpc.ServiceAgent: svc, ofrpc.ServicePolicy: &fakePolicySvc{}})
 	}()
 	info := objdb.ServiceInfo{ServiceName: server.ServiceNetplugin, HostAddr: ip, Port: int(a.node.HostPort), Hostname: fmt.Sprintf("host%d", k), TTL: 10}
 	if err := reg.RegisterService(ctx, info); err != nil {
@@ -358,13 +404,39 @@ func (s *fakeAgentSvc) AddMaster(m ofrpc.OfnetNode, reply *bool) error {
 }
 
 func (s *fakeAgentSvc) EndpointAdd(ep ofrpc.OfnetEndpoint, reply *bool) error {
-	s.a.got.Add(1)
+	s.a.mu.Lock()
+	s.a.held[ep.EndpointID] = true
+	s.a.mu.Unlock()
 	*reply = true
 	return nil
 }
 
 func (s *fakeAgentSvc) EndpointDel(ep ofrpc.OfnetEndpoint, reply *bool) error {
+	s.a.mu.Lock()
+	delete(s.a.held, ep.EndpointID)
+	s.a.mu.Unlock()
 	*reply = true
+	return nil
+}
+
+// fakeBatchAgentSvc also serves OfnetAgent.EndpointAddBatch.
+type fakeBatchAgentSvc struct{ fakeAgentSvc }
+
+// EndpointBatch and BatchReply have the JSON of ofrpc.OfnetEndpointBatch
+// and ofrpc.OfnetBatchReply (docs/dataplane.md §6.2); net/rpc registers
+// only methods whose argument and reply types are exported.
+type EndpointBatch struct{ Endpoints []ofrpc.OfnetEndpoint }
+
+type BatchReply struct {
+	Failed []struct{ EndpointID, Error string }
+}
+
+func (s *fakeBatchAgentSvc) EndpointAddBatch(b EndpointBatch, reply *BatchReply) error {
+	s.a.mu.Lock()
+	for _, ep := range b.Endpoints {
+		s.a.held[ep.EndpointID] = true
+	}
+	s.a.mu.Unlock()
 	return nil
 }
 
