@@ -324,9 +324,16 @@ func TestCluster(t *testing.T) {
 				}
 			}
 		}
-		after, err := cs.CoreV1().Pods("default").Get(ctx, before.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+		// A restarted kubelet starts every pod's readiness at false until a
+		// probe passes (the node → pod path): wait for it, bounded.
+		var after *corev1.Pod
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
+			if after, err = cs.CoreV1().Pods("default").Get(ctx, before.Name, metav1.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if testbed.PodReady(after) || time.Now().After(deadline) {
+				break
+			}
 		}
 		if !testbed.PodReady(after) || after.Status.PodIP != before.Status.PodIP {
 			t.Errorf("pod %s after the reboot: ready %v, address %s (was %s)", after.Name, testbed.PodReady(after), after.Status.PodIP, before.Status.PodIP)
