@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contiv/netplugin/netplugin/follow"
 	"net"
 	"strconv"
 	"sync"
@@ -213,11 +214,11 @@ func (d *Daemon) vtepService() objdb.ServiceInfo {
 func (d *Daemon) takeOverVtep(ctx context.Context, wg *sync.WaitGroup) (info objdb.ServiceInfo, early bool) {
 	info = d.vtepService()
 	live, err := d.store.GetService(ctx, info.ServiceName)
-	early = err == nil && containsInstance(live, info)
+	early = err == nil && follow.ContainsInstance(live, info)
 	if early {
 		d.log.Info("taking over the previous run's netplugin.vtep registration before the replay")
 		goRun(ctx, wg, func(ctx context.Context) {
-			keepRegistered(ctx, d.store, []objdb.ServiceInfo{info}, d.cfg.ServiceTTL/2, d.log)
+			follow.KeepRegistered(ctx, d.store, []objdb.ServiceInfo{info}, d.cfg.ServiceTTL/2, d.log)
 		})
 	}
 	return info, early
@@ -229,18 +230,18 @@ func (d *Daemon) takeOverVtep(ctx context.Context, wg *sync.WaitGroup) (info obj
 func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error {
 	d.want = d.newDesired()
 	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
-	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
-	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
+	nets.Resyncs, groups.Resyncs = d.met.resyncCounter(nets.Name()), d.met.resyncCounter(groups.Name())
+	eps.Resyncs, glob.Resyncs = d.met.resyncCounter(eps.Name()), d.met.resyncCounter(glob.Name())
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
 	// Cluster membership: this host's node record, then everyone's, before
 	// the peers follower decides which tunnels stay (peers.go).
 	goRun(ctx, wg, d.keepNodeRecord)
-	if err := d.want.nodes.sync(ctx); err != nil {
+	if err := d.want.nodes.Sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the node records")
 	}
-	if err := d.want.bgp.sync(ctx); err != nil {
+	if err := d.want.bgp.Sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
 	}
 	d.rec.Drain(ctx)
@@ -250,10 +251,10 @@ func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error 
 // replayServices replays services and their providers (docs/services.md)
 // and drains the queue.
 func (d *Daemon) replayServices(ctx context.Context) error {
-	if err := d.want.svcs.sync(ctx); err != nil {
+	if err := d.want.svcs.Sync(ctx); err != nil {
 		return fmt.Errorf("replay services: %w", err)
 	}
-	if err := d.want.provs.sync(ctx); err != nil {
+	if err := d.want.provs.Sync(ctx); err != nil {
 		return fmt.Errorf("replay service providers: %w", err)
 	}
 	d.rec.Drain(ctx)
@@ -270,10 +271,10 @@ func (d *Daemon) startDockerSync(ctx context.Context, wg *sync.WaitGroup, errc c
 	if err != nil || docknets == nil {
 		return err
 	}
-	if err := docknets.sync(ctx); err != nil {
+	if err := docknets.Sync(ctx); err != nil {
 		return fmt.Errorf("read docker network mappings: %w", err)
 	}
-	goRun(ctx, wg, docknets.run)
+	goRun(ctx, wg, docknets.Run)
 	return nil
 }
 
@@ -288,23 +289,23 @@ func (d *Daemon) register(ctx context.Context, wg *sync.WaitGroup, vtepInfo objd
 		infos = append(infos, vtepInfo)
 	}
 	goRun(ctx, wg, func(ctx context.Context) {
-		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
+		follow.KeepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
 	})
 }
 
 // startFollowers serves the queue and starts the store and service
 // followers, which only enqueue reconcile keys, and the background loops.
 func (d *Daemon) startFollowers(ctx context.Context, wg *sync.WaitGroup) {
-	masters := &serviceFollower{name: "netmaster.rpc", reg: d.store, add: d.masterAdd, del: d.masterDel,
-		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
-	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
-		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	masters := &follow.Services{Name: "netmaster.rpc", Reg: d.store, Add: d.masterAdd, Del: d.masterDel,
+		Log: d.log, Retry: d.cfg.StoreRetryDelay, Pause: 100 * time.Millisecond}
+	peers := &follow.Services{Name: "netplugin.vtep", Reg: d.store, Add: d.vtepEvent, Del: d.vtepEvent,
+		Log: d.log, Retry: d.cfg.StoreRetryDelay, Pause: 100 * time.Millisecond, Known: d.existingPeers()}
 	d.want.peers = peers
 	w := d.want
 	goRun(ctx, wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
-	for _, run := range []func(context.Context){masters.run, peers.run, w.nodes.run, w.nets.run, w.groups.run,
-		w.eps.run, w.glob.run, w.bgp.run, w.svcs.run, w.provs.run, d.finishRestart, d.sweepLoop} {
+	for _, run := range []func(context.Context){masters.Run, peers.Run, w.nodes.Run, w.nets.Run, w.groups.Run,
+		w.eps.Run, w.glob.Run, w.bgp.Run, w.svcs.Run, w.provs.Run, d.finishRestart, d.sweepLoop} {
 		goRun(ctx, wg, run)
 	}
 }
@@ -544,7 +545,7 @@ func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
 	defer d.mu.Unlock()
 	for ip := range d.vteps {
 		s := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: d.cfg.VxlanPort}
-		known[serviceKey(s)] = s
+		known[follow.ServiceKey(s)] = s
 	}
 	return known
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/contiv/netplugin/netplugin/follow"
 	"net/http"
 	"sort"
 	"sync"
@@ -29,7 +30,7 @@ func (c Config) dockerMode() bool {
 // startDocker serves the Docker plugin socket and, on a standalone engine,
 // keeps the engine's networks in step with netmaster's docker network
 // mappings.
-func (d *Daemon) startDocker(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (*follower[state.Docknet], error) {
+func (d *Daemon) startDocker(ctx context.Context, wg *sync.WaitGroup, errc chan<- error) (*follow.Follower[state.Docknet], error) {
 	engine := dockernets.NewClient(d.cfg.DockerSocket)
 	swarm := d.cfg.Common.Mode == daemonflags.ModeSwarm
 	scope := dockplugin.ScopeLocal
@@ -55,7 +56,7 @@ func (d *Daemon) startDocker(ctx context.Context, wg *sync.WaitGroup, errc chan<
 	s := &dockerSync{d: d, engine: dockernets.NewClient(d.cfg.DockerSocket), log: d.log.WithField("sync", "docker networks"),
 		want: map[string]*state.Docknet{}, kick: make(chan struct{}, 1)}
 	goRun(ctx, wg, s.run)
-	return newFollower("docknets", d.st.Docknets, handlers[state.Docknet]{put: s.put, del: s.del}, d.log, d.cfg.StoreRetryDelay), nil
+	return follow.New("docknets", d.st.Docknets, follow.Handlers[state.Docknet]{Put: s.put, Del: s.del}, d.log, d.cfg.StoreRetryDelay), nil
 }
 
 // dockerBackend is the agent as the Docker driver sees it.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/contiv/netplugin/netplugin/follow"
 	"sync"
 
 	"github.com/contiv/netplugin/state"
@@ -113,7 +114,7 @@ func (d *Daemon) wantPeer(ip string) bool {
 	if ip == "" || ip == d.cfg.VtepIP {
 		return false
 	}
-	if d.want.peers != nil && d.want.peers.has(ip) {
+	if d.want.peers != nil && d.want.peers.Has(ip) {
 		return true
 	}
 	return d.peerRefs.has(ip)
@@ -142,10 +143,10 @@ func (d *Daemon) endpointPeerDel(ep state.Endpoint) {
 }
 
 // nodeHandlers follow the node records into peerRefs.
-func (d *Daemon) nodeHandlers() handlers[state.Node] {
-	return handlers[state.Node]{
-		put: func(_ context.Context, n state.Node, _ *state.Node) { d.enqueueVteps(d.peerRefs.node(n.ID, n.VtepIP)) },
-		del: func(_ context.Context, n state.Node) { d.enqueueVteps(d.peerRefs.node(n.ID, "")) },
+func (d *Daemon) nodeHandlers() follow.Handlers[state.Node] {
+	return follow.Handlers[state.Node]{
+		Put: func(_ context.Context, n state.Node, _ *state.Node) { d.enqueueVteps(d.peerRefs.node(n.ID, n.VtepIP)) },
+		Del: func(_ context.Context, n state.Node) { d.enqueueVteps(d.peerRefs.node(n.ID, "")) },
 	}
 }
 

@@ -168,9 +168,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	drvFaults.failNext("EnsureVTEP", 3)
 	dpFaults.failNext("AddVtepPort", 2)
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
-	td.want.peers.mu.Lock()
-	td.want.peers.known[serviceKey(peer)] = peer
-	td.want.peers.mu.Unlock()
+	td.want.peers.Set(peer, true)
 	td.vtepEvent(ctx, peer)
 	eventually(t, "VTEP applied", func() bool {
 		td.Daemon.mu.Lock()
@@ -197,12 +195,12 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("add local endpoint: %v\n%s", err, o.Logs())
 	}
-	td.want.eps.apply(ctx, ep.ID, &ep)
+	td.want.eps.Apply(ctx, ep.ID, &ep)
 	if !strings.Contains(ports(t, o), le.Port.PortName) {
 		t.Fatalf("port %s not in OVS", le.Port.PortName)
 	}
 	drvFaults.failNext("DeleteEndpoint", 2)
-	td.want.eps.apply(ctx, ep.ID, nil)
+	td.want.eps.Apply(ctx, ep.ID, nil)
 	eventually(t, "endpoint removed", func() bool {
 		td.Daemon.mu.Lock()
 		defer td.Daemon.mu.Unlock()

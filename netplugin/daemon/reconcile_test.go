@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/contiv/netplugin/netplugin/follow"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,7 +58,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	d.eps = d.newAttachService()
 	d.registerReconcilers()
 	d.want = d.newDesired()
-	d.want.peers = &serviceFollower{name: "netplugin.vtep", known: map[string]objdb.ServiceInfo{}}
+	d.want.peers = &follow.Services{Name: "netplugin.vtep"}
 	return td
 }
 
@@ -105,11 +106,11 @@ func vxlanNet(id string, vlan, vni int) state.Network {
 }
 
 func (td *testDaemon) putNetwork(nw state.Network) {
-	td.want.nets.apply(context.Background(), nw.ID, &nw)
+	td.want.nets.Apply(context.Background(), nw.ID, &nw)
 }
 
 func (td *testDaemon) delNetwork(id string) {
-	td.want.nets.apply(context.Background(), id, nil)
+	td.want.nets.Apply(context.Background(), id, nil)
 }
 
 func TestReconcileNetworkPut(t *testing.T) {
@@ -203,7 +204,7 @@ func (td *testDaemon) localEndpointFor(t *testing.T, id, group string, nw state.
 	if err != nil {
 		t.Fatal(err)
 	}
-	td.want.eps.apply(context.Background(), id, &ep)
+	td.want.eps.Apply(context.Background(), id, &ep)
 	return le
 }
 
@@ -219,7 +220,7 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 	}
 	drv.failNext("DeleteEndpoint", 3)
 	// netmaster deletes the endpoint behind netplugin's back.
-	td.want.eps.apply(context.Background(), "n1.t1-c1", nil)
+	td.want.eps.Apply(context.Background(), "n1.t1-c1", nil)
 	eventually(t, "port and flows gone", func() bool {
 		td.Daemon.mu.Lock()
 		local := td.eps.Has("n1.t1-c1")
@@ -247,7 +248,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
 	g := state.EndpointGroup{Common: state.Common{ID: "web:t1"}, GroupName: "web", TenantName: "t1", NetworkName: "n1"}
-	td.want.groups.apply(context.Background(), g.ID, &g)
+	td.want.groups.Apply(context.Background(), g.ID, &g)
 	eventually(t, "group known", func() bool {
 		td.Daemon.mu.Lock()
 		defer td.Daemon.mu.Unlock()
@@ -258,7 +259,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 	drv.failNext("UpdatePolicing", 2)
 	vx.failNext("UpdateLocalEndpoint", 2)
 	g.Bandwidth, g.Burst, g.DSCP = "10Mbps", 100, 10
-	td.want.groups.apply(context.Background(), g.ID, &g)
+	td.want.groups.Apply(context.Background(), g.ID, &g)
 	eventually(t, "QoS applied", func() bool {
 		drv.mu.Lock()
 		pol := drv.policing[le.Port.PortName]
@@ -282,9 +283,9 @@ func TestReconcileServiceAndProviders(t *testing.T) {
 	vx.failNext("SvcProviderUpdate", 2)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, ServiceName: "web", Tenant: "t1", IPAddress: "198.19.3.100",
 		Ports: []string{"80:8080:tcp"}}
-	td.want.svcs.apply(context.Background(), s.ID, &s)
+	td.want.svcs.Apply(context.Background(), s.ID, &s)
 	p := state.SvcProvider{Common: state.Common{ID: "web:t1"}, ServiceName: "web:t1", Providers: []string{"198.18.10.5"}}
-	td.want.provs.apply(context.Background(), p.ID, &p)
+	td.want.provs.Apply(context.Background(), p.ID, &p)
 	has := func(a *fakeDatapath) bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -292,8 +293,8 @@ func TestReconcileServiceAndProviders(t *testing.T) {
 		return svc && len(a.providers["web:t1"]) == 1
 	}
 	eventually(t, "service and providers in both datapaths", func() bool { return has(vx) && has(vl) })
-	td.want.svcs.apply(context.Background(), s.ID, nil)
-	td.want.provs.apply(context.Background(), p.ID, nil)
+	td.want.svcs.Apply(context.Background(), s.ID, nil)
+	td.want.provs.Apply(context.Background(), p.ID, nil)
 	gone := func(a *fakeDatapath) bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -308,7 +309,7 @@ func TestReconcileMalformedServiceNotRetried(t *testing.T) {
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
 	td.start(t)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, Tenant: "t1", IPAddress: "198.19.3.100", Ports: []string{"80"}}
-	td.want.svcs.apply(context.Background(), s.ID, &s)
+	td.want.svcs.Apply(context.Background(), s.ID, &s)
 	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	time.Sleep(50 * time.Millisecond)
 	if vx.count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
@@ -323,9 +324,7 @@ func TestReconcileVtep(t *testing.T) {
 	drv.failNext("EnsureVTEP", 3) // the OVSDB transaction fails
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
 	peers := td.want.peers
-	peers.mu.Lock()
-	peers.known[serviceKey(peer)] = peer
-	peers.mu.Unlock()
+	peers.Set(peer, true)
 	td.vtepEvent(context.Background(), peer)
 	eventually(t, "tunnel in OVS and the datapath", func() bool {
 		_, inOVS := drv.vtep("198.18.0.2")
@@ -334,9 +333,7 @@ func TestReconcileVtep(t *testing.T) {
 		vx.mu.Unlock()
 		return inOVS && inDP
 	})
-	peers.mu.Lock()
-	delete(peers.known, serviceKey(peer))
-	peers.mu.Unlock()
+	peers.Set(peer, false)
 	drv.failNext("DeleteVTEP", 2)
 	td.vtepEvent(context.Background(), peer)
 	eventually(t, "tunnel removed", func() bool {
@@ -361,7 +358,7 @@ func TestReconcileGlobalArpMode(t *testing.T) {
 	td.start(t)
 	vl.failNext("SetArpMode", 2)
 	g := state.GlobConfig{ID: "global", ArpMode: "flood"}
-	td.want.glob.apply(context.Background(), "global", &g)
+	td.want.glob.Apply(context.Background(), "global", &g)
 	eventually(t, "flood on both bridges", func() bool {
 		vx.mu.Lock()
 		a := vx.arpMode
@@ -479,7 +476,7 @@ func TestReconcileGlobalConcurrentReaders(t *testing.T) {
 	}()
 	for i := range 50 {
 		g := state.GlobConfig{ID: "global", FwdMode: "bridge", PvtSubnet: "172.19.0.0/16", ArpMode: []string{"flood", "proxy"}[i%2]}
-		td.want.glob.apply(context.Background(), "global", &g)
+		td.want.glob.Apply(context.Background(), "global", &g)
 		time.Sleep(time.Millisecond)
 	}
 	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
@@ -510,21 +507,15 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: 4789, Hostname: "host2"}
 	peers := td.want.peers
 	setLive := func(live bool) {
-		peers.mu.Lock()
-		if live {
-			peers.known[serviceKey(peer)] = peer
-		} else {
-			delete(peers.known, serviceKey(peer))
-		}
-		peers.mu.Unlock()
+		peers.Set(peer, live)
 		td.vtepEvent(ctx, peer)
 	}
 	ep := state.Endpoint{Common: state.Common{ID: "net1-ep1"}, HomingHost: "host2", VtepIP: ip}
 	node := state.Node{Common: state.Common{ID: "host2"}, Hostname: "host2", VtepIP: ip}
 
 	setLive(true)
-	td.want.eps.apply(ctx, ep.ID, &ep)
-	td.want.nodes.apply(ctx, node.ID, &node)
+	td.want.eps.Apply(ctx, ep.ID, &ep)
+	td.want.nodes.Apply(ctx, node.ID, &node)
 	eventually(t, "tunnel to the live peer", tunnel)
 
 	setLive(false) // the agent stops: its lease runs out
@@ -532,25 +523,25 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 	if !tunnel() {
 		t.Fatal("tunnel removed when the peer's agent stopped, although its endpoints and node record are in the store")
 	}
-	td.want.eps.apply(ctx, ep.ID, nil)
+	td.want.eps.Apply(ctx, ep.ID, nil)
 	settle()
 	if !tunnel() {
 		t.Fatal("tunnel removed while the peer's node record exists")
 	}
-	td.want.eps.apply(ctx, ep.ID, &ep)
-	td.want.nodes.apply(ctx, node.ID, nil)
+	td.want.eps.Apply(ctx, ep.ID, &ep)
+	td.want.nodes.Apply(ctx, node.ID, nil)
 	settle()
 	if !tunnel() {
 		t.Fatal("tunnel removed while the peer's endpoints are in the store")
 	}
-	td.want.eps.apply(ctx, ep.ID, nil) // host GC: endpoints and record gone
+	td.want.eps.Apply(ctx, ep.ID, nil) // host GC: endpoints and record gone
 	eventually(t, "tunnel removed once the peer left the cluster", func() bool {
 		_, inOVS := drv.vtep(ip)
 		return !inOVS
 	})
 	// A node record alone brings the tunnel up (a peer that restarts
 	// without registering yet) and the periodic resync keeps it.
-	td.want.nodes.apply(ctx, node.ID, &node)
+	td.want.nodes.Apply(ctx, node.ID, &node)
 	eventually(t, "tunnel to a member without a live agent", tunnel)
 	for _, k := range td.allKeys() {
 		if k == kindVtep+"/"+ip {

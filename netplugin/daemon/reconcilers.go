@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/contiv/netplugin/netplugin/follow"
 	"net"
 	"slices"
 
@@ -34,17 +35,17 @@ const (
 // desired is where the reconcilers read what should be: the followers'
 // caches of the store and the live VTEP peers.
 type desired struct {
-	nets   *follower[state.Network]
-	groups *follower[state.EndpointGroup]
-	eps    *follower[state.Endpoint]
-	glob   *follower[state.GlobConfig]
-	bgp    *follower[state.Bgp]
-	svcs   *follower[state.ServiceLB]
-	provs  *follower[state.SvcProvider]
-	nodes  *follower[state.Node]
+	nets   *follow.Follower[state.Network]
+	groups *follow.Follower[state.EndpointGroup]
+	eps    *follow.Follower[state.Endpoint]
+	glob   *follow.Follower[state.GlobConfig]
+	bgp    *follow.Follower[state.Bgp]
+	svcs   *follow.Follower[state.ServiceLB]
+	provs  *follow.Follower[state.SvcProvider]
+	nodes  *follow.Follower[state.Node]
 	// peers are the live netplugin.vtep instances; with the endpoints and
 	// node records (peerRefs) they make the tunnels (peers.go).
-	peers *serviceFollower
+	peers *follow.Services
 }
 
 // applied is what the reconcilers applied to the datapath; d.mu guards it.
@@ -81,36 +82,36 @@ func (d *Daemon) newDesired() desired {
 	r, retry := d.rec, d.cfg.StoreRetryDelay
 	d.netpolPeers = netpol.NewPeers()
 	w := desired{
-		nets: newFollower("networks", d.st.Networks, handlers[state.Network]{
-			put: func(_ context.Context, n state.Network, _ *state.Network) { r.Enqueue(kindNetwork, n.ID) },
-			del: func(_ context.Context, n state.Network) { r.Enqueue(kindNetwork, n.ID) }}, d.log, retry),
-		groups: newFollower("endpointGroups", d.st.EndpointGroups, handlers[state.EndpointGroup]{
-			put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) },
-			del: func(_ context.Context, g state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) }}, d.log, retry),
-		eps: newFollower("endpoints", d.st.Endpoints, handlers[state.Endpoint]{
-			put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
+		nets: follow.New("networks", d.st.Networks, follow.Handlers[state.Network]{
+			Put: func(_ context.Context, n state.Network, _ *state.Network) { r.Enqueue(kindNetwork, n.ID) },
+			Del: func(_ context.Context, n state.Network) { r.Enqueue(kindNetwork, n.ID) }}, d.log, retry),
+		groups: follow.New("endpointGroups", d.st.EndpointGroups, follow.Handlers[state.EndpointGroup]{
+			Put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) },
+			Del: func(_ context.Context, g state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) }}, d.log, retry),
+		eps: follow.New("endpoints", d.st.Endpoints, follow.Handlers[state.Endpoint]{
+			Put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
 				d.endpointPeerPut(ep, prev)
 				d.endpointNamesPut(ctx, ep, prev)
 				d.netpolPeers.Put(ep.ID, ep.PodNamespace, ep.PodName, ep.IPAddress)
 			},
-			del: func(ctx context.Context, ep state.Endpoint) {
+			Del: func(ctx context.Context, ep state.Endpoint) {
 				d.endpointPeerDel(ep)
 				d.endpointNamesDel(ctx, ep)
 				d.netpolPeers.Delete(ep.ID)
 			}}, d.log, retry),
-		nodes: newFollower("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
-		glob: newFollower("globals", d.st.GlobConfig, handlers[state.GlobConfig]{
-			put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.Enqueue(kindGlobal, "global") },
-			del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
-		bgp: newFollower("bgp", d.st.Bgp, handlers[state.Bgp]{
-			put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.Enqueue(kindBgp, b.StateID()) },
-			del: func(_ context.Context, b state.Bgp) { r.Enqueue(kindBgp, b.StateID()) }}, d.log, retry),
-		svcs: newFollower("serviceLB", d.st.ServiceLBs, handlers[state.ServiceLB]{
-			put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.Enqueue(kindService, s.ID) },
-			del: func(_ context.Context, s state.ServiceLB) { r.Enqueue(kindService, s.ID) }}, d.log, retry),
-		provs: newFollower("providers", d.st.Providers, handlers[state.SvcProvider]{
-			put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.Enqueue(kindProvider, p.ID) },
-			del: func(_ context.Context, p state.SvcProvider) { r.Enqueue(kindProvider, p.ID) }}, d.log, retry),
+		nodes: follow.New("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
+		glob: follow.New("globals", d.st.GlobConfig, follow.Handlers[state.GlobConfig]{
+			Put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.Enqueue(kindGlobal, "global") },
+			Del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
+		bgp: follow.New("bgp", d.st.Bgp, follow.Handlers[state.Bgp]{
+			Put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.Enqueue(kindBgp, b.StateID()) },
+			Del: func(_ context.Context, b state.Bgp) { r.Enqueue(kindBgp, b.StateID()) }}, d.log, retry),
+		svcs: follow.New("serviceLB", d.st.ServiceLBs, follow.Handlers[state.ServiceLB]{
+			Put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.Enqueue(kindService, s.ID) },
+			Del: func(_ context.Context, s state.ServiceLB) { r.Enqueue(kindService, s.ID) }}, d.log, retry),
+		provs: follow.New("providers", d.st.Providers, follow.Handlers[state.SvcProvider]{
+			Put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.Enqueue(kindProvider, p.ID) },
+			Del: func(_ context.Context, p state.SvcProvider) { r.Enqueue(kindProvider, p.ID) }}, d.log, retry),
 	}
 	return w
 }
@@ -141,19 +142,19 @@ func (d *Daemon) allKeys() []string {
 		}
 	}
 	if d.want.nets != nil {
-		add(kindNetwork, d.want.nets.ids())
+		add(kindNetwork, d.want.nets.IDs())
 	}
 	if d.want.groups != nil {
-		add(kindGroup, d.want.groups.ids())
+		add(kindGroup, d.want.groups.IDs())
 	}
 	if d.want.svcs != nil {
-		add(kindService, d.want.svcs.ids())
+		add(kindService, d.want.svcs.IDs())
 	}
 	if d.want.provs != nil {
-		add(kindProvider, d.want.provs.ids())
+		add(kindProvider, d.want.provs.IDs())
 	}
 	if d.want.peers != nil {
-		add(kindVtep, d.want.peers.hosts())
+		add(kindVtep, d.want.peers.Hosts())
 	}
 	add(kindVtep, d.peerRefs.ips())
 	d.mu.Lock()
@@ -197,7 +198,7 @@ func vniOf(nw state.Network) uint32 {
 // longer has out. Other changes of a network are ignored (docs/daemons.md
 // §6.3).
 func (d *Daemon) reconcileNetwork(ctx context.Context, id string) error {
-	nw, want := d.want.nets.get(id)
+	nw, want := d.want.nets.Get(id)
 	d.mu.Lock()
 	have, had := d.applied.nets[id]
 	d.mu.Unlock()
@@ -279,7 +280,7 @@ func (d *Daemon) removeNetwork(ctx context.Context, id string, have state.Networ
 // reconcileGroup keeps the group for new endpoints and brings the policing,
 // meter and DSCP of the group's local endpoints to the group's values.
 func (d *Daemon) reconcileGroup(ctx context.Context, id string) error {
-	g, want := d.want.groups.get(id)
+	g, want := d.want.groups.Get(id)
 	d.mu.Lock()
 	if !want {
 		delete(d.groups, id)
@@ -327,7 +328,7 @@ func (d *Daemon) reconcileGroup(ctx context.Context, id string) error {
 // holds (deleted behind netplugin's back, e.g. by netmaster's cleanup): its
 // flows and its OVS port go. An attach or detach under way owns it.
 func (d *Daemon) reconcileEndpoint(ctx context.Context, id string) error {
-	if _, want := d.want.eps.get(id); want {
+	if _, want := d.want.eps.Get(id); want {
 		return nil
 	}
 	if !d.eps.Has(id) || d.eps.Busy(id) {
@@ -347,7 +348,7 @@ func arpModeOf(g state.GlobConfig) string {
 // master/config/); a changed forwarding mode or private subnet needs a
 // restart and is only reported.
 func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
-	g, want := d.want.glob.get("global")
+	g, want := d.want.glob.Get("global")
 	if !want {
 		return nil
 	}
@@ -381,7 +382,7 @@ func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
 // name server, or takes it out. A malformed service is refused once (it
 // changes nothing and is not retried).
 func (d *Daemon) reconcileService(ctx context.Context, id string) error {
-	s, want := d.want.svcs.get(id)
+	s, want := d.want.svcs.Get(id)
 	d.mu.Lock()
 	have, had := d.applied.svcs[id]
 	d.mu.Unlock()
@@ -426,7 +427,7 @@ func sameServiceSpec(a, b agent.ServiceSpec) bool {
 // reconcileProviders gives both datapaths a service's provider list; a
 // deleted list empties it.
 func (d *Daemon) reconcileProviders(ctx context.Context, id string) error {
-	p, want := d.want.provs.get(id)
+	p, want := d.want.provs.Get(id)
 	d.mu.Lock()
 	have, had := d.applied.provs[id]
 	d.mu.Unlock()
@@ -470,7 +471,7 @@ func (d *Daemon) reconcileBgp(ctx context.Context, host string) error {
 	if host != d.cfg.HostLabel {
 		return nil
 	}
-	b, want := d.want.bgp.get(host)
+	b, want := d.want.bgp.Get(host)
 	if !want {
 		d.bgp.mu.Lock()
 		defer d.bgp.mu.Unlock()

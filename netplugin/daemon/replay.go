@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/contiv/netplugin/netplugin/follow"
 	"net"
 
 	"github.com/contiv/netplugin/netplugin/attachsvc"
@@ -20,8 +21,8 @@ import (
 // The original (docs/daemons.md §6.2) replayed endpoints before groups;
 // here groups come first because a re-announced local endpoint takes its
 // QoS from its group (groupQoS).
-func (d *Daemon) replay(ctx context.Context, nets *follower[state.Network], groups *follower[state.EndpointGroup],
-	eps *follower[state.Endpoint], glob *follower[state.GlobConfig]) error {
+func (d *Daemon) replay(ctx context.Context, nets *follow.Follower[state.Network], groups *follow.Follower[state.EndpointGroup],
+	eps *follow.Follower[state.Endpoint], glob *follow.Follower[state.GlobConfig]) error {
 	vteps, err := d.drv.VTEPs(ctx, ovsdriver.VxlanBridge)
 	if err != nil {
 		return fmt.Errorf("read VTEPs: %w", err)
@@ -33,22 +34,22 @@ func (d *Daemon) replay(ctx context.Context, nets *follower[state.Network], grou
 		}
 		d.applied.vteps[ip] = true
 	}
-	if err := nets.sync(ctx); err != nil {
+	if err := nets.Sync(ctx); err != nil {
 		return fmt.Errorf("replay networks: %w", err)
 	}
 	d.rec.Drain(ctx)
-	if err := groups.sync(ctx); err != nil {
+	if err := groups.Sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoint groups: %w", err)
 	}
 	d.rec.Drain(ctx)
 	if err := d.reconcileLocalEndpoints(ctx); err != nil {
 		return err
 	}
-	if err := eps.sync(ctx); err != nil {
+	if err := eps.Sync(ctx); err != nil {
 		return fmt.Errorf("replay endpoints: %w", err)
 	}
 	d.rec.Drain(ctx)
-	if err := glob.sync(ctx); err != nil {
+	if err := glob.Sync(ctx); err != nil {
 		return fmt.Errorf("replay global settings: %w", err)
 	}
 	d.rec.Drain(ctx)

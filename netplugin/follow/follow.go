@@ -1,4 +1,10 @@
-package daemon
+// Package follow keeps netplugin's caches of the cluster store in step with
+// it: a Follower per state collection and Services for the live instances
+// of a registered service. Each calls its handlers for every difference and
+// re-lists after an outage, so changes missed while away are reported too.
+// The reconcilers read the caches as their desired state
+// (docs/architecture.md, "netplugin reconcilers").
+package follow
 
 import (
 	"bytes"
@@ -15,36 +21,37 @@ import (
 	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
-// handlers react to one kind of state object. put gets the previous value
+// Handlers react to one kind of state object. put gets the previous value
 // when the object was known before (nil on create).
-type handlers[T state.Object] struct {
-	put func(ctx context.Context, curr T, prev *T)
-	del func(ctx context.Context, prev T)
+type Handlers[T state.Object] struct {
+	Put func(ctx context.Context, curr T, prev *T)
+	Del func(ctx context.Context, prev T)
 }
 
-// follower keeps a cache of one collection in step with the store and calls
+// Follower keeps a cache of one collection in step with the store and calls
 // the handlers for every difference. After a store outage it re-lists and
 // diffs against the cache, so deletions missed while away are applied too.
-type follower[T state.Object] struct {
+type Follower[T state.Object] struct {
 	name  string
 	coll  state.Collection[T]
-	h     handlers[T]
+	h     Handlers[T]
 	log   logrus.FieldLogger
 	retry time.Duration
 
 	mu      sync.RWMutex // guards cache: the reconcilers read it
 	cache   map[string]T
 	version int64
-	// resyncs counts re-lists after a watch failure (nil: not counted).
-	resyncs interface{ Inc() }
+	// Resyncs counts re-lists after a watch failure (nil: not counted).
+	Resyncs interface{ Inc() }
 }
 
-func newFollower[T state.Object](name string, coll state.Collection[T], h handlers[T], log logrus.FieldLogger, retry time.Duration) *follower[T] {
-	return &follower[T]{name: name, coll: coll, h: h, log: log.WithField("state", name), retry: retry, cache: map[string]T{}}
+// New makes the follower of coll; name labels its logs and metrics.
+func New[T state.Object](name string, coll state.Collection[T], h Handlers[T], log logrus.FieldLogger, retry time.Duration) *Follower[T] {
+	return &Follower[T]{name: name, coll: coll, h: h, log: log.WithField("state", name), retry: retry, cache: map[string]T{}}
 }
 
-// sync lists the collection once and applies the differences to the cache.
-func (f *follower[T]) sync(ctx context.Context) error {
+// Sync lists the collection once and applies the differences to the cache.
+func (f *Follower[T]) Sync(ctx context.Context) error {
 	items, ver, err := f.coll.ReadAll(ctx)
 	if err != nil {
 		return err
@@ -53,11 +60,11 @@ func (f *follower[T]) sync(ctx context.Context) error {
 	for _, it := range items {
 		id := it.StateID()
 		seen[id] = true
-		f.apply(ctx, id, &it)
+		f.Apply(ctx, id, &it)
 	}
-	for _, id := range f.ids() {
+	for _, id := range f.IDs() {
 		if !seen[id] {
-			f.apply(ctx, id, nil)
+			f.Apply(ctx, id, nil)
 		}
 	}
 	if ver > f.version {
@@ -66,16 +73,16 @@ func (f *follower[T]) sync(ctx context.Context) error {
 	return nil
 }
 
-// apply moves the cache entry id to curr (nil = deleted), calling handlers
+// Apply moves the cache entry id to curr (nil = deleted), calling handlers
 // only when the value really changed.
-func (f *follower[T]) apply(ctx context.Context, id string, curr *T) {
+func (f *Follower[T]) Apply(ctx context.Context, id string, curr *T) {
 	f.mu.Lock()
 	prev, had := f.cache[id]
 	switch {
 	case curr == nil && had:
 		delete(f.cache, id)
 		f.mu.Unlock()
-		f.h.del(ctx, prev)
+		f.h.Del(ctx, prev)
 	case curr != nil && had:
 		if sameJSON(prev, *curr) {
 			f.mu.Unlock()
@@ -83,26 +90,29 @@ func (f *follower[T]) apply(ctx context.Context, id string, curr *T) {
 		}
 		f.cache[id] = *curr
 		f.mu.Unlock()
-		f.h.put(ctx, *curr, &prev)
+		f.h.Put(ctx, *curr, &prev)
 	case curr != nil:
 		f.cache[id] = *curr
 		f.mu.Unlock()
-		f.h.put(ctx, *curr, nil)
+		f.h.Put(ctx, *curr, nil)
 	default:
 		f.mu.Unlock()
 	}
 }
 
-// get is the cached (desired) value of id.
-func (f *follower[T]) get(id string) (T, bool) {
+// Name is the name the follower was made with.
+func (f *Follower[T]) Name() string { return f.name }
+
+// Get is the cached (desired) value of id.
+func (f *Follower[T]) Get(id string) (T, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	v, ok := f.cache[id]
 	return v, ok
 }
 
-// ids lists the cached ids.
-func (f *follower[T]) ids() []string {
+// IDs lists the cached ids.
+func (f *Follower[T]) IDs() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := make([]string, 0, len(f.cache))
@@ -112,9 +122,9 @@ func (f *follower[T]) ids() []string {
 	return out
 }
 
-// run watches from the last synced version until ctx ends, re-listing after
+// Run watches from the last synced version until ctx ends, re-listing after
 // every watch failure.
-func (f *follower[T]) run(ctx context.Context) {
+func (f *Follower[T]) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if err := f.watch(ctx); err != nil && ctx.Err() == nil {
 			f.log.WithError(err).Warn("state watch interrupted; re-listing")
@@ -123,19 +133,19 @@ func (f *follower[T]) run(ctx context.Context) {
 			if !ctxutil.Sleep(ctx, f.retry) {
 				return
 			}
-			if err := f.sync(ctx); err != nil {
+			if err := f.Sync(ctx); err != nil {
 				f.log.WithError(err).Warn("state re-list failed; retrying")
 				continue
 			}
-			if f.resyncs != nil {
-				f.resyncs.Inc()
+			if f.Resyncs != nil {
+				f.Resyncs.Inc()
 			}
 			break
 		}
 	}
 }
 
-func (f *follower[T]) watch(ctx context.Context) error {
+func (f *Follower[T]) watch(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch, err := f.coll.Watch(wctx, objdb.WithStartVersion(f.version))
@@ -152,7 +162,7 @@ func (f *follower[T]) watch(ctx context.Context) error {
 		if c.Version > f.version {
 			f.version = c.Version
 		}
-		f.apply(ctx, c.ID, c.Curr)
+		f.Apply(ctx, c.ID, c.Curr)
 	}
 	return ctx.Err()
 }

@@ -1,4 +1,4 @@
-package daemon
+package follow
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/contiv/netplugin/objdb/etcd"
 	"github.com/contiv/netplugin/objdb/objdbtest"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/logtest"
 )
 
 type counter struct{ n atomic.Int64 }
@@ -52,18 +54,18 @@ func TestFollowerAfterCompactionDoesNotRelist(t *testing.T) {
 	}
 
 	puts := make(chan state.GlobConfig, 4)
-	f := newFollower("globals", st.GlobConfig, handlers[state.GlobConfig]{
-		put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { puts <- g },
-		del: func(context.Context, state.GlobConfig) {}}, testLog(t), 10*time.Millisecond)
+	f := New("globals", st.GlobConfig, Handlers[state.GlobConfig]{
+		Put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { puts <- g },
+		Del: func(context.Context, state.GlobConfig) {}}, logtest.New(t, logrus.DebugLevel), 10*time.Millisecond)
 	var relists counter
-	f.resyncs = &relists
-	if err := f.sync(ctx); err != nil {
+	f.Resyncs = &relists
+	if err := f.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-puts
 	rctx, rcancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); f.run(rctx) }()
+	go func() { defer close(done); f.Run(rctx) }()
 	time.Sleep(100 * f.retry)
 	if _, err := st.GlobConfig.Write(ctx, state.GlobConfig{ID: "global", FwdMode: "routing"}); err != nil {
 		t.Fatal(err)
