@@ -22,6 +22,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/netplugin/reconcile"
+	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/objdbmetrics"
@@ -83,7 +84,9 @@ type Daemon struct {
 
 	// rec is the work queue of the reconcilers (netplugin/reconcile); want is
 	// the desired state they read, applied what they applied (under mu).
+	// svc reconciles services and providers (set by newReconcilers).
 	rec     *reconcile.Queue
+	svc     *svcrec.Reconciler
 	want    desired
 	applied applied
 
@@ -112,7 +115,6 @@ func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
 	d.rec.Resync, d.rec.Failed = cfg.ResyncInterval, d.met.reconcileFailed
-	d.registerReconcilers()
 	defer d.rec.Shutdown()
 	return d.run(ctx)
 }
@@ -228,7 +230,7 @@ func (d *Daemon) takeOverVtep(ctx context.Context, wg *sync.WaitGroup) (info obj
 // configuration (the order and why: replay.go), then reads the node
 // records and the BGP configuration, and drains the queue.
 func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error {
-	d.want = d.newDesired()
+	d.newReconcilers()
 	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
 	nets.Resyncs, groups.Resyncs = d.met.resyncCounter(nets.Name()), d.met.resyncCounter(groups.Name())
 	eps.Resyncs, glob.Resyncs = d.met.resyncCounter(eps.Name()), d.met.resyncCounter(glob.Name())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
@@ -36,14 +37,8 @@ type tunnelDatapath interface {
 }
 
 // serviceDatapath is what the service and provider reconcilers and the
-// Kubernetes service front end drive.
-type serviceDatapath interface {
-	AddSvcSpec(ctx context.Context, name string, spec agent.ServiceSpec) error
-	DelSvcSpec(ctx context.Context, name string) error
-	SvcProviderUpdate(ctx context.Context, name string, providers []string) error
-	ServiceStats(ctx context.Context) ([]agent.ServiceStats, error)
-	EndpointVrfs(ips []string) map[string][]string
-}
+// Kubernetes service front end drive (netplugin/svcrec).
+type serviceDatapath = svcrec.Datapath
 
 // bgpDatapath is what the BGP reconciler and the speaker's events drive
 // (bgp/<host>, the learned routes).

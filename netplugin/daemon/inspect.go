@@ -86,7 +86,7 @@ func (d *Daemon) inspectDriver(w http.ResponseWriter, _ *http.Request) {
 func (d *Daemon) serveSvcStats(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	stats, err := d.svcStats(ctx)
+	stats, err := d.svc.Stats(ctx)
 	if err != nil {
 		http.Error(w, "Error fetching stats from driver: "+err.Error(), http.StatusInternalServerError)
 		return

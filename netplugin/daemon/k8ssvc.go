@@ -2,135 +2,23 @@ package daemon
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
 	"sync"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/k8ssvc"
-	"github.com/contiv/netplugin/ofnet/agent"
+	"github.com/contiv/netplugin/netplugin/svcrec"
 )
 
 // startKubeServices follows the API server's Services and EndpointSlices
 // and keeps them as service load balancers in both datapaths (docs/k8s.md,
 // "Services").
 func (d *Daemon) startKubeServices(ctx context.Context, wg *sync.WaitGroup, cs kubernetes.Interface) error {
-	c, err := k8ssvc.New(cs, &kubeServiceSink{d: d, tenants: map[string]string{}},
+	c, err := k8ssvc.New(cs, &svcrec.KubeSink{Datapaths: d.serviceDatapaths()},
 		k8ssvc.Options{Log: d.log.WithField("k8s", "services")})
 	if err != nil {
 		return err
 	}
 	goRun(ctx, wg, c.Run)
 	return nil
-}
-
-// kubeServiceSink hands Kubernetes load balancers to the ofnet agents.
-// A Service has no tenant of its own: it is in the tenant of its
-// providers' endpoints (the one most of them are in), and keeps the last
-// one while it has none.
-type kubeServiceSink struct {
-	d       *Daemon
-	mu      sync.Mutex
-	tenants map[string]string // service → tenant last used
-}
-
-func (s *kubeServiceSink) Put(ctx context.Context, lb k8ssvc.LB) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	agents := s.d.serviceAgents()
-	vrfs := map[string][]string{}
-	for _, a := range agents {
-		for ip, vs := range a.EndpointVrfs(lb.Providers) {
-			vrfs[ip] = append(vrfs[ip], vs...)
-		}
-	}
-	tenant, provs, unknown := pickTenant(lb.Providers, vrfs)
-	if tenant == "" {
-		tenant = s.tenants[lb.Name]
-	}
-	if tenant == "" {
-		if len(unknown) > 0 {
-			return fmt.Errorf("no endpoint of this host's datapaths has a provider address %v yet", unknown)
-		}
-		return nil // no provider and never had one: nothing to serve
-	}
-	spec := agent.ServiceSpec{Vrf: tenant, IpAddress: lb.VIP}
-	for _, p := range lb.Ports {
-		spec.Ports = append(spec.Ports, agent.ServicePort{Protocol: p.Protocol, SvcPort: p.SvcPort, ProvPort: p.ProvPort})
-	}
-	var errs []error
-	for _, a := range agents {
-		if err := a.AddSvcSpec(ctx, lb.Name, spec); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := a.SvcProviderUpdate(ctx, lb.Name, provs); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	s.tenants[lb.Name] = tenant
-	if len(unknown) > 0 {
-		// Served by the known ones meanwhile; retried until the others
-		// are known (a remote pod the store has not announced yet).
-		return fmt.Errorf("providers %v are not endpoints of tenant %s here (yet)", unknown, tenant)
-	}
-	return nil
-}
-
-func (s *kubeServiceSink) Delete(ctx context.Context, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var errs []error
-	for _, a := range s.d.serviceAgents() {
-		if err := a.DelSvcSpec(ctx, name); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	delete(s.tenants, name)
-	return nil
-}
-
-// pickTenant chooses the tenant most providers are endpoints of (ties: the
-// first by name) and answers the providers in it and those in none.
-func pickTenant(providers []string, vrfs map[string][]string) (string, []string, []string) {
-	count := map[string]int{}
-	for _, p := range providers {
-		for _, v := range vrfs[p] {
-			count[v]++
-		}
-	}
-	names := make([]string, 0, len(count))
-	for v := range count {
-		names = append(names, v)
-	}
-	sort.Strings(names)
-	tenant := ""
-	for _, v := range names {
-		if tenant == "" || count[v] > count[tenant] {
-			tenant = v
-		}
-	}
-	var in, unknown []string
-	for _, p := range providers {
-		found := false
-		for _, v := range vrfs[p] {
-			if v == tenant {
-				found = true
-			}
-		}
-		if found {
-			in = append(in, p)
-		} else {
-			unknown = append(unknown, p)
-		}
-	}
-	return tenant, in, unknown
 }

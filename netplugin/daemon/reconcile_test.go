@@ -56,8 +56,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 		td.mu.Unlock()
 	}
 	d.eps = d.newAttachService()
-	d.registerReconcilers()
-	d.want = d.newDesired()
+	d.newReconcilers()
 	d.want.peers = &follow.Services{Name: "netplugin.vtep"}
 	return td
 }

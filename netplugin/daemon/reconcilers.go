@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/contiv/netplugin/netplugin/follow"
 	"net"
-	"slices"
+
+	"github.com/contiv/netplugin/netplugin/follow"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/bgp"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
-	"github.com/contiv/netplugin/ofnet/agent"
+	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -52,28 +52,15 @@ type desired struct {
 type applied struct {
 	nets    map[string]state.Network // in the agent
 	infra   map[string]bool          // infra networks whose host port is up
-	svcs    map[string]appliedService
-	provs   map[string]appliedProviders
-	vteps   map[string]bool // peers whose tunnel is in OVS and the agent
+	vteps   map[string]bool          // peers whose tunnel is in OVS and the agent
 	arpMode string
 	// glob is the last global configuration reconcileGlobal saw (zero: the
 	// one the process started with, Daemon.glob).
 	glob state.GlobConfig
 }
 
-type appliedService struct {
-	spec         agent.ServiceSpec
-	tenant, name string
-}
-
-type appliedProviders struct {
-	name string
-	list []string
-}
-
 func newApplied() applied {
-	return applied{nets: map[string]state.Network{}, infra: map[string]bool{}, svcs: map[string]appliedService{},
-		provs: map[string]appliedProviders{}, vteps: map[string]bool{}}
+	return applied{nets: map[string]state.Network{}, infra: map[string]bool{}, vteps: map[string]bool{}}
 }
 
 // newDesired makes the followers of the state the reconcilers converge to;
@@ -116,14 +103,27 @@ func (d *Daemon) newDesired() desired {
 	return w
 }
 
+// newReconcilers makes the desired state (the followers' caches), the
+// reconcilers of each kind over it, and gives the queue a reconciler per
+// kind. The datapaths exist by then; nothing is reconciled before it.
+func (d *Daemon) newReconcilers() {
+	d.want = d.newDesired()
+	d.svc = svcrec.New(svcrec.Config{Services: d.want.svcs, Providers: d.want.provs,
+		Datapaths: d.serviceDatapaths(), Names: d.names, Log: d.log})
+	d.registerReconcilers()
+}
+
+// serviceDatapaths are the datapaths a service lives in: both bridges.
+func (d *Daemon) serviceDatapaths() []svcrec.Datapath { return []svcrec.Datapath{d.vx, d.vl} }
+
 // registerReconcilers gives the queue a reconciler per kind.
 func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindNetwork, d.reconcileNetwork)
 	d.rec.Handle(kindGroup, d.reconcileGroup)
 	d.rec.Handle(kindEndpoint, d.reconcileEndpoint)
 	d.rec.Handle(kindGlobal, d.reconcileGlobal)
-	d.rec.Handle(kindService, d.reconcileService)
-	d.rec.Handle(kindProvider, d.reconcileProviders)
+	d.rec.Handle(kindService, d.svc.ReconcileService)
+	d.rec.Handle(kindProvider, d.svc.ReconcileProviders)
 	d.rec.Handle(kindBgp, d.reconcileBgp)
 	d.rec.Handle(kindVtep, d.reconcileVtep)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
@@ -157,15 +157,12 @@ func (d *Daemon) allKeys() []string {
 		add(kindVtep, d.want.peers.Hosts())
 	}
 	add(kindVtep, d.peerRefs.ips())
+	svcs, provs := d.svc.Applied()
+	add(kindService, svcs)
+	add(kindProvider, provs)
 	d.mu.Lock()
 	for id := range d.applied.nets {
 		keys = append(keys, kindNetwork+"/"+id)
-	}
-	for id := range d.applied.svcs {
-		keys = append(keys, kindService+"/"+id)
-	}
-	for id := range d.applied.provs {
-		keys = append(keys, kindProvider+"/"+id)
 	}
 	for ip := range d.vteps {
 		keys = append(keys, kindVtep+"/"+ip)
@@ -374,91 +371,6 @@ func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
 	}
 	d.mu.Lock()
 	d.applied.glob = g
-	d.mu.Unlock()
-	return nil
-}
-
-// reconcileService puts a service with a VIP into both datapaths and the
-// name server, or takes it out. A malformed service is refused once (it
-// changes nothing and is not retried).
-func (d *Daemon) reconcileService(ctx context.Context, id string) error {
-	s, want := d.want.svcs.Get(id)
-	d.mu.Lock()
-	have, had := d.applied.svcs[id]
-	d.mu.Unlock()
-	if want && s.IPAddress != "" {
-		spec, err := serviceSpec(s)
-		if err != nil {
-			d.log.WithError(err).Warn("service ignored")
-			return nil
-		}
-		if !had || !sameServiceSpec(have.spec, spec) {
-			for _, a := range d.serviceAgents() {
-				if err := a.AddSvcSpec(ctx, id, spec); err != nil {
-					return fmt.Errorf("add service %s to the datapath: %w", id, err)
-				}
-			}
-			d.mu.Lock()
-			d.applied.svcs[id] = appliedService{spec: spec, tenant: s.Tenant, name: s.ServiceName}
-			d.mu.Unlock()
-		}
-		d.names.SetService(s.Tenant, s.ServiceName, s.IPAddress)
-		return nil
-	}
-	if !had {
-		return nil
-	}
-	for _, a := range d.serviceAgents() {
-		if err := a.DelSvcSpec(ctx, id); err != nil {
-			return fmt.Errorf("remove service %s from the datapath: %w", id, err)
-		}
-	}
-	d.mu.Lock()
-	delete(d.applied.svcs, id)
-	d.mu.Unlock()
-	d.names.SetService(have.tenant, have.name, "")
-	return nil
-}
-
-func sameServiceSpec(a, b agent.ServiceSpec) bool {
-	return a.Vrf == b.Vrf && a.IpAddress == b.IpAddress && slices.Equal(a.Ports, b.Ports)
-}
-
-// reconcileProviders gives both datapaths a service's provider list; a
-// deleted list empties it.
-func (d *Daemon) reconcileProviders(ctx context.Context, id string) error {
-	p, want := d.want.provs.Get(id)
-	d.mu.Lock()
-	have, had := d.applied.provs[id]
-	d.mu.Unlock()
-	if !want {
-		if !had {
-			return nil
-		}
-		for _, a := range d.serviceAgents() {
-			if err := a.SvcProviderUpdate(ctx, have.name, nil); err != nil {
-				return fmt.Errorf("empty the providers of service %s: %w", have.name, err)
-			}
-		}
-		d.mu.Lock()
-		delete(d.applied.provs, id)
-		d.mu.Unlock()
-		return nil
-	}
-	name := p.ServiceName
-	if name == "" {
-		name = p.ID
-	}
-	if had && have.name == name && slices.Equal(have.list, p.Providers) {
-		return nil
-	}
-	for _, a := range d.serviceAgents() {
-		if err := a.SvcProviderUpdate(ctx, name, p.Providers); err != nil {
-			return fmt.Errorf("update the providers of service %s: %w", name, err)
-		}
-	}
-	d.mu.Lock()
-	d.applied.provs[id] = appliedProviders{name: name, list: slices.Clone(p.Providers)}
 	d.mu.Unlock()
 	return nil
 }

@@ -1,4 +1,4 @@
-package daemon
+package svcrec
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 func TestServiceSpec(t *testing.T) {
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, Tenant: "t1", IPAddress: "198.19.3.100",
 		Ports: []string{"80:8080:tcp", "53:5353:UDP"}}
-	spec, err := serviceSpec(s)
+	spec, err := Spec(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +20,7 @@ func TestServiceSpec(t *testing.T) {
 	}
 	for _, bad := range []string{"80", "80:8080", "x:8080:TCP", "80:70000:TCP", "80:8080:TCP:1"} {
 		s.Ports = []string{"80:8080:TCP", bad}
-		if _, err := serviceSpec(s); err == nil {
+		if _, err := Spec(s); err == nil {
 			t.Errorf("port %q accepted", bad)
 		}
 	}

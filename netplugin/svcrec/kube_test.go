@@ -1,4 +1,4 @@
-package daemon
+package svcrec
 
 import (
 	"reflect"
