@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/contiv/netplugin/netplugin/follow"
 	"net"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/contiv/netplugin/netplugin/bgprec"
+	"github.com/contiv/netplugin/netplugin/follow"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -75,7 +77,7 @@ type Daemon struct {
 	// (peers.go); it has its own lock.
 	peerRefs peerRefs
 	uplinks  []ovsdriver.UplinkMember
-	bgp      bgpRunner
+	bgp      *bgprec.Reconciler // set by newReconcilers
 
 	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
 	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
@@ -375,7 +377,7 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 		vxDatapath = "vrouter"
 		if d.vlanRouting() {
 			vlDatapath = agent.DatapathVlrouter
-			d.log.Warn(bgpNotConfigured + " until BGP is configured")
+			d.log.Warn(bgprec.NotConfigured + " until BGP is configured")
 		}
 	}
 	vx, err := d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "",

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/ofnet/agent"
@@ -40,16 +41,8 @@ type tunnelDatapath interface {
 // Kubernetes service front end drive (netplugin/svcrec).
 type serviceDatapath = svcrec.Datapath
 
-// bgpDatapath is what the BGP reconciler and the speaker's events drive
-// (bgp/<host>, the learned routes).
-type bgpDatapath interface {
-	SetBgpPort(ctx context.Context, port uint32, routerIP net.IP) error
-	SetBgpPeerMAC(ctx context.Context, mac net.HardwareAddr) error
-	AddBgpRoute(ctx context.Context, pfx *net.IPNet) error
-	RemoveBgpRoute(ctx context.Context, pfx *net.IPNet) error
-	FlushBgpRoutes(ctx context.Context) error
-	BgpRoutes() []string
-}
+// bgpDatapath is what the BGP reconciler drives (netplugin/bgprec).
+type bgpDatapath = bgprec.Datapath
 
 // hostAccessDatapath is what the host access reconciler drives
 // (hostaccess/<host>).

@@ -27,14 +27,14 @@ type faultyDatapath struct {
 }
 
 func (f faultyDatapath) AddNetwork(ctx context.Context, vlan uint16, vni uint32, gw, vrf string) error {
-	if err := f.call("AddNetwork"); err != nil {
+	if err := f.Call("AddNetwork"); err != nil {
 		return err
 	}
 	return f.datapath.AddNetwork(ctx, vlan, vni, gw, vrf)
 }
 
 func (f faultyDatapath) AddVtepPort(ctx context.Context, port uint32, ip net.IP) error {
-	if err := f.call("AddVtepPort"); err != nil {
+	if err := f.Call("AddVtepPort"); err != nil {
 		return err
 	}
 	return f.datapath.AddVtepPort(ctx, port, ip)
@@ -48,14 +48,14 @@ type faultyDriver struct {
 }
 
 func (f faultyDriver) EnsureVTEP(ctx context.Context, bridge, ip string, port int) (uint32, error) {
-	if err := f.call("EnsureVTEP"); err != nil {
+	if err := f.Call("EnsureVTEP"); err != nil {
 		return 0, err
 	}
 	return f.switchDriver.EnsureVTEP(ctx, bridge, ip, port)
 }
 
 func (f faultyDriver) DeleteEndpoint(ctx context.Context, bridge, portName string) error {
-	if err := f.call("DeleteEndpoint"); err != nil {
+	if err := f.Call("DeleteEndpoint"); err != nil {
 		return err
 	}
 	return f.switchDriver.DeleteEndpoint(ctx, bridge, portName)
@@ -146,7 +146,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	td.start(t)
 
 	// A network whose flow install fails 3 times.
-	dpFaults.failNext("AddNetwork", 3)
+	dpFaults.FailNext("AddNetwork", 3)
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
 	eventually(t, "network applied", func() bool {
@@ -159,14 +159,14 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	if !strings.Contains(flows, "dl_vlan=100 actions=group:") {
 		t.Errorf("no flood flow of vlan 100 after the network converged:\n%s", flows)
 	}
-	if got := dpFaults.count("AddNetwork"); got != 4 {
+	if got := dpFaults.Count("AddNetwork"); got != 4 {
 		t.Errorf("AddNetwork attempts %d, want 4", got)
 	}
 
 	// A VTEP whose OVSDB transaction fails 3 times and whose flow install
 	// fails twice.
-	drvFaults.failNext("EnsureVTEP", 3)
-	dpFaults.failNext("AddVtepPort", 2)
+	drvFaults.FailNext("EnsureVTEP", 3)
+	dpFaults.FailNext("AddVtepPort", 2)
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
 	td.want.peers.Set(peer, true)
 	td.vtepEvent(ctx, peer)
@@ -199,7 +199,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	if !strings.Contains(ports(t, o), le.Port.PortName) {
 		t.Fatalf("port %s not in OVS", le.Port.PortName)
 	}
-	drvFaults.failNext("DeleteEndpoint", 2)
+	drvFaults.FailNext("DeleteEndpoint", 2)
 	td.want.eps.Apply(ctx, ep.ID, nil)
 	eventually(t, "endpoint removed", func() bool {
 		td.Daemon.mu.Lock()

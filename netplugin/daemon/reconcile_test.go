@@ -124,12 +124,12 @@ func TestReconcileNetworkPut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vx, vl := newFakeDatapath(), newFakeDatapath()
 			td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
-			vx.failNext("AddNetwork", tc.failures)
+			vx.FailNext("AddNetwork", tc.failures)
 			td.start(t)
 			td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 			eventually(t, "network n1 in the datapath", func() bool { return vx.hasNetwork(100) })
 			td.stop()
-			if got := vx.count("AddNetwork"); got != tc.failures+1 {
+			if got := vx.Count("AddNetwork"); got != tc.failures+1 {
 				t.Errorf("AddNetwork called %d times, want %d", got, tc.failures+1)
 			}
 			if got := td.failed(kindNetwork); got != tc.failures {
@@ -148,10 +148,10 @@ func TestReconcileNetworkPut(t *testing.T) {
 func TestReconcileDeleteAfterFailedPut(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", -1)
+	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "two failed attempts", func() bool { return vx.count("AddNetwork") >= 2 })
+	eventually(t, "two failed attempts", func() bool { return vx.Count("AddNetwork") >= 2 })
 	td.delNetwork("n1.t1")
 	eventually(t, "network forgotten", func() bool {
 		td.Daemon.mu.Lock()
@@ -160,13 +160,13 @@ func TestReconcileDeleteAfterFailedPut(t *testing.T) {
 		return !known && td.rec.Len() == 0
 	})
 	// Once deleted, the key converges: no more attempts.
-	n := vx.count("AddNetwork")
+	n := vx.Count("AddNetwork")
 	time.Sleep(100 * time.Millisecond)
-	if got := vx.count("AddNetwork"); got != n {
+	if got := vx.Count("AddNetwork"); got != n {
 		t.Errorf("AddNetwork still retried after the delete: %d → %d calls", n, got)
 	}
-	if vx.hasNetwork(100) || vx.count("RemoveNetwork") != 0 {
-		t.Errorf("network in datapath %v, RemoveNetwork calls %d", vx.hasNetwork(100), vx.count("RemoveNetwork"))
+	if vx.hasNetwork(100) || vx.Count("RemoveNetwork") != 0 {
+		t.Errorf("network in datapath %v, RemoveNetwork calls %d", vx.hasNetwork(100), vx.Count("RemoveNetwork"))
 	}
 }
 
@@ -176,10 +176,10 @@ func TestReconcileNetworkDeleteRetried(t *testing.T) {
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
-	vx.failNext("RemoveNetwork", 4)
+	vx.FailNext("RemoveNetwork", 4)
 	td.delNetwork("n1.t1")
 	eventually(t, "network removed", func() bool { return !vx.hasNetwork(100) })
-	if got := vx.count("RemoveNetwork"); got != 5 {
+	if got := vx.Count("RemoveNetwork"); got != 5 {
 		t.Errorf("RemoveNetwork called %d times, want 5", got)
 	}
 }
@@ -217,7 +217,7 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 	if !drv.hasPort(le.Port.PortName) {
 		t.Fatal("no port")
 	}
-	drv.failNext("DeleteEndpoint", 3)
+	drv.FailNext("DeleteEndpoint", 3)
 	// netmaster deletes the endpoint behind netplugin's back.
 	td.want.eps.Apply(context.Background(), "n1.t1-c1", nil)
 	eventually(t, "port and flows gone", func() bool {
@@ -226,7 +226,7 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 		td.Daemon.mu.Unlock()
 		return !local && !drv.hasPort(le.Port.PortName)
 	})
-	if got := drv.count("DeleteEndpoint"); got != 4 {
+	if got := drv.Count("DeleteEndpoint"); got != 4 {
 		t.Errorf("DeleteEndpoint called %d times, want 4", got)
 	}
 	if got := td.failed(kindEndpoint); got != 3 {
@@ -255,8 +255,8 @@ func TestReconcileGroupQoS(t *testing.T) {
 		return ok
 	})
 	le := td.localEndpointFor(t, "n1.t1-c1", g.ID, nw)
-	drv.failNext("UpdatePolicing", 2)
-	vx.failNext("UpdateLocalEndpoint", 2)
+	drv.FailNext("UpdatePolicing", 2)
+	vx.FailNext("UpdateLocalEndpoint", 2)
 	g.Bandwidth, g.Burst, g.DSCP = "10Mbps", 100, 10
 	td.want.groups.Apply(context.Background(), g.ID, &g)
 	eventually(t, "QoS applied", func() bool {
@@ -278,8 +278,8 @@ func TestReconcileServiceAndProviders(t *testing.T) {
 	vx, vl := newFakeDatapath(), newFakeDatapath()
 	td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
 	td.start(t)
-	vl.failNext("AddSvcSpec", 2)
-	vx.failNext("SvcProviderUpdate", 2)
+	vl.FailNext("AddSvcSpec", 2)
+	vx.FailNext("SvcProviderUpdate", 2)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, ServiceName: "web", Tenant: "t1", IPAddress: "198.19.3.100",
 		Ports: []string{"80:8080:tcp"}}
 	td.want.svcs.Apply(context.Background(), s.ID, &s)
@@ -311,8 +311,8 @@ func TestReconcileMalformedServiceNotRetried(t *testing.T) {
 	td.want.svcs.Apply(context.Background(), s.ID, &s)
 	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	time.Sleep(50 * time.Millisecond)
-	if vx.count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
-		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.count("AddSvcSpec"), td.failed(kindService))
+	if vx.Count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
+		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.Count("AddSvcSpec"), td.failed(kindService))
 	}
 }
 
@@ -320,7 +320,7 @@ func TestReconcileVtep(t *testing.T) {
 	vx, drv := newFakeDatapath(), newFakeDriver()
 	td := newTestDaemon(t, vx, newFakeDatapath(), drv, 0)
 	td.start(t)
-	drv.failNext("EnsureVTEP", 3) // the OVSDB transaction fails
+	drv.FailNext("EnsureVTEP", 3) // the OVSDB transaction fails
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
 	peers := td.want.peers
 	peers.Set(peer, true)
@@ -333,7 +333,7 @@ func TestReconcileVtep(t *testing.T) {
 		return inOVS && inDP
 	})
 	peers.Set(peer, false)
-	drv.failNext("DeleteVTEP", 2)
+	drv.FailNext("DeleteVTEP", 2)
 	td.vtepEvent(context.Background(), peer)
 	eventually(t, "tunnel removed", func() bool {
 		_, inOVS := drv.vtep("198.18.0.2")
@@ -355,7 +355,7 @@ func TestReconcileGlobalArpMode(t *testing.T) {
 	td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
 	td.applied.arpMode = "proxy"
 	td.start(t)
-	vl.failNext("SetArpMode", 2)
+	vl.FailNext("SetArpMode", 2)
 	g := state.GlobConfig{ID: "global", ArpMode: "flood"}
 	td.want.glob.Apply(context.Background(), "global", &g)
 	eventually(t, "flood on both bridges", func() bool {
@@ -388,10 +388,10 @@ func TestReconcileResyncRemovesLeftovers(t *testing.T) {
 func TestReconcileStopsOnCancel(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", -1)
+	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "failing attempts", func() bool { return vx.count("AddNetwork") >= 3 })
+	eventually(t, "failing attempts", func() bool { return vx.Count("AddNetwork") >= 3 })
 	stopped := make(chan struct{})
 	go func() { td.stop(); close(stopped) }()
 	select {
@@ -399,9 +399,9 @@ func TestReconcileStopsOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("workers did not stop")
 	}
-	n := vx.count("AddNetwork")
+	n := vx.Count("AddNetwork")
 	time.Sleep(100 * time.Millisecond)
-	if got := vx.count("AddNetwork"); got != n {
+	if got := vx.Count("AddNetwork"); got != n {
 		t.Errorf("attempts after stop: %d → %d", n, got)
 	}
 	if !td.rec.ShuttingDown() {
@@ -415,12 +415,12 @@ func TestReconcileStopsOnCancel(t *testing.T) {
 func TestReconcileNoBusyLoop(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", -1)
+	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 	time.Sleep(300 * time.Millisecond)
 	td.stop()
-	n := vx.count("AddNetwork")
+	n := vx.Count("AddNetwork")
 	if n < 3 || n > 100 {
 		t.Errorf("%d attempts in 300 ms, want a few dozen at most and several at least", n)
 	}
@@ -434,12 +434,12 @@ func TestReconcileNoBusyLoop(t *testing.T) {
 func TestReconcileDrain(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", 1)
+	vx.FailNext("AddNetwork", 1)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 	td.putNetwork(vxlanNet("n2.t1", 200, 5001))
 	td.rec.Drain(context.Background())
-	if vx.count("AddNetwork") != 2 {
-		t.Fatalf("drain made %d attempts, want 2", vx.count("AddNetwork"))
+	if vx.Count("AddNetwork") != 2 {
+		t.Fatalf("drain made %d attempts, want 2", vx.Count("AddNetwork"))
 	}
 	if vx.hasNetwork(100) == vx.hasNetwork(200) {
 		t.Fatal("want exactly one network added by the drain")

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attachsvc"
-	"github.com/contiv/netplugin/netplugin/bgp"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/state"
@@ -18,18 +18,16 @@ import (
 
 // The kinds of reconcile keys (netplugin/reconcile).
 const (
-	kindNetwork  = "network"  // network/<state id>
-	kindGroup    = "group"    // group/<state id>
-	kindEndpoint = "endpoint" // endpoint/<state id>: removal of a local endpoint
-	kindGlobal   = "global"   // global/global
-	kindService  = "service"  // service/<state id>
-	kindProvider = "provider" // provider/<state id>
-	kindBgp      = "bgp"      // bgp/<host label>
-	kindVtep     = "vtep"     // vtep/<peer VTEP IP>
+	kindNetwork  = "network"         // network/<state id>
+	kindGroup    = "group"           // group/<state id>
+	kindEndpoint = "endpoint"        // endpoint/<state id>: removal of a local endpoint
+	kindGlobal   = "global"          // global/global
+	kindService  = "service"         // service/<state id>
+	kindProvider = "provider"        // provider/<state id>
+	kindBgp      = bgprec.KindConfig // bgp/<host label> and the other kinds of netplugin/bgprec
+	kindVtep     = "vtep"            // vtep/<peer VTEP IP>
 	// hostaccess/<host label>: contivh0 and host access (netplugin/hostaccess)
 	kindHostAccess = "hostaccess"
-	// bgproute/<address>: a local VLAN endpoint's BGP announcement (bgp.go)
-	kindBgpRoute = "bgproute"
 )
 
 // desired is where the reconcilers read what should be: the followers'
@@ -110,6 +108,7 @@ func (d *Daemon) newReconcilers() {
 	d.want = d.newDesired()
 	d.svc = svcrec.New(svcrec.Config{Services: d.want.svcs, Providers: d.want.provs,
 		Datapaths: d.serviceDatapaths(), Names: d.names, Log: d.log})
+	d.bgp = d.newBgp()
 	d.registerReconcilers()
 }
 
@@ -124,10 +123,9 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindGlobal, d.reconcileGlobal)
 	d.rec.Handle(kindService, d.svc.ReconcileService)
 	d.rec.Handle(kindProvider, d.svc.ReconcileProviders)
-	d.rec.Handle(kindBgp, d.reconcileBgp)
 	d.rec.Handle(kindVtep, d.reconcileVtep)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
-	d.rec.Handle(kindBgpRoute, d.reconcileBgpRoute)
+	d.bgp.Register()
 	d.rec.Keys = d.allKeys
 }
 
@@ -171,8 +169,8 @@ func (d *Daemon) allKeys() []string {
 	for _, le := range d.eps.All() {
 		keys = append(keys, kindEndpoint+"/"+le.EP.ID)
 	}
-	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel, kindHostAccess+"/"+d.cfg.HostLabel)
-	return append(keys, d.bgpRouteKeys()...)
+	keys = append(keys, kindGlobal+"/global", kindHostAccess+"/"+d.cfg.HostLabel)
+	return append(keys, d.bgp.Keys()...)
 }
 
 // sameSegment reports whether two versions of a network use the same
@@ -372,49 +370,6 @@ func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
 	d.mu.Lock()
 	d.applied.glob = g
 	d.mu.Unlock()
-	return nil
-}
-
-// reconcileBgp runs the BGP speaker this host's state/bgp entry configures
-// (docs/dataplane.md §3.4), restarting it when the entry changes and
-// stopping it when it goes. A configuration that cannot work is reported
-// and not retried.
-func (d *Daemon) reconcileBgp(ctx context.Context, host string) error {
-	if host != d.cfg.HostLabel {
-		return nil
-	}
-	b, want := d.want.bgp.Get(host)
-	if !want {
-		d.bgp.mu.Lock()
-		defer d.bgp.mu.Unlock()
-		if d.bgp.sp != nil {
-			d.stopBgpLocked(ctx)
-			d.log.Warn("BGP configuration removed: " + bgpNotConfigured)
-		}
-		d.bgp.problem = ""
-		return nil
-	}
-	if !d.vlanRouting() {
-		d.log.WithField("host", b.Hostname).Warn("BGP configured for this host, but the VLAN bridge does not route (needs forwarding mode routing and VLAN uplinks): ignored")
-		return nil
-	}
-	cfg, err := bgp.ParseConfig(b)
-	d.bgp.mu.Lock()
-	defer d.bgp.mu.Unlock()
-	if err != nil {
-		d.log.WithError(err).Error("BGP configuration refused")
-		d.bgp.problem = err.Error()
-		return nil
-	}
-	if d.bgp.sp != nil && d.bgp.cfg == cfg {
-		return nil
-	}
-	d.stopBgpLocked(ctx)
-	if err := d.startBgpLocked(ctx, cfg); err != nil {
-		d.bgp.problem = err.Error()
-		return fmt.Errorf("start BGP: %w", err)
-	}
-	d.bgp.problem = ""
 	return nil
 }
 
