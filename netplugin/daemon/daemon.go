@@ -12,6 +12,7 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
+	"github.com/contiv/netplugin/netplugin/vteprec"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -71,17 +72,14 @@ type Daemon struct {
 	groups   map[string]state.EndpointGroup // by state id
 	// eps owns the local endpoints and the attaches under way (its own
 	// lock); the others read copies.
-	eps   *attachsvc.Service
-	vteps map[string]uint32 // peer VTEP IP → ofport
-	// peerRefs: the store's endpoints and node records per peer VTEP
-	// (peers.go); it has its own lock.
-	peerRefs peerRefs
-	uplinks  []ovsdriver.UplinkMember
-	bgp      *bgprec.Reconciler // set by newReconcilers
+	eps *attachsvc.Service
+	// vtep converges the tunnels to the peers (set by newReconcilers).
+	vtep    *vteprec.Reconciler
+	uplinks []ovsdriver.UplinkMember
+	bgp     *bgprec.Reconciler // set by newReconcilers
 
-	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
-	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
-	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
+	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
+	pmtuPeers   chan string   // new VTEP peers for checkPathMTU
 	seenOnce    sync.Once
 
 	// rec is the work queue of the reconcilers (netplugin/reconcile); want is
@@ -112,8 +110,7 @@ func (c Config) registerer() prometheus.Registerer {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
-		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
+		mastersSeen: make(chan struct{}), pmtuPeers: make(chan string, 64), names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
 	d.rec.Resync, d.rec.Failed = cfg.ResyncInterval, d.met.reconcileFailed
@@ -240,7 +237,7 @@ func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error 
 		return err
 	}
 	// Cluster membership: this host's node record, then everyone's, before
-	// the peers follower decides which tunnels stay (peers.go).
+	// the peers follower decides which tunnels stay (netplugin/vteprec).
 	goRun(ctx, wg, d.keepNodeRecord)
 	if err := d.want.nodes.Sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the node records")
@@ -305,6 +302,7 @@ func (d *Daemon) startFollowers(ctx context.Context, wg *sync.WaitGroup) {
 	peers := &follow.Services{Name: "netplugin.vtep", Reg: d.store, Add: d.vtepEvent, Del: d.vtepEvent,
 		Log: d.log, Retry: d.cfg.StoreRetryDelay, Pause: 100 * time.Millisecond, Known: d.existingPeers()}
 	d.want.peers = peers
+	d.vtep.SetLive(peers)
 	w := d.want
 	goRun(ctx, wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
@@ -545,9 +543,7 @@ func (d *Daemon) masterDel(ctx context.Context, s objdb.ServiceInfo) {
 // so tunnels to hosts that left while netplugin was down are removed.
 func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
 	known := map[string]objdb.ServiceInfo{}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for ip := range d.vteps {
+	for _, ip := range d.vtep.InOVS() {
 		s := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: d.cfg.VxlanPort}
 		known[follow.ServiceKey(s)] = s
 	}

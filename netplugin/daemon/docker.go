@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/contiv/netplugin/netplugin/follow"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/contiv/netplugin/netplugin/follow"
 
 	"github.com/sirupsen/logrus"
 

@@ -171,9 +171,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	td.want.peers.Set(peer, true)
 	td.vtepEvent(ctx, peer)
 	eventually(t, "VTEP applied", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		return td.applied.vteps["198.18.0.2"]
+		return td.vtep.Applied("198.18.0.2")
 	})
 	vteps, err := drv.VTEPs(ctx, ovsdriver.VxlanBridge)
 	if err != nil {

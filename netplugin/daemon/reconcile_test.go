@@ -2,13 +2,14 @@ package daemon
 
 import (
 	"context"
-	"github.com/contiv/netplugin/netplugin/follow"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/contiv/netplugin/netplugin/follow"
 
 	"github.com/sirupsen/logrus"
 
@@ -44,8 +45,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	d := &Daemon{cfg: Config{HostLabel: "host1", VtepIP: "198.18.0.1", VxlanPort: 4789, OVSDatapath: "system"},
 		log: log, st: state.New(modeltest.NewMemKV()), drv: drv, vx: vx, vl: vl,
 		networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		vteps:     map[string]uint32{},
-		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(),
+		pmtuPeers: make(chan string, 64), names: nameserver.New(),
 		applied: newApplied()}
 	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
 	d.rec = reconcile.New(log, time.Millisecond, 20*time.Millisecond)
@@ -58,6 +58,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	d.eps = d.newAttachService()
 	d.newReconcilers()
 	d.want.peers = &follow.Services{Name: "netplugin.vtep"}
+	d.vtep.SetLive(d.want.peers)
 	return td
 }
 

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
+	"github.com/contiv/netplugin/netplugin/vteprec"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attachsvc"
-	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/state"
 )
@@ -42,7 +41,7 @@ type desired struct {
 	provs  *follow.Follower[state.SvcProvider]
 	nodes  *follow.Follower[state.Node]
 	// peers are the live netplugin.vtep instances; with the endpoints and
-	// node records (peerRefs) they make the tunnels (peers.go).
+	// node records they make the tunnels (netplugin/vteprec).
 	peers *follow.Services
 }
 
@@ -58,7 +57,7 @@ type applied struct {
 }
 
 func newApplied() applied {
-	return applied{nets: map[string]state.Network{}, infra: map[string]bool{}, vteps: map[string]bool{}}
+	return applied{nets: map[string]state.Network{}, infra: map[string]bool{}}
 }
 
 // newDesired makes the followers of the state the reconcilers converge to;
@@ -75,16 +74,16 @@ func (d *Daemon) newDesired() desired {
 			Del: func(_ context.Context, g state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) }}, d.log, retry),
 		eps: follow.New("endpoints", d.st.Endpoints, follow.Handlers[state.Endpoint]{
 			Put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
-				d.endpointPeerPut(ep, prev)
+				d.vtep.EndpointPut(ep, prev)
 				d.endpointNamesPut(ctx, ep, prev)
 				d.netpolPeers.Put(ep.ID, ep.PodNamespace, ep.PodName, ep.IPAddress)
 			},
 			Del: func(ctx context.Context, ep state.Endpoint) {
-				d.endpointPeerDel(ep)
+				d.vtep.EndpointDel(ep)
 				d.endpointNamesDel(ctx, ep)
 				d.netpolPeers.Delete(ep.ID)
 			}}, d.log, retry),
-		nodes: follow.New("nodes", d.st.Nodes, d.nodeHandlers(), d.log, retry),
+		nodes: follow.New("nodes", d.st.Nodes, d.vtep.NodeHandlers(), d.log, retry),
 		glob: follow.New("globals", d.st.GlobConfig, follow.Handlers[state.GlobConfig]{
 			Put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.Enqueue(kindGlobal, "global") },
 			Del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
@@ -105,6 +104,8 @@ func (d *Daemon) newDesired() desired {
 // reconcilers of each kind over it, and gives the queue a reconciler per
 // kind. The datapaths exist by then; nothing is reconciled before it.
 func (d *Daemon) newReconcilers() {
+	d.vtep = vteprec.New(vteprec.Config{VtepIP: d.cfg.VtepIP, VxlanPort: d.cfg.VxlanPort, Datapath: d.vx,
+		Tunnels: d.drv, Enqueue: d.rec.Enqueue, NewPeer: d.newPeer, Log: d.log})
 	d.want = d.newDesired()
 	d.svc = svcrec.New(svcrec.Config{Services: d.want.svcs, Providers: d.want.provs,
 		Datapaths: d.serviceDatapaths(), Names: d.names, Log: d.log})
@@ -123,7 +124,7 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindGlobal, d.reconcileGlobal)
 	d.rec.Handle(kindService, d.svc.ReconcileService)
 	d.rec.Handle(kindProvider, d.svc.ReconcileProviders)
-	d.rec.Handle(kindVtep, d.reconcileVtep)
+	d.rec.Handle(kindVtep, d.vtep.Reconcile)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
 	d.bgp.Register()
 	d.rec.Keys = d.allKeys
@@ -151,19 +152,13 @@ func (d *Daemon) allKeys() []string {
 	if d.want.provs != nil {
 		add(kindProvider, d.want.provs.IDs())
 	}
-	if d.want.peers != nil {
-		add(kindVtep, d.want.peers.Hosts())
-	}
-	add(kindVtep, d.peerRefs.ips())
+	add(kindVtep, d.vtep.Keys())
 	svcs, provs := d.svc.Applied()
 	add(kindService, svcs)
 	add(kindProvider, provs)
 	d.mu.Lock()
 	for id := range d.applied.nets {
 		keys = append(keys, kindNetwork+"/"+id)
-	}
-	for ip := range d.vteps {
-		keys = append(keys, kindVtep+"/"+ip)
 	}
 	d.mu.Unlock()
 	for _, le := range d.eps.All() {
@@ -369,67 +364,6 @@ func (d *Daemon) reconcileGlobal(ctx context.Context, _ string) error {
 	}
 	d.mu.Lock()
 	d.applied.glob = g
-	d.mu.Unlock()
-	return nil
-}
-
-// reconcileVtep keeps a VXLAN tunnel, in OVS and in the datapath, to every
-// peer (docs/daemons.md §5.2) that is a cluster member (peers.go: live, or
-// with endpoints or a node record in the store), and removes the tunnels
-// of peers that left the cluster.
-func (d *Daemon) reconcileVtep(ctx context.Context, ip string) error {
-	if ip == d.cfg.VtepIP {
-		return nil
-	}
-	want := d.wantPeer(ip)
-	d.mu.Lock()
-	ofport, inOVS := d.vteps[ip]
-	done := d.applied.vteps[ip]
-	d.mu.Unlock()
-	if !want {
-		if !inOVS {
-			return nil
-		}
-		if done || ofport != 0 {
-			if err := d.vx.RemoveVtepPort(ctx, ofport, net.ParseIP(ip)); err != nil {
-				return fmt.Errorf("remove VTEP %s from the datapath: %w", ip, err)
-			}
-		}
-		d.mu.Lock()
-		delete(d.applied.vteps, ip)
-		d.mu.Unlock()
-		if err := d.drv.DeleteVTEP(ctx, ovsdriver.VxlanBridge, ip); err != nil {
-			return fmt.Errorf("delete VTEP to %s: %w", ip, err)
-		}
-		d.mu.Lock()
-		delete(d.vteps, ip)
-		d.mu.Unlock()
-		return nil
-	}
-	if done {
-		return nil
-	}
-	ofport, err := d.drv.EnsureVTEP(ctx, ovsdriver.VxlanBridge, ip, d.cfg.VxlanPort)
-	if err != nil {
-		return fmt.Errorf("create VTEP to %s: %w", ip, err)
-	}
-	d.mu.Lock()
-	d.vteps[ip] = ofport
-	checked := d.pmtuChecked[ip]
-	d.pmtuChecked[ip] = true
-	d.mu.Unlock()
-	if !checked {
-		select {
-		case d.pmtuPeers <- ip:
-		default:
-			d.log.WithField("vtep", ip).Debug("path MTU check skipped: queue full")
-		}
-	}
-	if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(ip)); err != nil {
-		return fmt.Errorf("add VTEP %s to the datapath: %w", ip, err)
-	}
-	d.mu.Lock()
-	d.applied.vteps[ip] = true
 	d.mu.Unlock()
 	return nil
 }

@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+
 	"github.com/contiv/netplugin/netplugin/follow"
-	"net"
 
 	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
@@ -23,16 +23,8 @@ import (
 // QoS from its group (groupQoS).
 func (d *Daemon) replay(ctx context.Context, nets *follow.Follower[state.Network], groups *follow.Follower[state.EndpointGroup],
 	eps *follow.Follower[state.Endpoint], glob *follow.Follower[state.GlobConfig]) error {
-	vteps, err := d.drv.VTEPs(ctx, ovsdriver.VxlanBridge)
-	if err != nil {
-		return fmt.Errorf("read VTEPs: %w", err)
-	}
-	for ip, ofport := range vteps {
-		d.vteps[ip] = ofport
-		if err := d.vx.AddVtepPort(ctx, ofport, net.ParseIP(ip)); err != nil {
-			return fmt.Errorf("replay VTEP %s: %w", ip, err)
-		}
-		d.applied.vteps[ip] = true
+	if err := d.vtep.Restore(ctx); err != nil {
+		return err
 	}
 	if err := nets.Sync(ctx); err != nil {
 		return fmt.Errorf("replay networks: %w", err)

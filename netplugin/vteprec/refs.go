@@ -1,14 +1,6 @@
-package daemon
+package vteprec
 
-import (
-	"context"
-	"fmt"
-	"github.com/contiv/netplugin/netplugin/follow"
-	"sync"
-
-	"github.com/contiv/netplugin/state"
-	"github.com/contiv/netplugin/utils/ctxutil"
-)
+import "sync"
 
 // Peers follow cluster membership, not agent liveness (docs/architecture.md,
 // "Headless dataplane"): a tunnel to a peer VTEP, and with it the flows of
@@ -107,74 +99,4 @@ func (p *peerRefs) node(host, vtep string) []string {
 		}
 	}
 	return out
-}
-
-// wantPeer reports whether the tunnel to ip should exist.
-func (d *Daemon) wantPeer(ip string) bool {
-	if ip == "" || ip == d.cfg.VtepIP {
-		return false
-	}
-	if d.want.peers != nil && d.want.peers.Has(ip) {
-		return true
-	}
-	return d.peerRefs.has(ip)
-}
-
-func (d *Daemon) enqueueVteps(ips []string) {
-	for _, ip := range ips {
-		if ip != "" && ip != d.cfg.VtepIP {
-			d.rec.Enqueue(kindVtep, ip)
-		}
-	}
-}
-
-// endpointPeerPut and endpointPeerDel keep the endpoint counts of
-// peerRefs (handlers of the endpoint follower).
-func (d *Daemon) endpointPeerPut(ep state.Endpoint, prev *state.Endpoint) {
-	old := ""
-	if prev != nil {
-		old = prev.VtepIP
-	}
-	d.enqueueVteps(d.peerRefs.endpoint(old, ep.VtepIP))
-}
-
-func (d *Daemon) endpointPeerDel(ep state.Endpoint) {
-	d.enqueueVteps(d.peerRefs.endpoint(ep.VtepIP, ""))
-}
-
-// nodeHandlers follow the node records into peerRefs.
-func (d *Daemon) nodeHandlers() follow.Handlers[state.Node] {
-	return follow.Handlers[state.Node]{
-		Put: func(_ context.Context, n state.Node, _ *state.Node) { d.enqueueVteps(d.peerRefs.node(n.ID, n.VtepIP)) },
-		Del: func(_ context.Context, n state.Node) { d.enqueueVteps(d.peerRefs.node(n.ID, "")) },
-	}
-}
-
-// writeNode records this host as a cluster member (oper/nodes/<host>):
-// peers keep their tunnel to it while the record exists, even when this
-// process is down.
-func (d *Daemon) writeNode(ctx context.Context) error {
-	n := state.Node{Common: state.Common{ID: d.cfg.HostLabel}, Hostname: d.cfg.HostLabel, VtepIP: d.cfg.VtepIP, CtrlIP: d.cfg.CtrlIP}
-	if cur, err := d.st.Nodes.Read(ctx, n.ID); err == nil && cur == n {
-		return nil
-	}
-	if _, err := d.st.Nodes.Write(ctx, n); err != nil {
-		return fmt.Errorf("write the node record of %s: %w", n.ID, err)
-	}
-	return nil
-}
-
-// keepNodeRecord writes the node record, retrying until it is written or
-// ctx ends (a store outage at start does not stop netplugin).
-func (d *Daemon) keepNodeRecord(ctx context.Context) {
-	for {
-		err := d.writeNode(ctx)
-		if err == nil {
-			return
-		}
-		d.log.WithError(err).Warn("node record not written; retrying")
-		if !ctxutil.Sleep(ctx, d.cfg.StoreRetryDelay) {
-			return
-		}
-	}
 }
