@@ -12,6 +12,7 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
+	"github.com/contiv/netplugin/netplugin/netrec"
 	"github.com/contiv/netplugin/netplugin/vteprec"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,9 +68,10 @@ type Daemon struct {
 	// endpoint record for (remotesweep.go); owned by sweepLoop.
 	unbackedRemotes map[string]bool
 
-	mu       sync.Mutex
-	networks map[string]state.Network       // by state id
-	groups   map[string]state.EndpointGroup // by state id
+	mu sync.Mutex
+	// nets converges networks and groups and has those the attach path
+	// sees (set by newReconcilers).
+	nets *netrec.Reconciler
 	// eps owns the local endpoints and the attaches under way (its own
 	// lock); the others read copies.
 	eps *attachsvc.Service
@@ -109,7 +111,7 @@ func (c Config) registerer() prometheus.Registerer {
 // out.
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
-	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
+	d := &Daemon{cfg: cfg, log: log,
 		mastersSeen: make(chan struct{}), pmtuPeers: make(chan string, 64), names: nameserver.New(), applied: newApplied()}
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)

@@ -150,10 +150,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
 	eventually(t, "network applied", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		_, ok := td.applied.nets[nw.ID]
-		return ok
+		return td.nets.IsApplied(nw.ID)
 	})
 	flows := dumpFlows(t, o)
 	if !strings.Contains(flows, "dl_vlan=100 actions=group:") {

@@ -44,7 +44,6 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	log := testLog(t)
 	d := &Daemon{cfg: Config{HostLabel: "host1", VtepIP: "198.18.0.1", VxlanPort: 4789, OVSDatapath: "system"},
 		log: log, st: state.New(modeltest.NewMemKV()), drv: drv, vx: vx, vl: vl,
-		networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
 		pmtuPeers: make(chan string, 64), names: nameserver.New(),
 		applied: newApplied()}
 	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
@@ -139,7 +138,7 @@ func TestReconcileNetworkPut(t *testing.T) {
 			if vl.hasNetwork(100) {
 				t.Error("a VXLAN network reached the VLAN bridge")
 			}
-			if _, ok := td.networks["n1.t1"]; !ok {
+			if _, ok := td.nets.KnownNetwork("n1.t1"); !ok {
 				t.Error("network not known to the attach path")
 			}
 		})
@@ -155,9 +154,7 @@ func TestReconcileDeleteAfterFailedPut(t *testing.T) {
 	eventually(t, "two failed attempts", func() bool { return vx.Count("AddNetwork") >= 2 })
 	td.delNetwork("n1.t1")
 	eventually(t, "network forgotten", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		_, known := td.networks["n1.t1"]
+		_, known := td.nets.KnownNetwork("n1.t1")
 		return !known && td.rec.Len() == 0
 	})
 	// Once deleted, the key converges: no more attempts.
@@ -250,9 +247,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 	g := state.EndpointGroup{Common: state.Common{ID: "web:t1"}, GroupName: "web", TenantName: "t1", NetworkName: "n1"}
 	td.want.groups.Apply(context.Background(), g.ID, &g)
 	eventually(t, "group known", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		_, ok := td.groups[g.ID]
+		_, ok := td.nets.Group(g.ID)
 		return ok
 	})
 	le := td.localEndpointFor(t, "n1.t1-c1", g.ID, nw)
@@ -368,20 +363,6 @@ func TestReconcileGlobalArpMode(t *testing.T) {
 		vl.mu.Unlock()
 		return a == "flood" && b == "flood"
 	})
-}
-
-// A network applied but no longer in the store (a delete missed while the
-// watch was away) goes at the next resync.
-func TestReconcileResyncRemovesLeftovers(t *testing.T) {
-	vx := newFakeDatapath()
-	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 20*time.Millisecond)
-	nw := vxlanNet("n1.t1", 100, 5000)
-	if err := vx.AddNetwork(context.Background(), 100, 5000, "", "t1"); err != nil {
-		t.Fatal(err)
-	}
-	td.applied.nets[nw.ID] = nw
-	td.start(t)
-	eventually(t, "leftover network removed", func() bool { return !vx.hasNetwork(100) })
 }
 
 // Cancelling the context stops the workers, even with a key that keeps

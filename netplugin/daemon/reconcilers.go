@@ -2,15 +2,14 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
+	"github.com/contiv/netplugin/netplugin/netrec"
 	"github.com/contiv/netplugin/netplugin/vteprec"
 
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
-	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/state"
 )
@@ -47,9 +46,7 @@ type desired struct {
 
 // applied is what the reconcilers applied to the datapath; d.mu guards it.
 type applied struct {
-	nets    map[string]state.Network // in the agent
-	infra   map[string]bool          // infra networks whose host port is up
-	vteps   map[string]bool          // peers whose tunnel is in OVS and the agent
+	vteps   map[string]bool // peers whose tunnel is in OVS and the agent
 	arpMode string
 	// glob is the last global configuration reconcileGlobal saw (zero: the
 	// one the process started with, Daemon.glob).
@@ -57,7 +54,7 @@ type applied struct {
 }
 
 func newApplied() applied {
-	return applied{nets: map[string]state.Network{}, infra: map[string]bool{}}
+	return applied{}
 }
 
 // newDesired makes the followers of the state the reconcilers converge to;
@@ -107,6 +104,9 @@ func (d *Daemon) newReconcilers() {
 	d.vtep = vteprec.New(vteprec.Config{VtepIP: d.cfg.VtepIP, VxlanPort: d.cfg.VxlanPort, Datapath: d.vx,
 		Tunnels: d.drv, Enqueue: d.rec.Enqueue, NewPeer: d.newPeer, Log: d.log})
 	d.want = d.newDesired()
+	d.nets = netrec.New(netrec.Config{Networks: d.want.nets, Groups: d.want.groups, Store: d.st.Networks,
+		Datapath: func(nw state.Network) netrec.Datapath { return d.agentFor(nw) }, Locals: d.eps, Policing: d.drv,
+		Meters: d.cfg.OVSDatapath == "netdev", Log: d.log})
 	d.svc = svcrec.New(svcrec.Config{Services: d.want.svcs, Providers: d.want.provs,
 		Datapaths: d.serviceDatapaths(), Names: d.names, Log: d.log})
 	d.bgp = d.newBgp()
@@ -118,8 +118,8 @@ func (d *Daemon) serviceDatapaths() []svcrec.Datapath { return []svcrec.Datapath
 
 // registerReconcilers gives the queue a reconciler per kind.
 func (d *Daemon) registerReconcilers() {
-	d.rec.Handle(kindNetwork, d.reconcileNetwork)
-	d.rec.Handle(kindGroup, d.reconcileGroup)
+	d.rec.Handle(kindNetwork, d.nets.ReconcileNetwork)
+	d.rec.Handle(kindGroup, d.nets.ReconcileGroup)
 	d.rec.Handle(kindEndpoint, d.reconcileEndpoint)
 	d.rec.Handle(kindGlobal, d.reconcileGlobal)
 	d.rec.Handle(kindService, d.svc.ReconcileService)
@@ -156,162 +156,12 @@ func (d *Daemon) allKeys() []string {
 	svcs, provs := d.svc.Applied()
 	add(kindService, svcs)
 	add(kindProvider, provs)
-	d.mu.Lock()
-	for id := range d.applied.nets {
-		keys = append(keys, kindNetwork+"/"+id)
-	}
-	d.mu.Unlock()
+	add(kindNetwork, d.nets.Applied())
 	for _, le := range d.eps.All() {
 		keys = append(keys, kindEndpoint+"/"+le.EP.ID)
 	}
 	keys = append(keys, kindGlobal+"/global", kindHostAccess+"/"+d.cfg.HostLabel)
 	return append(keys, d.bgp.Keys()...)
-}
-
-// sameSegment reports whether two versions of a network use the same
-// datapath segment (a network deleted and created again under the same id
-// may not).
-func sameSegment(a, b state.Network) bool {
-	return a.PktTagType == b.PktTagType && a.PktTag == b.PktTag && a.ExtPktTag == b.ExtPktTag &&
-		a.Gateway == b.Gateway && a.Tenant == b.Tenant
-}
-
-func vniOf(nw state.Network) uint32 {
-	if nw.PktTagType == "vxlan" {
-		return uint32(nw.ExtPktTag)
-	}
-	return 0
-}
-
-// reconcileNetwork puts a network of the store into its bridge's datapath
-// (with the host's port on an infra network) or takes one the store no
-// longer has out. Other changes of a network are ignored (docs/daemons.md
-// §6.3).
-func (d *Daemon) reconcileNetwork(ctx context.Context, id string) error {
-	nw, want := d.want.nets.Get(id)
-	d.mu.Lock()
-	have, had := d.applied.nets[id]
-	d.mu.Unlock()
-	if had && (!want || !sameSegment(have, nw)) {
-		if err := d.removeNetwork(ctx, id, have, want); err != nil {
-			return err
-		}
-		had = false
-	}
-	if !want {
-		d.mu.Lock()
-		delete(d.networks, id)
-		d.mu.Unlock()
-		return nil
-	}
-	d.mu.Lock()
-	d.networks[id] = nw
-	d.mu.Unlock()
-	if !had {
-		if err := d.agentFor(nw).AddNetwork(ctx, uint16(nw.PktTag), vniOf(nw), nw.Gateway, nw.Tenant); err != nil {
-			return fmt.Errorf("add network %s to the datapath: %w", id, err)
-		}
-		d.mu.Lock()
-		d.applied.nets[id] = nw
-		d.mu.Unlock()
-	}
-	if nw.NwType != "infra" {
-		return nil
-	}
-	d.mu.Lock()
-	up := d.applied.infra[id]
-	d.mu.Unlock()
-	if up {
-		return nil
-	}
-	if len(nw.NetworkName) > 15 {
-		// Cannot work, however often it is tried.
-		d.log.Errorf("infra network %s: host port not created: network name %q is longer than an interface name (15)", id, nw.NetworkName)
-		return nil
-	}
-	if err := d.eps.InfraUp(ctx, nw); err != nil {
-		return fmt.Errorf("infra network %s: host port: %w", id, err)
-	}
-	d.mu.Lock()
-	d.applied.infra[id] = true
-	d.mu.Unlock()
-	return nil
-}
-
-// removeNetwork takes an applied network out of the datapath (its host
-// port first on an infra network). replaced: the store holds another
-// version of it, which stays in d.networks.
-func (d *Daemon) removeNetwork(ctx context.Context, id string, have state.Network, replaced bool) error {
-	d.mu.Lock()
-	infraUp := d.applied.infra[id]
-	d.mu.Unlock()
-	if infraUp {
-		if err := d.eps.InfraDown(ctx, have); err != nil {
-			return err
-		}
-		d.mu.Lock()
-		delete(d.applied.infra, id)
-		d.mu.Unlock()
-	}
-	if !replaced {
-		d.mu.Lock()
-		delete(d.networks, id)
-		d.mu.Unlock()
-	}
-	if err := d.agentFor(have).RemoveNetwork(ctx, uint16(have.PktTag), vniOf(have), have.Gateway, have.Tenant); err != nil {
-		return fmt.Errorf("remove network %s from the datapath: %w", id, err)
-	}
-	d.mu.Lock()
-	delete(d.applied.nets, id)
-	d.mu.Unlock()
-	return nil
-}
-
-// reconcileGroup keeps the group for new endpoints and brings the policing,
-// meter and DSCP of the group's local endpoints to the group's values.
-func (d *Daemon) reconcileGroup(ctx context.Context, id string) error {
-	g, want := d.want.groups.Get(id)
-	d.mu.Lock()
-	if !want {
-		delete(d.groups, id)
-		d.mu.Unlock()
-		return nil
-	}
-	d.groups[id] = g
-	d.mu.Unlock()
-	q := attachsvc.QoSOf(g)
-	type todo struct {
-		le localEndpoint
-		nw state.Network
-		ok bool
-	}
-	var work []todo
-	for _, le := range d.eps.All() {
-		if le.EP.EndpointGroupKey == id && le.QoS != q {
-			nw, ok := attachCluster{d}.KnownNetwork(le.EP.NetID)
-			work = append(work, todo{le, nw, ok})
-		}
-	}
-	var errs []error
-	for _, w := range work {
-		le := w.le
-		if !le.QoS.Known || le.QoS.Bandwidth != q.Bandwidth || le.QoS.Burst != q.Burst {
-			if err := d.drv.UpdatePolicing(ctx, le.Port.PortName, g.Bandwidth, g.Burst); err != nil {
-				errs = append(errs, fmt.Errorf("update policing of %s: %w", le.Port.PortName, err))
-				continue
-			}
-		}
-		if !w.ok {
-			errs = append(errs, fmt.Errorf("endpoint %s: network %s unknown", le.EP.ID, le.EP.NetID))
-			continue
-		}
-		if err := d.agentFor(w.nw).UpdateLocalEndpoint(ctx, d.endpointInfo(le, w.nw)); err != nil {
-			errs = append(errs, fmt.Errorf("update DSCP and meter of %s: %w", le.EP.ID, err))
-			continue
-		}
-		d.eps.SetQoS(le.EP.ID, q)
-	}
-	return errors.Join(errs...)
 }
 
 // reconcileEndpoint removes a local endpoint that the store no longer

@@ -20,7 +20,7 @@ import (
 // settings. Run continues with BGP, then services and their providers.
 // The original (docs/daemons.md §6.2) replayed endpoints before groups;
 // here groups come first because a re-announced local endpoint takes its
-// QoS from its group (groupQoS).
+// QoS from its group (netrec GroupQoS).
 func (d *Daemon) replay(ctx context.Context, nets *follow.Follower[state.Network], groups *follow.Follower[state.EndpointGroup],
 	eps *follow.Follower[state.Endpoint], glob *follow.Follower[state.GlobConfig]) error {
 	if err := d.vtep.Restore(ctx); err != nil {
@@ -71,9 +71,7 @@ func (d *Daemon) reconcileLocalEndpoints(ctx context.Context) error {
 			ep, ok := mine[p.EndpointID]
 			var nw state.Network
 			if ok {
-				d.mu.Lock()
-				nw, ok = d.networks[ep.NetID]
-				d.mu.Unlock()
+				nw, ok = d.nets.KnownNetwork(ep.NetID)
 			}
 			if !ok || attachsvc.BridgeFor(nw) != bridge || p.OFPort == 0 {
 				// No endpoint on this host claims the port, or its veth is
@@ -84,8 +82,8 @@ func (d *Daemon) reconcileLocalEndpoints(ctx context.Context) error {
 				}
 				continue
 			}
-			le := localEndpoint{EP: ep, Port: p, Bridge: bridge, QoS: d.groupQoS(ep)}
-			if err := d.agentFor(nw).AddLocalEndpoint(ctx, d.endpointInfo(le, nw)); err != nil {
+			le := localEndpoint{EP: ep, Port: p, Bridge: bridge, QoS: d.nets.GroupQoS(ep)}
+			if err := d.agentFor(nw).AddLocalEndpoint(ctx, d.nets.EndpointInfo(le, nw)); err != nil {
 				return fmt.Errorf("replay local endpoint %s: %w", ep.ID, err)
 			}
 			d.eps.Put(le)
@@ -104,16 +102,4 @@ func (d *Daemon) agentFor(nw state.Network) datapath {
 		return d.vx
 	}
 	return d.vl
-}
-
-// groupQoS is what a port found at restart is taken to have: its group's
-// values (AddLocalEndpoint installs the DSCP and meter; the policing is the
-// port's since its creation). Re-applying policing to every port at start
-// would reconfigure them all while they forward.
-func (d *Daemon) groupQoS(ep state.Endpoint) attachsvc.QoS {
-	g, ok := attachCluster{d}.Group(ep.EndpointGroupKey)
-	if !ok {
-		return attachsvc.QoS{Known: true}
-	}
-	return attachsvc.QoSOf(g)
 }

@@ -12,11 +12,9 @@ import (
 // nameEndpoint is an endpoint as the name server sees it.
 func (d *Daemon) nameEndpoint(ep state.Endpoint) (nameserver.Endpoint, bool) {
 	tenant := ""
-	d.mu.Lock()
-	if nw, ok := d.networks[ep.NetID]; ok {
+	if nw, ok := d.nets.KnownNetwork(ep.NetID); ok {
 		tenant = nw.Tenant
 	}
-	d.mu.Unlock()
 	if tenant == "" {
 		if i := strings.LastIndex(ep.NetID, "."); i >= 0 {
 			tenant = ep.NetID[i+1:]
