@@ -5,9 +5,6 @@ import (
 	"fmt"
 
 	"github.com/contiv/netplugin/netplugin/follow"
-
-	"github.com/contiv/netplugin/netplugin/attachsvc"
-	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -20,7 +17,7 @@ import (
 // settings. Run continues with BGP, then services and their providers.
 // The original (docs/daemons.md §6.2) replayed endpoints before groups;
 // here groups come first because a re-announced local endpoint takes its
-// QoS from its group (netrec GroupQoS).
+// QoS from its group.
 func (d *Daemon) replay(ctx context.Context, nets *follow.Follower[state.Network], groups *follow.Follower[state.EndpointGroup],
 	eps *follow.Follower[state.Endpoint], glob *follow.Follower[state.GlobConfig]) error {
 	if err := d.vtep.Restore(ctx); err != nil {
@@ -34,7 +31,7 @@ func (d *Daemon) replay(ctx context.Context, nets *follow.Follower[state.Network
 		return fmt.Errorf("replay endpoint groups: %w", err)
 	}
 	d.rec.Drain(ctx)
-	if err := d.reconcileLocalEndpoints(ctx); err != nil {
+	if err := d.eps.Restore(ctx, d.drv); err != nil {
 		return err
 	}
 	if err := eps.Sync(ctx); err != nil {
@@ -45,55 +42,6 @@ func (d *Daemon) replay(ctx context.Context, nets *follow.Follower[state.Network
 		return fmt.Errorf("replay global settings: %w", err)
 	}
 	d.rec.Drain(ctx)
-	return nil
-}
-
-// reconcileLocalEndpoints pairs the endpoint ports found in OVS with the
-// endpoints homed on this host: a pair is re-announced to the datapath with
-// its existing OpenFlow port; a port without an endpoint is deleted.
-func (d *Daemon) reconcileLocalEndpoints(ctx context.Context) error {
-	all, _, err := d.st.Endpoints.ReadAll(ctx)
-	if err != nil {
-		return fmt.Errorf("replay endpoints: %w", err)
-	}
-	mine := map[string]state.Endpoint{}
-	for _, ep := range all {
-		if ep.HomingHost == d.cfg.HostLabel {
-			mine[ep.ID] = ep
-		}
-	}
-	for _, bridge := range []string{ovsdriver.VxlanBridge, ovsdriver.VlanBridge} {
-		ports, err := d.drv.ExistingEndpoints(ctx, bridge)
-		if err != nil {
-			return fmt.Errorf("read endpoint ports of %s: %w", bridge, err)
-		}
-		for _, p := range ports {
-			ep, ok := mine[p.EndpointID]
-			var nw state.Network
-			if ok {
-				nw, ok = d.nets.KnownNetwork(ep.NetID)
-			}
-			if !ok || attachsvc.BridgeFor(nw) != bridge || p.OFPort == 0 {
-				// No endpoint on this host claims the port, or its veth is
-				// gone with its container.
-				d.log.WithField("port", p.PortName).Infof("removing stale endpoint port (endpoint %q)", p.EndpointID)
-				if err := d.drv.DeleteEndpoint(ctx, bridge, p.PortName); err != nil {
-					d.log.WithError(err).Warnf("remove stale port %s", p.PortName)
-				}
-				continue
-			}
-			le := localEndpoint{EP: ep, Port: p, Bridge: bridge, QoS: d.nets.GroupQoS(ep)}
-			if err := d.agentFor(nw).AddLocalEndpoint(ctx, d.nets.EndpointInfo(le, nw)); err != nil {
-				return fmt.Errorf("replay local endpoint %s: %w", ep.ID, err)
-			}
-			d.eps.Put(le)
-		}
-	}
-	for id := range mine {
-		if !d.eps.Has(id) {
-			d.log.WithField("endpoint", id).Warn("endpoint homed on this host has no OVS port (its container went away while netplugin was down?)")
-		}
-	}
 	return nil
 }
 

@@ -186,15 +186,3 @@ func (r *Reconciler) meterFor(g state.EndpointGroup) (rate, burst uint32) {
 	rate = uint32(min(kbps, math.MaxUint32))
 	return rate, max(rate, uint32(g.Burst))
 }
-
-// GroupQoS is what a port found at restart is taken to have: its group's
-// values (AddLocalEndpoint installs the DSCP and meter; the policing is the
-// port's since its creation). Re-applying policing to every port at start
-// would reconfigure them all while they forward.
-func (r *Reconciler) GroupQoS(ep state.Endpoint) attachsvc.QoS {
-	g, ok := r.Group(ep.EndpointGroupKey)
-	if !ok {
-		return attachsvc.QoS{Known: true}
-	}
-	return attachsvc.QoSOf(g)
-}
