@@ -55,15 +55,16 @@ func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	}
 	s.log.WithFields(map[string]any{"endpoint": ep.ID, "port": tPort.Round(time.Millisecond),
 		"flows": (time.Since(t0) - tPort).Round(time.Millisecond)}).Debug("local endpoint added")
-	oper := state.EndpointOper{Common: state.Common{ID: ep.ID}, NetID: ep.NetID, EndpointID: ep.EndpointID,
-		ServiceName: ep.ServiceName, ContUUID: ep.EndpointID, IPAddress: ep.IPAddress, IPv6Address: ep.IPv6Address,
-		MacAddress: ep.MacAddress, HomingHost: ep.HomingHost, IntfName: port.IntfName, PortName: port.PortName, VtepIP: ep.VtepIP}
-	if _, err := s.cfg.Store.EndpointOper.Write(ctx, oper); err != nil {
-		s.log.WithError(err).Warnf("record oper state of %s", ep.ID) // the dataplane works without it
-	}
+	operErr := s.writeOper(ctx, *le)
 	s.mu.Lock()
 	s.locals[ep.ID] = le
 	s.mu.Unlock()
+	if operErr != nil {
+		// The dataplane works without it; the queue retries it once the
+		// endpoint is local.
+		s.log.WithError(operErr).Warnf("record oper state of %s; retrying", ep.ID)
+		s.retryOper(ep.ID)
+	}
 	s.changed(*le)
 	return le, nil
 }
@@ -102,7 +103,8 @@ func (s *Service) RemoveLocal(ctx context.Context, epID string) (err error) {
 		return errors.Join(errs...)
 	}
 	if err := s.cfg.Store.EndpointOper.Clear(ctx, epID); err != nil {
-		s.log.WithError(err).Debugf("clear oper state of %s", epID)
+		s.log.WithError(err).Debugf("clear oper state of %s; retrying", epID)
+		s.retryOper(epID)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func (d *Daemon) newAttachService() *attachsvc.Service {
 		Ports: d.drv, Master: d.mc, Store: d.st, Cluster: attachCluster{d},
 		Hooks: attachsvc.Hooks{Changed: d.bgpEndpoint, PolicyAttached: d.netpolAttached,
 			PolicyDetached: d.netpolDetached, Observe: d.met.observeAttach},
-		Log: d.log})
+		Enqueue: d.rec.Enqueue, Log: d.log})
 }
 
 // attachCluster is the daemon as the attach service reads it.

@@ -4,26 +4,26 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
+	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
 	"github.com/contiv/netplugin/netplugin/netrec"
-	"github.com/contiv/netplugin/netplugin/vteprec"
-
-	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/svcrec"
+	"github.com/contiv/netplugin/netplugin/vteprec"
 	"github.com/contiv/netplugin/state"
 )
 
 // The kinds of reconcile keys (netplugin/reconcile).
 const (
-	kindNetwork  = "network"         // network/<state id>
-	kindGroup    = "group"           // group/<state id>
-	kindEndpoint = "endpoint"        // endpoint/<state id>: removal of a local endpoint
-	kindGlobal   = "global"          // global/global
-	kindService  = "service"         // service/<state id>
-	kindProvider = "provider"        // provider/<state id>
-	kindBgp      = bgprec.KindConfig // bgp/<host label> and the other kinds of netplugin/bgprec
-	kindVtep     = "vtep"            // vtep/<peer VTEP IP>
+	kindNetwork  = netrec.KindNetwork // network/<state id>
+	kindGroup    = netrec.KindGroup   // group/<state id>
+	kindEndpoint = "endpoint"         // endpoint/<state id>: removal of a local endpoint
+	kindGlobal   = "global"           // global/global
+	kindService  = "service"          // service/<state id>
+	kindProvider = "provider"         // provider/<state id>
+	kindBgp      = bgprec.KindConfig  // bgp/<host label> and the other kinds of netplugin/bgprec
+	kindVtep     = vteprec.Kind       // vtep/<peer VTEP IP>
 	// hostaccess/<host label>: contivh0 and host access (netplugin/hostaccess)
 	kindHostAccess = "hostaccess"
 )
@@ -46,7 +46,6 @@ type desired struct {
 
 // applied is what the reconcilers applied to the datapath; d.mu guards it.
 type applied struct {
-	vteps   map[string]bool // peers whose tunnel is in OVS and the agent
 	arpMode string
 	// glob is the last global configuration reconcileGlobal saw (zero: the
 	// one the process started with, Daemon.glob).
@@ -126,6 +125,7 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindProvider, d.svc.ReconcileProviders)
 	d.rec.Handle(kindVtep, d.vtep.Reconcile)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
+	d.rec.Handle(attachsvc.KindOper, d.eps.ReconcileOper)
 	d.bgp.Register()
 	d.rec.Keys = d.allKeys
 }
