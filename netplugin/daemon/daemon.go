@@ -12,6 +12,7 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
+	"github.com/contiv/netplugin/netplugin/netpolrec"
 	"github.com/contiv/netplugin/netplugin/netrec"
 	"github.com/contiv/netplugin/netplugin/vteprec"
 
@@ -60,8 +61,8 @@ type Daemon struct {
 	hostAccess *hostaccess.Reconciler
 	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
 	// before the CNI server starts, never after.
-	netpol *netpol.Controller
-	// netpolPeers: the pods of the endpoint records (netpol.go); set by newDesired.
+	netpol *netpolrec.Enforcer
+	// netpolPeers: the pods of the endpoint records; set by newDesired.
 	netpolPeers *netpol.Peers
 
 	// unbackedRemotes are the remote endpoints the last sweep found no

@@ -1,13 +1,18 @@
-package daemon
+// Package netpolrec enforces Kubernetes NetworkPolicy in netplugin
+// (docs/k8s.md, "NetworkPolicy"): a controller (mgmtfn/k8splugin/netpol)
+// follows policies, pods and namespaces in the API server and hands each
+// new per-pod result to the bridges' datapaths; an attach waits until the
+// policy covers its pod.
+package netpolrec
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/contiv/netplugin/api/attach"
@@ -15,17 +20,25 @@ import (
 	"github.com/contiv/netplugin/ofnet/agent"
 )
 
-// startNetpol enforces Kubernetes NetworkPolicy (docs/k8s.md,
-// "NetworkPolicy"): a controller follows policies, pods and namespaces in
-// the API server and hands each new per-pod result to the bridging agents.
-func (d *Daemon) startNetpol(ctx context.Context, wg *sync.WaitGroup, cs kubernetes.Interface) {
-	log := d.log.WithField("api", "networkpolicy")
+// Datapath is what NetworkPolicy drives of a bridge's agent.
+type Datapath interface {
+	SetNetworkPolicy(ctx context.Context, pods map[netip.Addr]agent.NetpolPod) error
+}
+
+// Enforcer runs the controller; a nil *Enforcer (no API server) enforces
+// nothing and holds no attach.
+type Enforcer struct {
+	c   *netpol.Controller
+	log logrus.FieldLogger
+}
+
+// New makes the enforcer over the API server cs; peers are the pods of the
+// store's endpoint records. Run serves it.
+func New(cs kubernetes.Interface, datapaths []Datapath, peers *netpol.Peers, log logrus.FieldLogger) *Enforcer {
+	log = log.WithField("api", "networkpolicy")
 	c := netpol.NewController(cs, func(ctx context.Context, r netpol.Result) error {
 		pods := toAgentRules(r)
-		for _, a := range []datapath{d.vx, d.vl} {
-			if a == nil {
-				continue
-			}
+		for _, a := range datapaths {
 			if err := a.SetNetworkPolicy(ctx, pods); err != nil && !errors.Is(err, agent.ErrNetpolUnsupported) {
 				return err
 			}
@@ -33,21 +46,23 @@ func (d *Daemon) startNetpol(ctx context.Context, wg *sync.WaitGroup, cs kuberne
 		log.WithField("pods", len(r)).Info("networkpolicy applied")
 		return nil
 	}, func(format string, args ...any) { log.Warnf(format, args...) })
-	c.FollowPeers(d.netpolPeers)
-	d.netpol = c
-	goRun(ctx, wg, c.Run)
+	c.FollowPeers(peers)
+	return &Enforcer{c: c, log: log}
 }
+
+// Run serves the controller until ctx ends.
+func (e *Enforcer) Run(ctx context.Context) { e.c.Run(ctx) }
 
 // netpolAttachWait bounds how long an attach waits for the NetworkPolicy
 // of its pod; the attach fails after it (the kubelet retries).
 const netpolAttachWait = 15 * time.Second
 
-// netpolAttached has the policy count a pod under its new address, and
+// Attached has the policy count a pod under its new address, and
 // waits until that is applied, before its interface is moved into the
 // pod (docs/k8s.md, "NetworkPolicy"): a pod a policy selects is isolated
 // from its first packet, whether or not its status exists yet.
-func (d *Daemon) netpolAttached(ctx context.Context, req attach.Request, cidr string) error {
-	if d.netpol == nil || req.PodNamespace == "" || req.PodName == "" {
+func (e *Enforcer) Attached(ctx context.Context, req attach.Request, cidr string) error {
+	if e == nil || req.PodNamespace == "" || req.PodName == "" {
 		return nil
 	}
 	p, err := netip.ParsePrefix(cidr)
@@ -57,18 +72,18 @@ func (d *Daemon) netpolAttached(ctx context.Context, req attach.Request, cidr st
 	wctx, cancel := context.WithTimeout(ctx, netpolAttachWait)
 	defer cancel()
 	t0 := time.Now()
-	if err := d.netpol.PodAttached(wctx, req.PodNamespace, req.PodName, p.Addr()); err != nil {
+	if err := e.c.PodAttached(wctx, req.PodNamespace, req.PodName, p.Addr()); err != nil {
 		return fmt.Errorf("attach %s/%s: %w", req.PodNamespace, req.PodName, err)
 	}
-	d.log.WithFields(map[string]any{"pod": req.PodNamespace + "/" + req.PodName, "ip": p.Addr().String(),
+	e.log.WithFields(map[string]any{"pod": req.PodNamespace + "/" + req.PodName, "ip": p.Addr().String(),
 		"wait": time.Since(t0).Round(time.Millisecond)}).Debug("networkpolicy covers the new pod")
 	return nil
 }
 
-// netpolDetached forgets what netpolAttached gave.
-func (d *Daemon) netpolDetached(req attach.DetachRequest) {
-	if d.netpol != nil && req.PodNamespace != "" && req.PodName != "" {
-		d.netpol.PodDetached(req.PodNamespace, req.PodName)
+// Detached forgets what Attached gave.
+func (e *Enforcer) Detached(req attach.DetachRequest) {
+	if e != nil && req.PodNamespace != "" && req.PodName != "" {
+		e.c.PodDetached(req.PodNamespace, req.PodName)
 	}
 }
 
