@@ -1,4 +1,7 @@
-package daemon
+// Package tracer answers netplugin's packet traces (docs/operations.md,
+// "Packet trace"): ovs-vswitchd traces a packet from a local endpoint, and
+// the hops are named by the pipeline's tables and the datapath's cookies.
+package tracer
 
 import (
 	"context"
@@ -14,11 +17,45 @@ import (
 	"time"
 
 	"github.com/contiv/netplugin/api/trace"
+	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/pipeline"
 	"github.com/contiv/netplugin/ofnet/unixctl"
 )
+
+// Datapath is what a trace reads of a bridge's agent.
+type Datapath interface {
+	DescribeCookie(cookie uint64) (category, object string)
+	MACOf(ip net.IP) (net.HardwareAddr, bool)
+}
+
+// Locals finds a local endpoint (*attachsvc.Service).
+type Locals interface {
+	Find(key string) (le attachsvc.Local, n int)
+}
+
+// Ports names an OpenFlow port (*ovsdriver.Driver).
+type Ports interface {
+	PortByOFPort(bridge string, ofport uint32) (ovsdriver.PortInfo, bool)
+}
+
+// Config is what the tracer reads.
+type Config struct {
+	Host     string // this host's label
+	Routing  bool   // the cluster's forwarding mode is routing
+	Locals   Locals
+	Datapath func(bridge string) Datapath
+	Ports    Ports
+	Unixctl  string // ovs-vswitchd's control socket ("": next to OVSDB)
+	OVSDB    string // the OVSDB socket
+}
+
+// Tracer answers traces.
+type Tracer struct{ cfg Config }
+
+// New makes the tracer of cfg.
+func New(cfg Config) *Tracer { return &Tracer{cfg: cfg} }
 
 // traceTimeout bounds one ofproto/trace call.
 const traceTimeout = 10 * time.Second
@@ -26,17 +63,17 @@ const traceTimeout = 10 * time.Second
 // errNoEndpoint: the trace's endpoint is not attached here.
 var errNoEndpoint = errors.New("no such endpoint on this host")
 
-// serveTrace answers GET /inspect/trace?endpoint=&dst=&proto=&port=
+// ServeHTTP answers GET /inspect/trace?endpoint=&dst=&proto=&port=
 // (docs/operations.md, "Packet trace"): 400 for bad input, 404 for an
 // endpoint not on this host, 200 with a trace.Result.
-func (d *Daemon) serveTrace(w http.ResponseWriter, r *http.Request) {
+func (t *Tracer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req, err := trace.ParseRequest(q.Get("endpoint"), q.Get("dst"), q.Get("proto"), q.Get("port"))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	res, err := d.trace(r.Context(), req)
+	res, err := t.Trace(r.Context(), req)
 	switch {
 	case errors.Is(err, errNoEndpoint):
 		http.Error(w, fmt.Sprintf("trace: endpoint %q: %v", req.Endpoint, err), http.StatusNotFound)
@@ -51,8 +88,8 @@ func (d *Daemon) serveTrace(w http.ResponseWriter, r *http.Request) {
 
 // findLocal finds a local endpoint by id, container id, or a part of
 // either that only one endpoint has.
-func (d *Daemon) findLocal(key string) (localEndpoint, error) {
-	le, n := d.eps.Find(key)
+func (t *Tracer) findLocal(key string) (attachsvc.Local, error) {
+	le, n := t.cfg.Locals.Find(key)
 	switch n {
 	case 0:
 		return le, errNoEndpoint
@@ -62,9 +99,9 @@ func (d *Daemon) findLocal(key string) (localEndpoint, error) {
 	return le, fmt.Errorf("%q matches %d endpoints on this host; give more of the id", key, n)
 }
 
-// trace asks ovs-vswitchd to trace req's packet from its endpoint.
-func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, error) {
-	le, err := d.findLocal(req.Endpoint)
+// Trace asks ovs-vswitchd to trace req's packet from its endpoint.
+func (t *Tracer) Trace(ctx context.Context, req trace.Request) (trace.Result, error) {
+	le, err := t.findLocal(req.Endpoint)
 	if err != nil {
 		return trace.Result{}, err
 	}
@@ -72,17 +109,14 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 	if err != nil {
 		return trace.Result{}, fmt.Errorf("endpoint %s has no IPv4 address", le.EP.ID)
 	}
-	a := d.vx
-	if le.Bridge == ovsdriver.VlanBridge {
-		a = d.vl
-	}
+	a := t.cfg.Datapath(le.Bridge)
 	dstMAC, known := a.MACOf(net.IP(req.Dst.AsSlice()))
-	if d.glob.FwdMode == "routing" && le.Bridge == ovsdriver.VxlanBridge {
+	if t.cfg.Routing && le.Bridge == ovsdriver.VxlanBridge {
 		dstMAC = agent.RouterMAC()
 	} else if !known {
 		dstMAC = agent.RouterMAC()
 	}
-	sock, err := d.vswitchdSocket()
+	sock, err := t.vswitchdSocket()
 	if err != nil {
 		return trace.Result{}, err
 	}
@@ -111,11 +145,11 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 			}
 		}
 	}
-	res := trace.Result{Endpoint: le.EP.ID, Host: d.cfg.HostLabel, Bridge: le.Bridge, InPort: le.Port.OFPort,
+	res := trace.Result{Endpoint: le.EP.ID, Host: t.cfg.Host, Bridge: le.Bridge, InPort: le.Port.OFPort,
 		Packet: req.Packet(src), KnownDestination: known}
 	if out := p.Output(le.Bridge); out != 0 {
 		res.OutPort = out
-		if pi, ok := d.drv.PortByOFPort(le.Bridge, out); ok {
+		if pi, ok := t.cfg.Ports.PortByOFPort(le.Bridge, out); ok {
 			res.OutPortName, res.RemoteIP = pi.Name, pi.RemoteIP
 			res.Tunnel = pi.Type == "vxlan"
 		}
@@ -126,11 +160,11 @@ func (d *Daemon) trace(ctx context.Context, req trace.Request) (trace.Result, er
 
 // vswitchdSocket is ovs-vswitchd's control socket: --ovs-unixctl, or
 // found next to the OVSDB socket.
-func (d *Daemon) vswitchdSocket() (string, error) {
-	if d.cfg.OVSUnixctl != "" {
-		return d.cfg.OVSUnixctl, nil
+func (t *Tracer) vswitchdSocket() (string, error) {
+	if t.cfg.Unixctl != "" {
+		return t.cfg.Unixctl, nil
 	}
-	db := strings.TrimPrefix(d.cfg.OVSDBSocket, "unix:")
+	db := strings.TrimPrefix(t.cfg.OVSDB, "unix:")
 	if strings.HasPrefix(db, "tcp:") {
 		return "", errors.New("OVSDB is reached over TCP: give ovs-vswitchd's control socket with --ovs-unixctl")
 	}
