@@ -18,6 +18,7 @@ import (
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/faulttest"
 	"github.com/contiv/netplugin/utils/logtest"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 // operKV is a store whose writes and deletes of oper state fail as planned.
@@ -83,10 +84,8 @@ func TestOperStateRetriesUntilConverged(t *testing.T) {
 	s := New(Config{Host: "host1", Datapath: func(string) Datapath { return okDatapath{} }, Ports: okPorts{},
 		Store: st, Cluster: vxlanCluster{}, Enqueue: q.Enqueue, Log: log})
 	q.Handle(KindOper, s.ReconcileOper)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); q.Run(ctx, reconcile.Workers) }()
-	defer func() { cancel(); <-done }()
+	runtest.GoLoop(t, func(ctx context.Context) { q.Run(ctx, reconcile.Workers) })
+	ctx := context.Background()
 
 	kv.FailNext("Put", 3)
 	ep := state.Endpoint{Common: state.Common{ID: "n1.t1-c1"}, NetID: "n1.t1", EndpointID: "c1", HomingHost: "host1",
@@ -94,7 +93,7 @@ func TestOperStateRetriesUntilConverged(t *testing.T) {
 	if _, err := s.AddLocal(ctx, ep, state.Network{Common: state.Common{ID: "n1.t1"}, PktTagType: "vxlan"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "oper state written", func() bool {
+	faulttest.Eventually(t, "oper state written", func() bool {
 		o, err := st.EndpointOper.Read(ctx, ep.ID)
 		return err == nil && o.PortName == "vvport1" && q.Len() == 0
 	})
@@ -102,7 +101,7 @@ func TestOperStateRetriesUntilConverged(t *testing.T) {
 	if err := s.RemoveLocal(ctx, ep.ID); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "oper state cleared", func() bool {
+	faulttest.Eventually(t, "oper state cleared", func() bool {
 		_, err := st.EndpointOper.Read(ctx, ep.ID)
 		return errors.Is(err, objdb.ErrNotFound) && q.Len() == 0
 	})
@@ -113,17 +112,5 @@ func TestOperStateRetriesUntilConverged(t *testing.T) {
 	defer mu.Unlock()
 	if failed != 2+1 { // the first write and clear fail outside the queue
 		t.Errorf("%d failed reconciles, want 3", failed)
-	}
-}
-
-// eventually waits up to 10 s for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

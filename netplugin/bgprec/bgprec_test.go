@@ -17,6 +17,7 @@ import (
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/utils/faulttest"
 	"github.com/contiv/netplugin/utils/logtest"
+	"github.com/contiv/netplugin/utils/runtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -232,10 +233,8 @@ func newRig(t *testing.T) *rig {
 			return g.sp, g.sp.Call("Start")
 		}})
 	g.Register()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); g.q.Run(ctx, reconcile.Workers) }()
-	t.Cleanup(func() { cancel(); <-done; g.Shutdown() })
+	t.Cleanup(g.Shutdown) // after the queue stopped: cleanups run last first
+	runtest.GoLoop(t, func(ctx context.Context) { g.q.Run(ctx, reconcile.Workers) })
 	return g
 }
 
@@ -266,6 +265,14 @@ func (g *rig) failed(kind string) int {
 	return g.failures[kind]
 }
 
+// runningRig is a rig whose speaker runs.
+func runningRig(t *testing.T) *rig {
+	g := newRig(t)
+	g.configure(entry)
+	faulttest.Eventually(t, "speaker running", g.Reconciler.running)
+	return g
+}
+
 // configure sets (or removes, nil) this host's BGP entry.
 func (g *rig) configure(b *state.Bgp) {
 	g.entries.set(b)
@@ -275,105 +282,69 @@ func (g *rig) configure(b *state.Bgp) {
 var entry = &state.Bgp{Common: state.Common{ID: "host1"}, Hostname: "host1", RouterIP: "198.18.50.1/24",
 	As: "65001", NeighborAs: "65002", Neighbor: "198.18.50.2"}
 
-// eventually waits up to 10 s for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // A local VLAN endpoint's announcement fails 3 times and its withdrawal 2
 // times; both converge.
 func TestRouteRetriesUntilConverged(t *testing.T) {
-	g := newRig(t)
-	g.configure(entry)
-	eventually(t, "speaker running", g.Reconciler.running)
+	g := runningRig(t)
 	g.sp.FailNext("Announce", 3)
 	g.sp.FailNext("Withdraw", 2)
 	a := netip.MustParseAddr("198.18.7.10")
 	g.setLocal(a, true)
-	eventually(t, "announced", func() bool { return g.sp.has(a) })
-	if got := g.failed(KindRoute); got != 3 {
-		t.Errorf("%d failed announcements, want 3", got)
-	}
+	faulttest.Eventually(t, "announced", func() bool { return g.sp.has(a) })
+	wantCount(t, "failed announcements", g.failed(KindRoute), 3)
 	g.setLocal(a, false)
-	eventually(t, "withdrawn", func() bool { return !g.sp.has(a) && g.q.Len() == 0 })
-	if got := g.failed(KindRoute); got != 5 {
-		t.Errorf("%d failed attempts in all, want 5", got)
-	}
-	if got := g.sp.Count("Announce"); got != 4 {
-		t.Errorf("Announce called %d times, want 4", got)
-	}
+	faulttest.Eventually(t, "withdrawn", func() bool { return !g.sp.has(a) && g.q.Len() == 0 })
+	wantCount(t, "failed attempts in all", g.failed(KindRoute), 5)
+	wantCount(t, "Announce calls", g.sp.Count("Announce"), 4)
 }
 
 // A learned route's install fails 3 times and its removal twice; both
 // converge (they were only logged before).
 func TestLearnedRouteRetriesUntilConverged(t *testing.T) {
-	g := newRig(t)
-	g.configure(entry)
-	eventually(t, "speaker running", g.Reconciler.running)
+	g := runningRig(t)
 	g.dp.FailNext("AddBgpRoute", 3)
 	g.dp.FailNext("RemoveBgpRoute", 2)
 	pfx := netip.MustParsePrefix("198.19.0.0/16")
 	g.sp.ev.Route(pfx, true)
-	eventually(t, "route installed", func() bool { _, _, ok := g.dp.state("198.19.0.0/16"); return ok })
+	faulttest.Eventually(t, "route installed", func() bool { _, _, ok := g.dp.state("198.19.0.0/16"); return ok })
 	g.sp.ev.Route(pfx, false)
-	eventually(t, "route removed", func() bool { _, _, ok := g.dp.state("198.19.0.0/16"); return !ok && g.q.Len() == 0 })
-	if got := g.failed(KindLearned); got != 5 {
-		t.Errorf("%d failed attempts, want 5", got)
-	}
-	if got := g.dp.Count("AddBgpRoute"); got != 4 {
-		t.Errorf("AddBgpRoute called %d times, want 4", got)
-	}
+	faulttest.Eventually(t, "route removed", func() bool { _, _, ok := g.dp.state("198.19.0.0/16"); return !ok && g.q.Len() == 0 })
+	wantCount(t, "failed attempts", g.failed(KindLearned), 5)
+	wantCount(t, "AddBgpRoute calls", g.dp.Count("AddBgpRoute"), 4)
 }
 
 // Setting the neighbor's MAC fails 4 times and converges (it was only
 // logged before).
 func TestPeerMACRetriesUntilConverged(t *testing.T) {
-	g := newRig(t)
-	g.configure(entry)
-	eventually(t, "speaker running", g.Reconciler.running)
+	g := runningRig(t)
 	g.dp.FailNext("SetBgpPeerMAC", 4)
 	g.sp.ev.Session(true)
-	eventually(t, "peer MAC set", func() bool { _, mac, _ := g.dp.state(""); return mac == "02:00:00:00:00:09" })
-	if got := g.failed(KindPeer); got != 4 {
-		t.Errorf("%d failed attempts, want 4", got)
-	}
+	faulttest.Eventually(t, "peer MAC set", func() bool { _, mac, _ := g.dp.state(""); return mac == "02:00:00:00:00:09" })
+	wantCount(t, "failed attempts", g.failed(KindPeer), 4)
 }
 
 // Removing the configuration stops the speaker; flushing its routes fails
 // twice, clearing the peer once, clearing the datapath's port twice and
 // deleting inb01 three times: the key is retried until all are done.
 func TestStopCleanupRetriesUntilConverged(t *testing.T) {
-	g := newRig(t)
-	g.configure(entry)
-	eventually(t, "speaker running", g.Reconciler.running)
+	g := runningRig(t)
 	g.sp.ev.Route(netip.MustParsePrefix("198.19.0.0/16"), true)
 	g.sp.ev.Session(true)
-	eventually(t, "route and peer", func() bool { _, mac, ok := g.dp.state("198.19.0.0/16"); return ok && mac != "" })
+	faulttest.Eventually(t, "route and peer", func() bool { _, mac, ok := g.dp.state("198.19.0.0/16"); return ok && mac != "" })
 	g.dp.FailNext("FlushBgpRoutes", 2)
 	g.dp.FailNext("SetBgpPeerMAC", 1)
 	g.dp.FailNext("SetBgpPort", 2)
 	g.ports.FailNext("DeleteEndpoint", 3)
 	g.configure(nil)
-	eventually(t, "cleaned up", func() bool {
+	faulttest.Eventually(t, "cleaned up", func() bool {
 		port, mac, route := g.dp.state("198.19.0.0/16")
 		return port == 0 && mac == "" && !route && !g.ports.exists() && g.q.Len() == 0
 	})
 	if g.Reconciler.running() {
 		t.Error("speaker still running")
 	}
-	if got := g.failed(KindConfig); got != 3 {
-		t.Errorf("%d failed attempts, want 3 (the longest step)", got)
-	}
-	if got := g.dp.Count("FlushBgpRoutes"); got != 3 {
-		t.Errorf("FlushBgpRoutes called %d times, want 3: a done step is not repeated", got)
-	}
+	wantCount(t, "failed attempts (the longest step)", g.failed(KindConfig), 3)
+	wantCount(t, "FlushBgpRoutes calls (a done step is not repeated)", g.dp.Count("FlushBgpRoutes"), 3)
 }
 
 // A speaker that fails to start has its port taken apart, and the start is
@@ -382,11 +353,17 @@ func TestStartRetriedAfterFailure(t *testing.T) {
 	g := newRig(t)
 	g.sp.FailNext("Start", 2)
 	g.configure(entry)
-	eventually(t, "speaker running", g.Reconciler.running)
-	if got := g.ports.Count("DeleteEndpoint"); got != 2 {
-		t.Errorf("inb01 deleted %d times after failed starts, want 2", got)
-	}
+	faulttest.Eventually(t, "speaker running", g.Reconciler.running)
+	wantCount(t, "inb01 deletions after failed starts", g.ports.Count("DeleteEndpoint"), 2)
 	if port, _, _ := g.dp.state(""); port != 9 || !g.ports.exists() {
 		t.Errorf("port %d, inb01 %v after the start converged", port, g.ports.exists())
+	}
+}
+
+// wantCount fails the test unless the count of what is want.
+func wantCount(t *testing.T, what string, got, want int) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: %d, want %d", what, got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/test/ovstest"
+	"github.com/contiv/netplugin/utils/faulttest"
 )
 
 // faultyDatapath is a real agent whose AddNetwork and AddVtepPort fail
@@ -149,7 +150,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	dpFaults.FailNext("AddNetwork", 3)
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
-	eventually(t, "network applied", func() bool {
+	faulttest.Eventually(t, "network applied", func() bool {
 		return td.nets.IsApplied(nw.ID)
 	})
 	flows := dumpFlows(t, o)
@@ -167,7 +168,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
 	td.want.peers.Set(peer, true)
 	td.vtepEvent(ctx, peer)
-	eventually(t, "VTEP applied", func() bool {
+	faulttest.Eventually(t, "VTEP applied", func() bool {
 		return td.vtep.Applied("198.18.0.2")
 	})
 	vteps, err := drv.VTEPs(ctx, ovsdriver.VxlanBridge)
@@ -196,7 +197,7 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	}
 	drvFaults.FailNext("DeleteEndpoint", 2)
 	td.want.eps.Apply(ctx, ep.ID, nil)
-	eventually(t, "endpoint removed", func() bool {
+	faulttest.Eventually(t, "endpoint removed", func() bool {
 		td.Daemon.mu.Lock()
 		defer td.Daemon.mu.Unlock()
 		local := td.eps.Has(ep.ID)

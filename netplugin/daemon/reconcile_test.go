@@ -18,6 +18,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/reconcile"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/faulttest"
 	"github.com/contiv/netplugin/utils/logtest"
 )
 
@@ -87,18 +88,6 @@ func (td *testDaemon) failed(kind string) int {
 	return td.failures[kind]
 }
 
-// eventually waits up to 10 s for cond.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func vxlanNet(id string, vlan, vni int) state.Network {
 	return state.Network{Common: state.Common{ID: id}, Tenant: "t1", NetworkName: strings.Split(id, ".")[0],
 		PktTagType: "vxlan", PktTag: vlan, ExtPktTag: vni, Gateway: "198.18.10.1", SubnetLen: 24}
@@ -127,7 +116,7 @@ func TestReconcileNetworkPut(t *testing.T) {
 			vx.FailNext("AddNetwork", tc.failures)
 			td.start(t)
 			td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-			eventually(t, "network n1 in the datapath", func() bool { return vx.hasNetwork(100) })
+			faulttest.Eventually(t, "network n1 in the datapath", func() bool { return vx.hasNetwork(100) })
 			td.stop()
 			if got := vx.Count("AddNetwork"); got != tc.failures+1 {
 				t.Errorf("AddNetwork called %d times, want %d", got, tc.failures+1)
@@ -151,9 +140,9 @@ func TestReconcileDeleteAfterFailedPut(t *testing.T) {
 	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "two failed attempts", func() bool { return vx.Count("AddNetwork") >= 2 })
+	faulttest.Eventually(t, "two failed attempts", func() bool { return vx.Count("AddNetwork") >= 2 })
 	td.delNetwork("n1.t1")
-	eventually(t, "network forgotten", func() bool {
+	faulttest.Eventually(t, "network forgotten", func() bool {
 		_, known := td.nets.KnownNetwork("n1.t1")
 		return !known && td.rec.Len() == 0
 	})
@@ -173,10 +162,10 @@ func TestReconcileNetworkDeleteRetried(t *testing.T) {
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
+	faulttest.Eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
 	vx.FailNext("RemoveNetwork", 4)
 	td.delNetwork("n1.t1")
-	eventually(t, "network removed", func() bool { return !vx.hasNetwork(100) })
+	faulttest.Eventually(t, "network removed", func() bool { return !vx.hasNetwork(100) })
 	if got := vx.Count("RemoveNetwork"); got != 5 {
 		t.Errorf("RemoveNetwork called %d times, want 5", got)
 	}
@@ -187,9 +176,9 @@ func TestReconcileNetworkRecreatedWithOtherSegment(t *testing.T) {
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
+	faulttest.Eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
 	td.putNetwork(vxlanNet("n1.t1", 101, 5001))
-	eventually(t, "segment moved", func() bool { return vx.hasNetwork(101) && !vx.hasNetwork(100) })
+	faulttest.Eventually(t, "segment moved", func() bool { return vx.hasNetwork(101) && !vx.hasNetwork(100) })
 }
 
 // localEndpointFor adds a local endpoint of network nw on a fake port.
@@ -218,7 +207,7 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 	drv.FailNext("DeleteEndpoint", 3)
 	// netmaster deletes the endpoint behind netplugin's back.
 	td.want.eps.Apply(context.Background(), "n1.t1-c1", nil)
-	eventually(t, "port and flows gone", func() bool {
+	faulttest.Eventually(t, "port and flows gone", func() bool {
 		td.Daemon.mu.Lock()
 		local := td.eps.Has("n1.t1-c1")
 		td.Daemon.mu.Unlock()
@@ -246,7 +235,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 	td.putNetwork(nw)
 	g := state.EndpointGroup{Common: state.Common{ID: "web:t1"}, GroupName: "web", TenantName: "t1", NetworkName: "n1"}
 	td.want.groups.Apply(context.Background(), g.ID, &g)
-	eventually(t, "group known", func() bool {
+	faulttest.Eventually(t, "group known", func() bool {
 		_, ok := td.nets.Group(g.ID)
 		return ok
 	})
@@ -255,7 +244,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 	vx.FailNext("UpdateLocalEndpoint", 2)
 	g.Bandwidth, g.Burst, g.DSCP = "10Mbps", 100, 10
 	td.want.groups.Apply(context.Background(), g.ID, &g)
-	eventually(t, "QoS applied", func() bool {
+	faulttest.Eventually(t, "QoS applied", func() bool {
 		drv.mu.Lock()
 		pol := drv.policing[le.Port.PortName]
 		drv.mu.Unlock()
@@ -264,7 +253,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 		vx.mu.Unlock()
 		return pol == "10Mbps/100" && dscp == 10
 	})
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	if got := td.failed(kindGroup); got != 4 {
 		t.Errorf("%d group failures counted, want 4", got)
 	}
@@ -287,7 +276,7 @@ func TestReconcileServiceAndProviders(t *testing.T) {
 		_, svc := a.services["web:t1"]
 		return svc && len(a.providers["web:t1"]) == 1
 	}
-	eventually(t, "service and providers in both datapaths", func() bool { return has(vx) && has(vl) })
+	faulttest.Eventually(t, "service and providers in both datapaths", func() bool { return has(vx) && has(vl) })
 	td.want.svcs.Apply(context.Background(), s.ID, nil)
 	td.want.provs.Apply(context.Background(), p.ID, nil)
 	gone := func(a *fakeDatapath) bool {
@@ -296,7 +285,7 @@ func TestReconcileServiceAndProviders(t *testing.T) {
 		_, svc := a.services["web:t1"]
 		return !svc && len(a.providers["web:t1"]) == 0
 	}
-	eventually(t, "service gone", func() bool { return gone(vx) && gone(vl) })
+	faulttest.Eventually(t, "service gone", func() bool { return gone(vx) && gone(vl) })
 }
 
 func TestReconcileMalformedServiceNotRetried(t *testing.T) {
@@ -305,7 +294,7 @@ func TestReconcileMalformedServiceNotRetried(t *testing.T) {
 	td.start(t)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, Tenant: "t1", IPAddress: "198.19.3.100", Ports: []string{"80"}}
 	td.want.svcs.Apply(context.Background(), s.ID, &s)
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	time.Sleep(50 * time.Millisecond)
 	if vx.Count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
 		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.Count("AddSvcSpec"), td.failed(kindService))
@@ -321,7 +310,7 @@ func TestReconcileVtep(t *testing.T) {
 	peers := td.want.peers
 	peers.Set(peer, true)
 	td.vtepEvent(context.Background(), peer)
-	eventually(t, "tunnel in OVS and the datapath", func() bool {
+	faulttest.Eventually(t, "tunnel in OVS and the datapath", func() bool {
 		_, inOVS := drv.vtep("198.18.0.2")
 		vx.mu.Lock()
 		_, inDP := vx.vteps["198.18.0.2"]
@@ -331,7 +320,7 @@ func TestReconcileVtep(t *testing.T) {
 	peers.Set(peer, false)
 	drv.FailNext("DeleteVTEP", 2)
 	td.vtepEvent(context.Background(), peer)
-	eventually(t, "tunnel removed", func() bool {
+	faulttest.Eventually(t, "tunnel removed", func() bool {
 		_, inOVS := drv.vtep("198.18.0.2")
 		vx.mu.Lock()
 		_, inDP := vx.vteps["198.18.0.2"]
@@ -340,7 +329,7 @@ func TestReconcileVtep(t *testing.T) {
 	})
 	// The own VTEP never gets a tunnel.
 	td.vtepEvent(context.Background(), objdb.ServiceInfo{HostAddr: "198.18.0.1"})
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	if _, ok := drv.vtep("198.18.0.1"); ok {
 		t.Error("tunnel to this host's own VTEP")
 	}
@@ -354,7 +343,7 @@ func TestReconcileGlobalArpMode(t *testing.T) {
 	vl.FailNext("SetArpMode", 2)
 	g := state.GlobConfig{ID: "global", ArpMode: "flood"}
 	td.want.glob.Apply(context.Background(), "global", &g)
-	eventually(t, "flood on both bridges", func() bool {
+	faulttest.Eventually(t, "flood on both bridges", func() bool {
 		vx.mu.Lock()
 		a := vx.arpMode
 		vx.mu.Unlock()
@@ -373,7 +362,7 @@ func TestReconcileStopsOnCancel(t *testing.T) {
 	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "failing attempts", func() bool { return vx.Count("AddNetwork") >= 3 })
+	faulttest.Eventually(t, "failing attempts", func() bool { return vx.Count("AddNetwork") >= 3 })
 	stopped := make(chan struct{})
 	go func() { td.stop(); close(stopped) }()
 	select {
@@ -427,7 +416,7 @@ func TestReconcileDrain(t *testing.T) {
 		t.Fatal("want exactly one network added by the drain")
 	}
 	td.start(t)
-	eventually(t, "failed one retried by the workers", func() bool { return vx.hasNetwork(100) && vx.hasNetwork(200) })
+	faulttest.Eventually(t, "failed one retried by the workers", func() bool { return vx.hasNetwork(100) && vx.hasNetwork(200) })
 }
 
 // The global settings the reconciler follows can change while the inspect
@@ -460,7 +449,7 @@ func TestReconcileGlobalConcurrentReaders(t *testing.T) {
 		td.want.glob.Apply(context.Background(), "global", &g)
 		time.Sleep(time.Millisecond)
 	}
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	cancel()
 	wg.Wait()
 }
@@ -482,7 +471,7 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 		return inOVS && inDP
 	}
 	settle := func() {
-		eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+		faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 		time.Sleep(50 * time.Millisecond)
 	}
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: 4789, Hostname: "host2"}
@@ -497,7 +486,7 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 	setLive(true)
 	td.want.eps.Apply(ctx, ep.ID, &ep)
 	td.want.nodes.Apply(ctx, node.ID, &node)
-	eventually(t, "tunnel to the live peer", tunnel)
+	faulttest.Eventually(t, "tunnel to the live peer", tunnel)
 
 	setLive(false) // the agent stops: its lease runs out
 	settle()
@@ -516,14 +505,14 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 		t.Fatal("tunnel removed while the peer's endpoints are in the store")
 	}
 	td.want.eps.Apply(ctx, ep.ID, nil) // host GC: endpoints and record gone
-	eventually(t, "tunnel removed once the peer left the cluster", func() bool {
+	faulttest.Eventually(t, "tunnel removed once the peer left the cluster", func() bool {
 		_, inOVS := drv.vtep(ip)
 		return !inOVS
 	})
 	// A node record alone brings the tunnel up (a peer that restarts
 	// without registering yet) and the periodic resync keeps it.
 	td.want.nodes.Apply(ctx, node.ID, &node)
-	eventually(t, "tunnel to a member without a live agent", tunnel)
+	faulttest.Eventually(t, "tunnel to a member without a live agent", tunnel)
 	for _, k := range td.allKeys() {
 		if k == kindVtep+"/"+ip {
 			return

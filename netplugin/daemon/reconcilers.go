@@ -62,12 +62,8 @@ func (d *Daemon) newDesired() desired {
 	r, retry := d.rec, d.cfg.StoreRetryDelay
 	d.netpolPeers = netpol.NewPeers()
 	w := desired{
-		nets: follow.New("networks", d.st.Networks, follow.Handlers[state.Network]{
-			Put: func(_ context.Context, n state.Network, _ *state.Network) { r.Enqueue(kindNetwork, n.ID) },
-			Del: func(_ context.Context, n state.Network) { r.Enqueue(kindNetwork, n.ID) }}, d.log, retry),
-		groups: follow.New("endpointGroups", d.st.EndpointGroups, follow.Handlers[state.EndpointGroup]{
-			Put: func(_ context.Context, g state.EndpointGroup, _ *state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) },
-			Del: func(_ context.Context, g state.EndpointGroup) { r.Enqueue(kindGroup, g.ID) }}, d.log, retry),
+		nets:   follow.New("networks", d.st.Networks, enqueueOf[state.Network](d, kindNetwork), d.log, retry),
+		groups: follow.New("endpointGroups", d.st.EndpointGroups, enqueueOf[state.EndpointGroup](d, kindGroup), d.log, retry),
 		eps: follow.New("endpoints", d.st.Endpoints, follow.Handlers[state.Endpoint]{
 			Put: func(ctx context.Context, ep state.Endpoint, prev *state.Endpoint) {
 				d.vtep.EndpointPut(ep, prev)
@@ -83,17 +79,20 @@ func (d *Daemon) newDesired() desired {
 		glob: follow.New("globals", d.st.GlobConfig, follow.Handlers[state.GlobConfig]{
 			Put: func(_ context.Context, g state.GlobConfig, _ *state.GlobConfig) { r.Enqueue(kindGlobal, "global") },
 			Del: func(context.Context, state.GlobConfig) {}}, d.log, retry),
-		bgp: follow.New("bgp", d.st.Bgp, follow.Handlers[state.Bgp]{
-			Put: func(_ context.Context, b state.Bgp, _ *state.Bgp) { r.Enqueue(kindBgp, b.StateID()) },
-			Del: func(_ context.Context, b state.Bgp) { r.Enqueue(kindBgp, b.StateID()) }}, d.log, retry),
-		svcs: follow.New("serviceLB", d.st.ServiceLBs, follow.Handlers[state.ServiceLB]{
-			Put: func(_ context.Context, s state.ServiceLB, _ *state.ServiceLB) { r.Enqueue(kindService, s.ID) },
-			Del: func(_ context.Context, s state.ServiceLB) { r.Enqueue(kindService, s.ID) }}, d.log, retry),
-		provs: follow.New("providers", d.st.Providers, follow.Handlers[state.SvcProvider]{
-			Put: func(_ context.Context, p state.SvcProvider, _ *state.SvcProvider) { r.Enqueue(kindProvider, p.ID) },
-			Del: func(_ context.Context, p state.SvcProvider) { r.Enqueue(kindProvider, p.ID) }}, d.log, retry),
+		bgp:   follow.New("bgp", d.st.Bgp, enqueueOf[state.Bgp](d, kindBgp), d.log, retry),
+		svcs:  follow.New("serviceLB", d.st.ServiceLBs, enqueueOf[state.ServiceLB](d, kindService), d.log, retry),
+		provs: follow.New("providers", d.st.Providers, enqueueOf[state.SvcProvider](d, kindProvider), d.log, retry),
 	}
 	return w
+}
+
+// enqueueOf are the handlers of a follower whose every change enqueues the
+// object's key of kind.
+func enqueueOf[T state.Object](d *Daemon, kind string) follow.Handlers[T] {
+	return follow.Handlers[T]{
+		Put: func(_ context.Context, v T, _ *T) { d.rec.Enqueue(kind, v.StateID()) },
+		Del: func(_ context.Context, v T) { d.rec.Enqueue(kind, v.StateID()) },
+	}
 }
 
 // newReconcilers makes the desired state (the followers' caches), the

@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,11 +117,7 @@ func (f *Follower[T]) Get(id string) (T, bool) {
 func (f *Follower[T]) IDs() []string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]string, 0, len(f.cache))
-	for id := range f.cache {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(f.cache))
 }
 
 // Run watches from the last synced version until ctx ends, re-listing after

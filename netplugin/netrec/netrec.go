@@ -13,6 +13,8 @@ package netrec
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,11 +113,7 @@ func (r *Reconciler) Group(id string) (state.EndpointGroup, bool) {
 func (r *Reconciler) Applied() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.applied))
-	for id := range r.applied {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(r.applied))
 }
 
 // IsApplied reports whether network id is in the datapath.

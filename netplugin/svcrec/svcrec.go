@@ -11,6 +11,7 @@ package svcrec
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,13 +83,7 @@ func New(cfg Config) *Reconciler {
 func (r *Reconciler) Applied() (svcs, provs []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id := range r.svcs {
-		svcs = append(svcs, id)
-	}
-	for id := range r.provs {
-		provs = append(provs, id)
-	}
-	return svcs, provs
+	return slices.Collect(maps.Keys(r.svcs)), slices.Collect(maps.Keys(r.provs))
 }
 
 // ReconcileService puts a service with a VIP into both datapaths and the

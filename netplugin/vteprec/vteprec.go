@@ -11,7 +11,9 @@ package vteprec
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -214,11 +216,7 @@ func (r *Reconciler) remove(ctx context.Context, ip string, ofport uint32, done 
 func (r *Reconciler) InOVS() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.inOVS))
-	for ip := range r.inOVS {
-		out = append(out, ip)
-	}
-	return out
+	return slices.Collect(maps.Keys(r.inOVS))
 }
 
 // Applied reports whether the tunnel to ip is in OVS and the datapath.

@@ -1,12 +1,14 @@
 // Package faulttest injects failures into the fakes of unit tests: a
 // Faults fails the next N calls of a named method and counts every call,
-// so a test can fail a step N times and see it converge.
+// so a test can fail a step N times and see it converge (Eventually).
 package faulttest
 
 import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
+	"time"
 )
 
 // ErrInjected is the failure Faults injects.
@@ -50,4 +52,17 @@ func (f *Faults) Count(method string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[method]
+}
+
+// Eventually waits up to 10 s for cond (checked every 2 ms): what the
+// injected failures delayed converges.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
