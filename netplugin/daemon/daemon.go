@@ -69,28 +69,29 @@ type Daemon struct {
 	// endpoint record for (remotesweep.go); owned by sweepLoop.
 	unbackedRemotes map[string]bool
 
-	mu sync.Mutex
-	// nets converges networks and groups and has those the attach path
-	// sees (set by newReconcilers).
-	nets *netrec.Reconciler
 	// eps owns the local endpoints and the attaches under way (its own
 	// lock); the others read copies.
-	eps *attachsvc.Service
-	// vtep converges the tunnels to the peers (set by newReconcilers).
-	vtep    *vteprec.Reconciler
+	eps     *attachsvc.Service
 	uplinks []ovsdriver.UplinkMember
-	bgp     *bgprec.Reconciler // set by newReconcilers
 
 	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
 	pmtuPeers   chan string   // new VTEP peers for checkPathMTU
 	seenOnce    sync.Once
 
 	// rec is the work queue of the reconcilers (netplugin/reconcile); want is
-	// the desired state they read, applied what they applied (under mu).
-	// svc reconciles services and providers (set by newReconcilers).
-	rec     *reconcile.Queue
-	svc     *svcrec.Reconciler
-	want    desired
+	// the desired state they read (the followers' caches). The reconcilers
+	// (set by newReconcilers, each with its applied state and its own lock):
+	// nets the networks and groups (with those the attach path sees), svc
+	// the services and providers, vtep the tunnels to the peers, bgp BGP.
+	rec  *reconcile.Queue
+	want desired
+	nets *netrec.Reconciler
+	svc  *svcrec.Reconciler
+	vtep *vteprec.Reconciler
+	bgp  *bgprec.Reconciler
+	// applied is what the daemon's own reconcilers (global) applied; mu
+	// guards it.
+	mu      sync.Mutex
 	applied applied
 
 	met *metrics // nil when metrics are off
@@ -113,7 +114,7 @@ func (c Config) registerer() prometheus.Registerer {
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
 	d := &Daemon{cfg: cfg, log: log,
-		mastersSeen: make(chan struct{}), pmtuPeers: make(chan string, 64), names: nameserver.New(), applied: newApplied()}
+		mastersSeen: make(chan struct{}), pmtuPeers: make(chan string, 64), names: nameserver.New()}
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
 	d.rec.Resync, d.rec.Failed = cfg.ResyncInterval, d.met.reconcileFailed

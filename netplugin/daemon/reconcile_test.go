@@ -45,8 +45,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	log := testLog(t)
 	d := &Daemon{cfg: Config{HostLabel: "host1", VtepIP: "198.18.0.1", VxlanPort: 4789, OVSDatapath: "system"},
 		log: log, st: state.New(modeltest.NewMemKV()), drv: drv, vx: vx, vl: vl,
-		pmtuPeers: make(chan string, 64), names: nameserver.New(),
-		applied: newApplied()}
+		pmtuPeers: make(chan string, 64), names: nameserver.New()}
 	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
 	d.rec = reconcile.New(log, time.Millisecond, 20*time.Millisecond)
 	d.rec.Resync = resync

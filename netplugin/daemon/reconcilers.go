@@ -44,16 +44,12 @@ type desired struct {
 	peers *follow.Services
 }
 
-// applied is what the reconcilers applied to the datapath; d.mu guards it.
+// applied is what reconcileGlobal applied to the datapath; d.mu guards it.
 type applied struct {
 	arpMode string
 	// glob is the last global configuration reconcileGlobal saw (zero: the
 	// one the process started with, Daemon.glob).
 	glob state.GlobConfig
-}
-
-func newApplied() applied {
-	return applied{}
 }
 
 // newDesired makes the followers of the state the reconcilers converge to;
