@@ -94,6 +94,16 @@ func routes(t *testing.T, h *netlink.Handle) []string {
 	return out
 }
 
+func newReconciler(t *testing.T, h *netlink.Handle, n *nets) *Reconciler {
+	t.Helper()
+	r, err := New(Config{Networks: n.get, Netlink: h, Log: logtest.New(t, logrus.InfoLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
 type nets struct{ list []state.Network }
 
 func (n *nets) get() []state.Network { return slices.Clone(n.list) }
@@ -130,11 +140,7 @@ func TestReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := testNets()
-	r, err := New(Config{Networks: n.get, Netlink: h, Log: logtest.New(t, logrus.InfoLevel)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := newReconciler(t, h, n)
 	ctx := context.Background()
 	for range 2 { // a second run changes nothing
 		if err := r.Reconcile(ctx); err != nil {
@@ -176,11 +182,7 @@ func TestReconcile(t *testing.T) {
 func TestConverges(t *testing.T) {
 	h := ns(t)
 	n := testNets()
-	r, err := New(Config{Networks: n.get, Netlink: h, Log: logtest.New(t, logrus.InfoLevel)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := newReconciler(t, h, n)
 	ctx := context.Background()
 	if err := r.Reconcile(ctx); err != nil {
 		t.Fatalf("no port yet: %v", err)
