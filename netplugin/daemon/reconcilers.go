@@ -26,6 +26,9 @@ const (
 	kindVtep     = vteprec.Kind       // vtep/<peer VTEP IP>
 	// hostaccess/<host label>: contivh0 and host access (netplugin/hostaccess)
 	kindHostAccess = "hostaccess"
+	// infraroute/<host label>: the host's routes through contivh1
+	// (netplugin/infraroute)
+	kindInfraRoute = "infraroute"
 )
 
 // desired is where the reconcilers read what should be: the followers'
@@ -100,7 +103,9 @@ func (d *Daemon) newReconcilers() {
 	d.want = d.newDesired()
 	d.nets = netrec.New(netrec.Config{Networks: d.want.nets, Groups: d.want.groups, Store: d.st.Networks,
 		Datapath: func(nw state.Network) netrec.Datapath { return d.agentFor(nw) }, Locals: d.eps, Policing: d.drv,
-		Meters: d.cfg.OVSDatapath == "netdev", Log: d.log})
+		Meters: d.cfg.OVSDatapath == "netdev", Log: d.log,
+		// Any network's change may change the routes through contivh1.
+		Changed: func() { d.rec.Enqueue(kindInfraRoute, d.cfg.HostLabel) }})
 	d.svc = svcrec.New(svcrec.Config{Services: d.want.svcs, Providers: d.want.provs,
 		Datapaths: d.serviceDatapaths(), Names: d.names, Log: d.log})
 	d.bgp = d.newBgp()
@@ -120,6 +125,7 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindProvider, d.svc.ReconcileProviders)
 	d.rec.Handle(kindVtep, d.vtep.Reconcile)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
+	d.rec.Handle(kindInfraRoute, d.reconcileInfraRoutes)
 	d.rec.Handle(attachsvc.KindOper, d.eps.ReconcileOper)
 	d.bgp.Register()
 	d.rec.Keys = d.allKeys
@@ -155,7 +161,7 @@ func (d *Daemon) allKeys() []string {
 	for _, le := range d.eps.All() {
 		keys = append(keys, kindEndpoint+"/"+le.EP.ID)
 	}
-	keys = append(keys, kindGlobal+"/global", kindHostAccess+"/"+d.cfg.HostLabel)
+	keys = append(keys, kindGlobal+"/global", kindHostAccess+"/"+d.cfg.HostLabel, kindInfraRoute+"/"+d.cfg.HostLabel)
 	return append(keys, d.bgp.Keys()...)
 }
 
@@ -222,10 +228,32 @@ func (d *Daemon) reconcileHostAccess(ctx context.Context, host string) error {
 	return d.hostAccess.Reconcile(ctx, host)
 }
 
+// reconcileInfraRoutes runs the infra route reconciler (netplugin/infraroute)
+// once the dataplane has made it. Its routes stay when netplugin stops, like
+// the port they use.
+func (d *Daemon) reconcileInfraRoutes(ctx context.Context, _ string) error {
+	if d.infraRoutes == nil {
+		return nil
+	}
+	return d.infraRoutes.Reconcile(ctx)
+}
+
+// appliedNetworks is what the infra route reconciler reads: the networks
+// in the datapath (none before the network reconciler is made).
+func (d *Daemon) appliedNetworks() []state.Network {
+	if d.nets == nil {
+		return nil
+	}
+	return d.nets.AppliedNetworks()
+}
+
 // cleanupHostAccess removes the host NAT rule this run added, when
 // netplugin stops.
 func (d *Daemon) cleanupHostAccess() {
 	if d.hostAccess != nil {
 		d.hostAccess.Cleanup()
+	}
+	if d.infraRoutes != nil {
+		d.infraRoutes.Close() // the routes stay (reconcileInfraRoutes)
 	}
 }

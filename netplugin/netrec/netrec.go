@@ -72,7 +72,11 @@ type Config struct {
 	// Meters: the userspace datapath, which ignores the ingress policing,
 	// gets a group's bandwidth limit as OpenFlow meters (docs/traffic.md).
 	Meters bool
-	Log    logrus.FieldLogger
+	// Changed is told after every reconcile of a network (nil: nobody):
+	// what the applied networks decide (the routes through contivh1) may
+	// have changed.
+	Changed func()
+	Log     logrus.FieldLogger
 }
 
 // Reconciler converges networks and groups; safe for concurrent use.
@@ -114,6 +118,13 @@ func (r *Reconciler) Applied() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Collect(maps.Keys(r.applied))
+}
+
+// AppliedNetworks are the networks in the datapath.
+func (r *Reconciler) AppliedNetworks() []state.Network {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Collect(maps.Values(r.applied))
 }
 
 // IsApplied reports whether network id is in the datapath.

@@ -18,6 +18,9 @@ import (
 // longer has out. Other changes of a network are ignored (docs/daemons.md
 // §6.3).
 func (r *Reconciler) ReconcileNetwork(ctx context.Context, id string) error {
+	if r.cfg.Changed != nil {
+		defer r.cfg.Changed()
+	}
 	nw, want := r.cfg.Networks.Get(id)
 	r.mu.Lock()
 	have, had := r.applied[id]
