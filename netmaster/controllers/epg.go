@@ -108,7 +108,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		if err := linkPolicy(tx, g, p); err != nil {
 			return err
 		}
-		if err := m.attachEpgPolicy(ctx, tx, g, id, p); err != nil {
+		if err := m.pol.AttachEpgPolicy(ctx, tx, g, id, p); err != nil {
 			return err
 		}
 	}
@@ -248,7 +248,7 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 			if err := linkPolicy(tx, stored, p); err != nil {
 				return err
 			}
-			if err := m.attachEpgPolicy(ctx, tx, stored, gs.EndpointGroupID, p); err != nil {
+			if err := m.pol.AttachEpgPolicy(ctx, tx, stored, gs.EndpointGroupID, p); err != nil {
 				return err
 			}
 		}
@@ -274,7 +274,7 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 			if err := unlinkPolicy(tx, stored, p); err != nil {
 				return err
 			}
-			if err := m.detachEpgPolicy(ctx, tx, stored, p); err != nil {
+			if err := m.pol.DetachEpgPolicy(ctx, tx, stored, p); err != nil {
 				return err
 			}
 		}
@@ -327,7 +327,7 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		return contivmodel.Errorf("Error: EPG %s has active endpoints", g.GroupName)
 	}
 	for _, p := range g.Policies {
-		if err := m.detachEpgPolicy(ctx, tx, g, p); err != nil {
+		if err := m.pol.DetachEpgPolicy(ctx, tx, g, p); err != nil {
 			return err
 		}
 		if err := unlinkPolicy(tx, g, p); err != nil && !errors.Is(err, contivmodel.ErrNotFound) {
