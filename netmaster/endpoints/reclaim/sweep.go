@@ -1,4 +1,4 @@
-package endpoints
+package reclaim
 
 import (
 	"context"
@@ -17,16 +17,6 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
-
-// Addresses handed out by /plugin/allocAddress are recorded under
-// "state/ipalloc/<pool>/<ip>" until released (or until an endpoint takes
-// the address over). Together with the endpoint records this names the
-// owner of every allocated address, so a leadership term can find the
-// addresses a killed netmaster allocated but never recorded (it died
-// between the allocation and the record) and give them back.
-const ipallocPrefix = "state/ipalloc/"
-
-func ipallocKey(pool string, ip netip.Addr) string { return ipallocPrefix + pool + "/" + ip.String() }
 
 // SweepReport is what the last sweep of the term found (GET /debug/sweep).
 type SweepReport struct {
@@ -48,13 +38,13 @@ type SweepReport struct {
 }
 
 // lastSweep returns the report of the term's last sweep (nil before it).
-func (m *Service) lastSweep() *SweepReport {
+func (m *Collector) lastSweep() *SweepReport {
 	m.sweepMu.Lock()
 	defer m.sweepMu.Unlock()
 	return m.sweepRep
 }
 
-func (m *Service) addSweepRoute(r *mux.Router) {
+func (m *Collector) addSweepRoute(r *mux.Router) {
 	r.Methods(http.MethodGet).Path("/debug/sweep").HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		rep := m.lastSweep()
 		if rep == nil {
@@ -66,13 +56,13 @@ func (m *Service) addSweepRoute(r *mux.Router) {
 	})
 }
 
-// sweepLeaks checks every address taken in a network or group pool (IPv4)
+// Sweep checks every address taken in a network or group pool (IPv4)
 // or a network's IPv6 pool against its owners (endpoint records,
 // allocAddress and service VIP records, the gateway): it releases those
 // without an owner, reports those with two or more, and takes again owned
 // ones found free; then it corrects the counters. Endpoint operations of
 // this process wait meanwhile. The report is kept for /debug/sweep.
-func (m *Service) sweepLeaks(ctx context.Context) (err error) {
+func (m *Collector) Sweep(ctx context.Context) (err error) {
 	m.topo.Lock()
 	defer m.topo.Unlock()
 	rep := &SweepReport{Released: []string{}, DoubleOwned: []string{}, Retaken: []string{}}
@@ -130,17 +120,17 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 	}); err != nil {
 		return fmt.Errorf("sweep: read endpoints: %w", err)
 	}
-	if err := objdb.ListPages(ctx, m.kv, ipallocPrefix, objdb.DefaultPageSize, func(recs []objdb.KeyValue) error {
+	if err := objdb.ListPages(ctx, m.kv, IPAllocPrefix, objdb.DefaultPageSize, func(recs []objdb.KeyValue) error {
 		for _, r := range recs {
-			rest := strings.TrimPrefix(r.Key, ipallocPrefix)
+			rest := strings.TrimPrefix(r.Key, IPAllocPrefix)
 			i := strings.LastIndex(rest, "/")
 			if i < 0 {
 				continue
 			}
 			if a, err := netip.ParseAddr(rest[i+1:]); err == nil {
 				who := "allocAddress record"
-				if v := string(r.Value); strings.HasPrefix(v, vipRecordPrefix) {
-					who = "service " + strings.TrimPrefix(v, vipRecordPrefix)
+				if v := string(r.Value); strings.HasPrefix(v, VIPRecordPrefix) {
+					who = "service " + strings.TrimPrefix(v, VIPRecordPrefix)
 				}
 				owners.add(rest[:i], a, who)
 			}
@@ -229,7 +219,7 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	return m.reconcileCounters(ctx)
+	return m.ReconcileCounters(ctx)
 }
 
 // owned maps pool -> address -> its owners.
@@ -261,7 +251,7 @@ func sortedAddrs[V any](m map[netip.Addr]V) []netip.Addr {
 }
 
 // sweepV6 releases the addresses of the IPv6 pool of netID not kept.
-func (m *Service) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) (released []netip.Addr, err error) {
+func (m *Collector) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) (released []netip.Addr, err error) {
 	taken, err := m.v6.Allocated(ctx, netID)
 	if errors.Is(err, ipam.ErrPoolNotFound) {
 		return nil, nil
