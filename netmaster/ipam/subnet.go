@@ -39,18 +39,18 @@ func ParseSubnet(s string) (Subnet, error) {
 		return Subnet{}, userErr(ErrInvalid, "invalid subnet %q: bad prefix length", s)
 	}
 	startStr, endStr, isRange := strings.Cut(addrPart, "-")
-	start, err := parseV4(startStr)
+	start, err := ParseV4(startStr)
 	if err != nil {
 		return Subnet{}, userErr(ErrInvalid, "invalid subnet %q: %v", s, err)
 	}
-	base := u32(start) & mask(plen)
-	sn := Subnet{Base: addr(base), Len: plen, First: addr(base), Last: addr(base | ^mask(plen))}
+	base := U32(start) & mask(plen)
+	sn := Subnet{Base: AddrOf(base), Len: plen, First: AddrOf(base), Last: AddrOf(base | ^mask(plen))}
 	if isRange {
-		end, err := parseV4(endStr)
+		end, err := ParseV4(endStr)
 		if err != nil {
 			return Subnet{}, userErr(ErrInvalid, "invalid subnet %q: %v", s, err)
 		}
-		if u32(start) < base || u32(end) > u32(sn.Last) || u32(start) > u32(end) {
+		if U32(start) < base || U32(end) > U32(sn.Last) || U32(start) > U32(end) {
 			return Subnet{}, userErr(ErrInvalid, "Network subnet format not valid")
 		}
 		sn.First, sn.Last = start, end
@@ -72,7 +72,7 @@ func (s Subnet) Size() uint64 { return uint64(1) << (32 - s.Len) }
 
 // Contains reports whether a is inside the CIDR.
 func (s Subnet) Contains(a netip.Addr) bool {
-	return a.Is4() && u32(a)&mask(s.Len) == u32(s.Base)
+	return a.Is4() && U32(a)&mask(s.Len) == U32(s.Base)
 }
 
 // CheckHost parses a bare IPv4 address and checks that it is inside the
@@ -80,12 +80,12 @@ func (s Subnet) Contains(a netip.Addr) bool {
 // uint32" and "hostIP <a> is exceeding beyond subnet <base>/<len>, hostID
 // <n>" (docs/rest-api.md §2.4 step 6, §3.2).
 func (s Subnet) CheckHost(ip string) (netip.Addr, error) {
-	a, err := parseV4(ip)
+	a, err := ParseV4(ip)
 	if err != nil {
 		return netip.Addr{}, userErr(ErrInvalid, "unable to convert hostIP %s to uint32", ip)
 	}
 	if !s.Contains(a) {
-		return netip.Addr{}, userErr(ErrOutOfSubnet, "hostIP %s is exceeding beyond subnet %s, hostID %d", ip, s, u32(a)-u32(s.Base))
+		return netip.Addr{}, userErr(ErrOutOfSubnet, "hostIP %s is exceeding beyond subnet %s, hostID %d", ip, s, U32(a)-U32(s.Base))
 	}
 	return a, nil
 }
@@ -109,7 +109,7 @@ func ParsePool(network Subnet, pool string) (first, last netip.Addr, err error) 
 		return first, last, userErr(ErrInvalid, "ipv6 address pool is not supported for Endpoint Groups")
 	}
 	m := mask(network.Len)
-	if u32(start) > u32(end) || u32(start)&m != u32(end)&m {
+	if U32(start) > U32(end) || U32(start)&m != U32(end)&m {
 		return first, last, userErr(ErrInvalid, "invalid ip-pool %s", pool)
 	}
 	if !network.Contains(start) || !network.Contains(end) {
@@ -118,7 +118,7 @@ func ParsePool(network Subnet, pool string) (first, last netip.Addr, err error) 
 	return start, end, nil
 }
 
-func parseV4(s string) (netip.Addr, error) {
+func ParseV4(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil {
 		return netip.Addr{}, err
@@ -129,12 +129,12 @@ func parseV4(s string) (netip.Addr, error) {
 	return a, nil
 }
 
-func u32(a netip.Addr) uint32 {
+func U32(a netip.Addr) uint32 {
 	b := a.As4()
 	return binary.BigEndian.Uint32(b[:])
 }
 
-func addr(v uint32) netip.Addr {
+func AddrOf(v uint32) netip.Addr {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], v)
 	return netip.AddrFrom4(b)
@@ -178,10 +178,10 @@ func (r *rangeList) flush() {
 	if r.b.Len() > 0 {
 		r.b.WriteString(", ")
 	}
-	r.b.WriteString(addr(r.first).String())
+	r.b.WriteString(AddrOf(r.first).String())
 	if r.cur != r.first {
 		r.b.WriteString("-")
-		r.b.WriteString(addr(r.cur).String())
+		r.b.WriteString(AddrOf(r.cur).String())
 	}
 	r.open = false
 }

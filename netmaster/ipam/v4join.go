@@ -136,9 +136,9 @@ type joined struct {
 }
 
 // buildJoined assembles chunk c's transaction and stages its tallies.
-func (r *round4) buildJoined(c int, w *[chunkWords]uint64, base int64) (*joined, error) {
+func (r *round4) buildJoined(c int, w *[ChunkWords]uint64, base int64) (*joined, error) {
 	l := r.l
-	chunkOp := objdb.TxnOp{Kind: objdb.TxnPut, Key: r.a.keys(l.id).chunk(c), Value: l.encodeChunk(c, w, r.a.id)}
+	chunkOp := objdb.TxnOp{Kind: objdb.TxnPut, Key: r.a.st.Keys(l.ID).Chunk(c), Value: l.EncodeChunk(c, w, r.a.id)}
 	if base == 0 {
 		chunkOp.Absent = true
 	} else {
@@ -201,7 +201,7 @@ func (j *joined) abort() {
 // objdb.ErrUncertain when the transaction may have been applied: then
 // nothing it took is handed out twice and nothing it freed is reused by
 // this round).
-func (r *round4) writeJoined(c int, w *[chunkWords]uint64, old *cachedChunk, hasFree, multi bool) {
+func (r *round4) writeJoined(c int, w *[ChunkWords]uint64, old *cachedChunk, hasFree, multi bool) {
 	p := r.p
 	j, err := r.buildJoined(c, w, old.version)
 	if err != nil {

@@ -26,12 +26,12 @@ import (
 // whatever the subnet size. The "full" summary is a hint (see V4).
 
 const (
-	chunkBits  = 4096
-	chunkWords = chunkBits / 64
+	ChunkBits  = 4096
+	ChunkWords = ChunkBits / 64
 )
 
 // header4 is the pool definition.
-type header4 struct {
+type Header struct {
 	Subnet  string `json:"subnet"` // base/len
 	First   string `json:"first"`  // range, inclusive
 	Last    string `json:"last"`
@@ -52,110 +52,110 @@ type chunk4 struct {
 	W string `json:"w,omitempty"`
 }
 
-type full4 struct {
+type Full struct {
 	Full string `json:"full"` // base64 bitmap over chunk numbers
 }
 
 // layout is a decoded header.
-type layout struct {
-	id     string
-	gen    int64
-	hdr    header4
-	subnet Subnet
-	first  netip.Addr
-	last   netip.Addr
-	base   uint32
-	size   uint64
-	lo, hi int64 // allocatable host indices (empty when lo > hi)
-	cLo    int   // chunks that hold allocatable addresses
-	cHi    int
-	desc   string // "subnet a.b.c.d/len" or "pool a-b" for messages
+type Layout struct {
+	ID     string
+	Gen    int64
+	Hdr    Header
+	Subnet Subnet
+	First  netip.Addr
+	Last   netip.Addr
+	Base   uint32
+	Size   uint64
+	Lo, Hi int64 // allocatable host indices (empty when lo > hi)
+	CLo    int   // chunks that hold allocatable addresses
+	CHi    int
+	Desc   string // "subnet a.b.c.d/len" or "pool a-b" for messages
 }
 
-func newLayout(id string, h header4, gen int64) (*layout, error) {
+func NewLayout(id string, h Header, gen int64) (*Layout, error) {
 	sn, err := ParseSubnet(h.Subnet)
 	if err != nil {
 		return nil, fmt.Errorf("pool %q header: %w", id, err)
 	}
-	first, err1 := parseV4(h.First)
-	last, err2 := parseV4(h.Last)
-	if err1 != nil || err2 != nil || !sn.Contains(first) || !sn.Contains(last) || u32(first) > u32(last) {
+	first, err1 := ParseV4(h.First)
+	last, err2 := ParseV4(h.Last)
+	if err1 != nil || err2 != nil || !sn.Contains(first) || !sn.Contains(last) || U32(first) > U32(last) {
 		return nil, fmt.Errorf("pool %q header: %w: range %s-%s", id, ErrInvalid, h.First, h.Last)
 	}
-	l := &layout{id: id, gen: gen, hdr: h, subnet: sn, first: first, last: last,
-		base: u32(sn.Base), size: sn.Size()}
-	l.lo = max(int64(u32(first)-l.base), 1)
-	l.hi = min(int64(u32(last)-l.base), int64(l.size)-2)
-	if l.lo <= l.hi {
-		l.cLo, l.cHi = int(l.lo/chunkBits), int(l.hi/chunkBits)
+	l := &Layout{ID: id, Gen: gen, Hdr: h, Subnet: sn, First: first, Last: last,
+		Base: U32(sn.Base), Size: sn.Size()}
+	l.Lo = max(int64(U32(first)-l.Base), 1)
+	l.Hi = min(int64(U32(last)-l.Base), int64(l.Size)-2)
+	if l.Lo <= l.Hi {
+		l.CLo, l.CHi = int(l.Lo/ChunkBits), int(l.Hi/ChunkBits)
 	} else {
-		l.cLo, l.cHi = 0, -1
+		l.CLo, l.CHi = 0, -1
 	}
-	l.desc = "subnet " + sn.String()
+	l.Desc = "subnet " + sn.String()
 	if h.Parent != "" {
-		l.desc = "pool " + h.Pool
+		l.Desc = "pool " + h.Pool
 	}
 	return l, nil
 }
 
-func (l *layout) nChunks() int { return int((l.size + chunkBits - 1) / chunkBits) }
+func (l *Layout) NChunks() int { return int((l.Size + ChunkBits - 1) / ChunkBits) }
 
 // host is the host index of a, or an error when a is outside the subnet.
-func (l *layout) host(a netip.Addr) (int64, error) {
-	if !l.subnet.Contains(a) {
-		return 0, userErr(ErrOutOfSubnet, "hostIP %s is exceeding beyond subnet %s, hostID %d", a, l.subnet, u32(a)-l.base)
+func (l *Layout) Host(a netip.Addr) (int64, error) {
+	if !l.Subnet.Contains(a) {
+		return 0, userErr(ErrOutOfSubnet, "hostIP %s is exceeding beyond subnet %s, hostID %d", a, l.Subnet, U32(a)-l.Base)
 	}
-	return int64(u32(a) - l.base), nil
+	return int64(U32(a) - l.Base), nil
 }
 
-func (l *layout) addr(host int64) netip.Addr { return addr(l.base + uint32(host)) }
+func (l *Layout) Addr(host int64) netip.Addr { return AddrOf(l.Base + uint32(host)) }
 
-func (l *layout) allocatable(host int64) bool { return host >= l.lo && host <= l.hi }
+func (l *Layout) Allocatable(host int64) bool { return host >= l.Lo && host <= l.Hi }
 
 // wordMask is the allocatable bits of word w of chunk c.
-func (l *layout) wordMask(c, w int) uint64 {
-	start := int64(c)*chunkBits + int64(w)*64
+func (l *Layout) WordMask(c, w int) uint64 {
+	start := int64(c)*ChunkBits + int64(w)*64
 	end := start + 63
-	if end < l.lo || start > l.hi {
+	if end < l.Lo || start > l.Hi {
 		return 0
 	}
 	m := ^uint64(0)
-	if l.lo > start {
-		m &= ^uint64(0) << uint(l.lo-start)
+	if l.Lo > start {
+		m &= ^uint64(0) << uint(l.Lo-start)
 	}
-	if l.hi < end {
-		m &= ^uint64(0) >> uint(end-l.hi)
+	if l.Hi < end {
+		m &= ^uint64(0) >> uint(end-l.Hi)
 	}
 	return m
 }
 
 // freeIn returns the lowest free allocatable host of chunk c.
-func (l *layout) freeIn(c int, b *[chunkWords]uint64) (int64, bool) {
-	for w := 0; w < chunkWords; w++ {
-		if free := ^b[w] & l.wordMask(c, w); free != 0 {
-			return int64(c)*chunkBits + int64(w)*64 + int64(bits.TrailingZeros64(free)), true
+func (l *Layout) FreeIn(c int, b *[ChunkWords]uint64) (int64, bool) {
+	for w := 0; w < ChunkWords; w++ {
+		if free := ^b[w] & l.WordMask(c, w); free != 0 {
+			return int64(c)*ChunkBits + int64(w)*64 + int64(bits.TrailingZeros64(free)), true
 		}
 	}
 	return 0, false
 }
 
 // used counts the taken allocatable hosts of chunk c.
-func (l *layout) used(c int, b *[chunkWords]uint64) int {
+func (l *Layout) Used(c int, b *[ChunkWords]uint64) int {
 	n := 0
-	for w := 0; w < chunkWords; w++ {
-		n += bits.OnesCount64(b[w] & l.wordMask(c, w))
+	for w := 0; w < ChunkWords; w++ {
+		n += bits.OnesCount64(b[w] & l.WordMask(c, w))
 	}
 	return n
 }
 
-func (l *layout) chunkBytes(c int) int {
-	n := min(l.size-uint64(c)*chunkBits, chunkBits)
+func (l *Layout) chunkBytes(c int) int {
+	n := min(l.Size-uint64(c)*ChunkBits, ChunkBits)
 	return int((n + 7) / 8)
 }
 
 // encodeChunk is the stored form of chunk c with bits b, written by the
 // allocator with id w.
-func (l *layout) encodeChunk(c int, b *[chunkWords]uint64, w string) []byte {
+func (l *Layout) EncodeChunk(c int, b *[ChunkWords]uint64, w string) []byte {
 	raw := make([]byte, l.chunkBytes(c))
 	for i := range raw {
 		raw[i] = byte(b[i/8] >> (8 * uint(i%8)))
@@ -164,7 +164,7 @@ func (l *layout) encodeChunk(c int, b *[chunkWords]uint64, w string) []byte {
 	// runs once per allocation batch.
 	out := make([]byte, 0, 40+len(w)+base64.StdEncoding.EncodedLen(len(raw)))
 	out = append(out, `{"gen":`...)
-	out = strconv.AppendInt(out, l.gen, 10)
+	out = strconv.AppendInt(out, l.Gen, 10)
 	out = append(out, `,"bits":"`...)
 	out = base64.StdEncoding.AppendEncode(out, raw)
 	out = append(out, `","w":"`...)
@@ -174,34 +174,34 @@ func (l *layout) encodeChunk(c int, b *[chunkWords]uint64, w string) []byte {
 
 // errStale: a chunk belongs to a newer generation of the pool (it was
 // deleted and created again): reload the header.
-var errStale = fmt.Errorf("%w: pool definition changed", objdb.ErrConflict)
+var ErrStale = fmt.Errorf("%w: pool definition changed", objdb.ErrConflict)
 
-func decodeChunk(l *layout, c int, val []byte) (*[chunkWords]uint64, error) {
+func DecodeChunk(l *Layout, c int, val []byte) (*[ChunkWords]uint64, error) {
 	var ch chunk4
 	if err := json.Unmarshal(val, &ch); err != nil {
-		return nil, fmt.Errorf("pool %q chunk %d: decode: %w", l.id, c, err)
+		return nil, fmt.Errorf("pool %q chunk %d: decode: %w", l.ID, c, err)
 	}
 	switch {
-	case ch.Gen > l.gen:
-		return nil, errStale // our header is older than the chunk
-	case ch.Gen < l.gen:
+	case ch.Gen > l.Gen:
+		return nil, ErrStale // our header is older than the chunk
+	case ch.Gen < l.Gen:
 		// Left over from an earlier pool of the same id (a delete that
 		// raced an allocation): it holds nothing of this pool. Writers
 		// replace it by compare-and-swap on its version.
-		return new([chunkWords]uint64), nil
+		return new([ChunkWords]uint64), nil
 	}
 	raw, err := base64.StdEncoding.DecodeString(ch.Bits)
 	if err != nil {
-		return nil, fmt.Errorf("pool %q chunk %d: decode bits: %w", l.id, c, err)
+		return nil, fmt.Errorf("pool %q chunk %d: decode bits: %w", l.ID, c, err)
 	}
-	var b [chunkWords]uint64
-	for i := 0; i < len(raw) && i < chunkBits/8; i++ {
+	var b [ChunkWords]uint64
+	for i := 0; i < len(raw) && i < ChunkBits/8; i++ {
 		b[i/8] |= uint64(raw[i]) << (8 * uint(i%8))
 	}
 	return &b, nil
 }
 
-func encodeBitmap(b []uint64, nbits int) string {
+func EncodeBitmap(b []uint64, nbits int) string {
 	raw := make([]byte, (nbits+7)/8)
 	for i := range raw {
 		raw[i] = byte(b[i/8] >> (8 * uint(i%8)))
@@ -209,7 +209,7 @@ func encodeBitmap(b []uint64, nbits int) string {
 	return base64.StdEncoding.EncodeToString(raw)
 }
 
-func decodeBitmap(s string, nbits int) ([]uint64, error) {
+func DecodeBitmap(s string, nbits int) ([]uint64, error) {
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func decodeBitmap(s string, nbits int) ([]uint64, error) {
 	return b, nil
 }
 
-func checkPoolID(id string) error {
+func CheckPoolID(id string) error {
 	if id == "" || strings.Contains(id, "/") {
 		return userErr(ErrInvalid, "invalid pool id %q", id)
 	}
@@ -229,13 +229,13 @@ func checkPoolID(id string) error {
 }
 
 // keys of one pool
-type keys4 struct{ p string }
+type Keys struct{ p string }
 
-func (k keys4) header() string      { return k.p + "header" }
-func (k keys4) full() string        { return k.p + "full" }
-func (k keys4) chunkPrefix() string { return k.p + "chunk/" }
-func (k keys4) chunk(c int) string  { return fmt.Sprintf("%schunk/%04d", k.p, c) }
-func chunkNum(key, prefix string) int {
+func (k Keys) Header() string      { return k.p + "header" }
+func (k Keys) Full() string        { return k.p + "full" }
+func (k Keys) ChunkPrefix() string { return k.p + "chunk/" }
+func (k Keys) Chunk(c int) string  { return fmt.Sprintf("%schunk/%04d", k.p, c) }
+func ChunkNum(key, prefix string) int {
 	var c int
 	if _, err := fmt.Sscanf(strings.TrimPrefix(key, prefix), "%d", &c); err != nil {
 		return -1
@@ -243,7 +243,7 @@ func chunkNum(key, prefix string) int {
 	return c
 }
 
-func casOpt(version int64) objdb.OpOption {
+func CASOpt(version int64) objdb.OpOption {
 	if version == 0 {
 		return objdb.WithCreateOnly()
 	}

@@ -177,7 +177,7 @@ func (a *V6) key(id, rest string) string { return a.opts.prefix + id + "/v6/" + 
 // WithGateway the gateway (inside the subnet) is reserved. An identical
 // existing pool is accepted; another definition fails with ErrPoolExists.
 func (a *V6) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOption) (netip.Prefix, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := CheckPoolID(id); err != nil {
 		return netip.Prefix{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("create ipv6 pool %q: %w", id, err) }
@@ -219,7 +219,7 @@ func (a *V6) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOpti
 }
 
 func (a *V6) pool(ctx context.Context, id string) (*pool6, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := CheckPoolID(id); err != nil {
 		return nil, err
 	}
 	kv, err := a.kv.Get(ctx, a.key(id, "header"))
@@ -418,7 +418,7 @@ func (a *V6) Allocated(ctx context.Context, id string) ([]netip.Addr, error) {
 // DeletePool removes the pool and all its allocations. Deleting a missing
 // pool is not an error.
 func (a *V6) DeletePool(ctx context.Context, id string) error {
-	if err := checkPoolID(id); err != nil {
+	if err := CheckPoolID(id); err != nil {
 		return err
 	}
 	a.mu.Lock()
