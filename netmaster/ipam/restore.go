@@ -3,12 +3,12 @@ package ipam
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -17,12 +17,6 @@ import (
 // pass: the header and every chunk are written whole, instead of one
 // compare-and-swap per address. Restore never changes an allocation that
 // is already stored: a chunk holding other bits is a conflict.
-
-// ErrRestoreConflict: the stored pool differs from the one being restored.
-var ErrRestoreConflict = errors.New("ipam: stored pool differs from the restored one")
-
-// restoreWriter is the allocator id written into restored chunks.
-const restoreWriter = "restore"
 
 // PoolDef is an IPv4 pool's definition for Restore: Subnet "base/len",
 // the allocatable range First-Last, the reserved gateway (or ""), and for
@@ -36,8 +30,8 @@ type PoolDef struct {
 	Pool    string
 }
 
-func (d PoolDef) header() Header {
-	return Header{Subnet: d.Subnet, First: d.First, Last: d.Last, Gateway: d.Gateway, Parent: d.Parent, Pool: d.Pool}
+func (d PoolDef) header() v4store.Header {
+	return v4store.Header{Subnet: d.Subnet, First: d.First, Last: d.Last, Gateway: d.Gateway, Parent: d.Parent, Pool: d.Pool}
 }
 
 // RestoreOption configures Restore.
@@ -61,7 +55,7 @@ func (a *V4) Restore(ctx context.Context, id string, def PoolDef, taken []netip.
 	for _, f := range opts {
 		f(&o)
 	}
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return false, fmt.Errorf("restore ip pool %q: %w", id, err)
 	}
 	changed, err = a.st.Restore(ctx, id, def.header(), taken, o.checkOnly)
@@ -81,7 +75,7 @@ func (a *V4) Restore(ctx context.Context, id string, def PoolDef, taken []netip.
 func RestoreV6Keys(id, subnet, gateway string, taken []netip.Addr, last netip.Addr, opts ...Option) ([]objdb.KeyValue, error) {
 	o := applyOptions(opts)
 	wrap := func(err error) error { return fmt.Errorf("restore ipv6 pool %q: %w", id, err) }
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return nil, wrap(err)
 	}
 	pfx, err := ParseSubnetV6(subnet)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -57,8 +58,8 @@ type V4 struct {
 	closed bool
 	pools  map[string]*pool4
 
-	id string // random: marks this allocator's chunk writes (Store.PutChunk)
-	st *Store // the pools in the store
+	id string         // random: marks this allocator's chunk writes (Store.PutChunk)
+	st *v4store.Store // the pools in the store
 
 	txn objdb.Txner // nil: the store has no transactions (v4join.go)
 }
@@ -68,7 +69,7 @@ func NewV4(kv objdb.KV, opts ...Option) *V4 {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{},
 		id: strconv.FormatUint(rand.Uint64(), 36), txn: objdb.TxnOf(kv)}
-	a.st = NewStore(kv, a.opts.prefix, a.id)
+	a.st = v4store.NewStore(kv, a.opts.prefix, a.id)
 	return a
 }
 
@@ -99,7 +100,7 @@ type PoolInfo struct {
 	Pool    string // sub-pool: its "a-b" string
 }
 
-func (l *Layout) info() PoolInfo {
+func poolInfo(l *v4store.Layout) PoolInfo {
 	return PoolInfo{ID: l.ID, Subnet: l.Subnet, First: l.First, Last: l.Last,
 		Gateway: l.Hdr.Gateway, Parent: l.Hdr.Parent, Pool: l.Hdr.Pool}
 }
@@ -110,7 +111,7 @@ func (l *Layout) info() PoolInfo {
 // (and reserves the gateway if that had not happened); with another
 // definition it fails with ErrPoolExists.
 func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOption) (PoolInfo, error) {
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return PoolInfo{}, err
 	}
 	sn, err := ParseSubnet(subnet)
@@ -124,7 +125,7 @@ func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOpti
 			return PoolInfo{}, fmt.Errorf("create pool %q: gateway: %w", id, err)
 		}
 	}
-	h := Header{Subnet: sn.String(), First: sn.First.String(), Last: sn.Last.String()}
+	h := v4store.Header{Subnet: sn.String(), First: sn.First.String(), Last: sn.Last.String()}
 	if gw.IsValid() {
 		h.Gateway = gw.String()
 	}
@@ -138,19 +139,19 @@ func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOpti
 			return PoolInfo{}, fmt.Errorf("create pool %q: reserve gateway: %w", id, err)
 		}
 	}
-	return l.info(), nil
+	return poolInfo(l), nil
 }
 
 // Pool describes the pool id.
 func (a *V4) Pool(ctx context.Context, id string) (PoolInfo, error) {
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return PoolInfo{}, err
 	}
 	l, err := a.st.ReadLayout(ctx, id)
 	if err != nil {
 		return PoolInfo{}, fmt.Errorf("read pool %q: %w", id, err)
 	}
-	return l.info(), nil
+	return poolInfo(l), nil
 }
 
 // Allocate hands out the lowest free address of the pool. It fails with
@@ -226,7 +227,7 @@ type result struct {
 }
 
 func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) {
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return result{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -303,7 +304,7 @@ func (a *V4) invalidate(id string) {
 // goroutine, its cached store state.
 type pool4 struct {
 	id   string
-	keys Keys
+	keys v4store.Keys
 
 	mu      sync.Mutex
 	queue   []*request
@@ -318,7 +319,7 @@ type pool4 struct {
 	invalid atomic.Bool // drop the cache before the next round
 
 	// owned by the committer
-	lay      *Layout
+	lay      *v4store.Layout
 	chunks   map[int]*cachedChunk
 	full     []uint64 // nil: not loaded
 	fullVer  int64
@@ -326,7 +327,7 @@ type pool4 struct {
 }
 
 type cachedChunk struct {
-	bits    [ChunkWords]uint64
+	bits    [v4store.ChunkWords]uint64
 	version int64 // 0: absent from the store
 }
 
@@ -400,8 +401,8 @@ func notDone(rs []*request) []*request {
 
 // search finds the lowest free host, loading chunks as needed. full lists
 // chunks it found full although the summary did not say so.
-func (p *pool4) search(ctx context.Context, a *V4, work map[int]*[ChunkWords]uint64,
-	getWork func(int) (*[ChunkWords]uint64, error)) (host int64, found bool, full []int, err error) {
+func (p *pool4) search(ctx context.Context, a *V4, work map[int]*[v4store.ChunkWords]uint64,
+	getWork func(int) (*[v4store.ChunkWords]uint64, error)) (host int64, found bool, full []int, err error) {
 	l := p.lay
 	multi := l.CLo < l.CHi
 	if multi && p.full == nil {
@@ -443,13 +444,13 @@ func (p *pool4) chunk(ctx context.Context, a *V4, c int) (*cachedChunk, error) {
 			return nil, err
 		}
 		if l.Gen != p.lay.Gen {
-			return nil, ErrStale
+			return nil, v4store.ErrStale
 		}
 		ch = &cachedChunk{}
 	case err != nil:
 		return nil, err
 	default:
-		b, err := DecodeChunk(p.lay, c, kv.Value)
+		b, err := v4store.DecodeChunk(p.lay, c, kv.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -473,11 +474,11 @@ func (p *pool4) loadFull(ctx context.Context, a *V4) error {
 	if err != nil {
 		return err
 	}
-	var f Full
+	var f v4store.Full
 	if err := json.Unmarshal(kv.Value, &f); err != nil {
 		return fmt.Errorf("pool %q: decode full summary: %w", p.id, err)
 	}
-	b, err := DecodeBitmap(f.Full, n)
+	b, err := v4store.DecodeBitmap(f.Full, n)
 	if err != nil {
 		return fmt.Errorf("pool %q: decode full summary: %w", p.id, err)
 	}
@@ -506,8 +507,8 @@ func (p *pool4) setFull(ctx context.Context, a *V4, cs []int, full bool) {
 		if slices.Equal(next, p.full) {
 			return
 		}
-		val, _ := json.Marshal(Full{Full: EncodeBitmap(next, p.lay.NChunks())})
-		ver, err := a.kv.Put(ctx, p.keys.Full(), val, CASOpt(p.fullVer))
+		val, _ := json.Marshal(v4store.Full{Full: v4store.EncodeBitmap(next, p.lay.NChunks())})
+		ver, err := a.kv.Put(ctx, p.keys.Full(), val, v4store.CASOpt(p.fullVer))
 		if err == nil {
 			p.full, p.fullVer = next, ver
 			return
@@ -529,11 +530,11 @@ func (p *pool4) resync(ctx context.Context, a *V4) error {
 	}
 	chunks := map[int]*cachedChunk{}
 	for _, kv := range kvs {
-		c := ChunkNum(kv.Key, p.keys.ChunkPrefix())
+		c := v4store.ChunkNum(kv.Key, p.keys.ChunkPrefix())
 		if c < 0 {
 			continue
 		}
-		b, err := DecodeChunk(l, c, kv.Value)
+		b, err := v4store.DecodeChunk(l, c, kv.Value)
 		if err != nil {
 			return err
 		}
@@ -544,7 +545,7 @@ func (p *pool4) resync(ctx context.Context, a *V4) error {
 		return err
 	}
 	if cur.Gen != l.Gen {
-		return ErrStale
+		return v4store.ErrStale
 	}
 	p.chunks = chunks
 	if l.CLo >= l.CHi {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 )
 
 // CreateSubPool carves the pool id out of the pool parentID: pool is an
@@ -16,10 +18,10 @@ import (
 // endpoints (docs/daemons.md §4.8). Creating an identical sub-pool again
 // succeeds without change.
 func (a *V4) CreateSubPool(ctx context.Context, parentID, id, pool string) (PoolInfo, error) {
-	if err := CheckPoolID(parentID); err != nil {
+	if err := v4store.CheckPoolID(parentID); err != nil {
 		return PoolInfo{}, err
 	}
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return PoolInfo{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("create ip pool %q in pool %q: %w", id, parentID, err) }
@@ -34,16 +36,16 @@ func (a *V4) CreateSubPool(ctx context.Context, parentID, id, pool string) (Pool
 	if err != nil {
 		return PoolInfo{}, wrap(err)
 	}
-	h := Header{Subnet: pl.Hdr.Subnet, First: first.String(), Last: last.String(), Parent: parentID, Pool: pool}
+	h := v4store.Header{Subnet: pl.Hdr.Subnet, First: first.String(), Last: last.String(), Parent: parentID, Pool: pool}
 	if l, err := a.st.ReadLayout(ctx, id); err == nil {
 		if l.Hdr != h {
 			return PoolInfo{}, wrap(userErr(ErrPoolExists, "pool %s exists with range %s-%s", id, l.Hdr.First, l.Hdr.Last))
 		}
-		return l.info(), nil
+		return poolInfo(l), nil
 	} else if !errors.Is(err, ErrPoolNotFound) {
 		return PoolInfo{}, wrap(err)
 	}
-	lo, hi := int64(U32(first)-pl.Base), int64(U32(last)-pl.Base)
+	lo, hi := int64(v4store.U32(first)-pl.Base), int64(v4store.U32(last)-pl.Base)
 	if err := a.st.ReserveRange(ctx, pl, lo, hi); err != nil {
 		return PoolInfo{}, wrap(err)
 	}
@@ -55,14 +57,14 @@ func (a *V4) CreateSubPool(ctx context.Context, parentID, id, pool string) (Pool
 		}
 		return PoolInfo{}, wrap(err)
 	}
-	return l.info(), nil
+	return poolInfo(l), nil
 }
 
 // DeletePool removes the pool and, for a sub-pool, gives its range back to
 // the parent. Deleting a missing pool is not an error. The caller makes
 // sure nothing allocates from the pool meanwhile.
 func (a *V4) DeletePool(ctx context.Context, id string) error {
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return err
 	}
 	wrap := func(err error) error { return fmt.Errorf("delete ip pool %q: %w", id, err) }
@@ -88,7 +90,7 @@ func (a *V4) DeletePool(ctx context.Context, id string) error {
 	if err != nil {
 		return wrap(err)
 	}
-	lo, hi := int64(U32(l.First)-pl.Base), int64(U32(l.Last)-pl.Base)
+	lo, hi := int64(v4store.U32(l.First)-pl.Base), int64(v4store.U32(l.Last)-pl.Base)
 	if err := a.st.ClearRange(ctx, pl, lo, hi); err != nil {
 		return wrap(fmt.Errorf("give range back to pool %q: %w", l.Hdr.Parent, err))
 	}
@@ -98,8 +100,8 @@ func (a *V4) DeletePool(ctx context.Context, id string) error {
 
 // snapshot reads the pool's header and every stored chunk, once this
 // process has given back its reserve.
-func (a *V4) snapshot(ctx context.Context, id string) (*Layout, map[int]*[ChunkWords]uint64, error) {
-	if err := CheckPoolID(id); err != nil {
+func (a *V4) snapshot(ctx context.Context, id string) (*v4store.Layout, map[int]*[v4store.ChunkWords]uint64, error) {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return nil, nil, err
 	}
 	if err := a.flushReserve(ctx, id); err != nil {
@@ -114,7 +116,7 @@ func (a *V4) Usage(ctx context.Context, id string) (Usage, error) {
 	if err != nil {
 		return Usage{}, fmt.Errorf("read usage of pool %q: %w", id, err)
 	}
-	return Count(l, chunks), nil
+	return v4store.Count(l, chunks), nil
 }
 
 // InUse lists the pool's taken addresses as the spec's range string
@@ -169,14 +171,14 @@ func (a *V4) lists(ctx context.Context, id string) (used, free string, err error
 	if err != nil {
 		return "", "", err
 	}
-	used, free = Ranges(l, chunks)
+	used, free = v4store.Ranges(l, chunks)
 	return used, free, nil
 }
 
 // IsAllocated reports whether ip is taken in the pool (false for
 // addresses the pool never hands out).
 func (a *V4) IsAllocated(ctx context.Context, id string, ip netip.Addr) (bool, error) {
-	if err := CheckPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return false, err
 	}
 	if err := a.flushReserve(ctx, id); err != nil {

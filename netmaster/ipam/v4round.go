@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -34,11 +35,11 @@ type round4 struct {
 	ctx    context.Context
 	a      *V4
 	p      *pool4
-	l      *Layout
+	l      *v4store.Layout
 	live   []*request
 	synced bool // the store was re-scanned in this round
 
-	work map[int]*[ChunkWords]uint64
+	work map[int]*[v4store.ChunkWords]uint64
 	// fresh: chunks read from the store in this round. A decision that
 	// writes nothing (address already taken, release of a free address)
 	// is only trusted on a fresh chunk, or on one whose write succeeded;
@@ -65,7 +66,7 @@ func (p *pool4) round(a *V4, batch []*request, refill bool) []*request {
 		return nil
 	}
 	r := &round4{ctx: ctx, a: a, p: p, live: live,
-		work: map[int]*[ChunkWords]uint64{}, fresh: map[int]bool{}, dirty: map[int]bool{},
+		work: map[int]*[v4store.ChunkWords]uint64{}, fresh: map[int]bool{}, dirty: map[int]bool{},
 		perChunk: map[int][]pending{}, extras: map[int][]netip.Addr{}}
 	if err := r.sync(); err != nil {
 		return r.abort(err)
@@ -102,7 +103,7 @@ func (p *pool4) filterLive(batch []*request) []*request {
 // process drops the cache and runs the unanswered requests again; any
 // other error answers every request.
 func (r *round4) abort(err error) []*request {
-	if errors.Is(err, ErrStale) {
+	if errors.Is(err, v4store.ErrStale) {
 		r.p.stale()
 		return notDone(r.live)
 	}
@@ -137,7 +138,7 @@ func (r *round4) sync() error {
 }
 
 // getWork returns the working copy of chunk c, reading it if needed.
-func (r *round4) getWork(c int) (*[ChunkWords]uint64, error) {
+func (r *round4) getWork(c int) (*[v4store.ChunkWords]uint64, error) {
 	if w := r.work[c]; w != nil {
 		return w, nil
 	}
@@ -155,8 +156,8 @@ func (r *round4) getWork(c int) (*[ChunkWords]uint64, error) {
 
 // take marks host taken in its working chunk and returns the chunk.
 func (r *round4) take(host int64) int {
-	c := int(host / ChunkBits)
-	r.work[c][(host%ChunkBits)/64] |= 1 << uint(host%64)
+	c := int(host / v4store.ChunkBits)
+	r.work[c][(host%v4store.ChunkBits)/64] |= 1 << uint(host%64)
 	r.dirty[c] = true
 	return c
 }
@@ -197,7 +198,7 @@ func (r *round4) applyAuto(req *request) error {
 			if err != nil {
 				return err
 			}
-			return r.joinChunk(int(host/ChunkBits), pending{req, result{addr: addr, changed: true}})
+			return r.joinChunk(int(host/v4store.ChunkBits), pending{req, result{addr: addr, changed: true}})
 		case ok:
 			p.complete(req, result{addr: addr, changed: true})
 		case r.synced || req.waitSync:
@@ -240,12 +241,12 @@ func (r *round4) applyAddress(req *request) error {
 		}
 		return nil
 	}
-	c := int(host / ChunkBits)
+	c := int(host / v4store.ChunkBits)
 	w, err := r.getWork(c)
 	if err != nil {
 		return err
 	}
-	word, bit := (host%ChunkBits)/64, uint64(1)<<uint(host%64)
+	word, bit := (host%v4store.ChunkBits)/64, uint64(1)<<uint(host%64)
 	taken := w[word]&bit != 0
 	switch {
 	case req.kind == reqSpecific && taken && req.ride != nil && p.claimReserved(req.ip):
@@ -351,8 +352,8 @@ func (r *round4) writeChunk(c int) {
 		// run the requests again on a fresh read.
 		delete(p.chunks, c)
 		for _, pd := range r.perChunk[c] {
-			if pd.r.conflicts++; pd.r.conflicts > maxConflicts {
-				p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", maxConflicts, err)})
+			if pd.r.conflicts++; pd.r.conflicts > v4store.MaxConflicts {
+				p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", v4store.MaxConflicts, err)})
 				continue
 			}
 			r.retry = append(r.retry, pd.r)

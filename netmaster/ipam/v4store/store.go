@@ -1,4 +1,4 @@
-package ipam
+package v4store
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // Store reads and writes IPv4 pools in the store, by compare-and-swap
-// and without a cache (v4layout.go has the stored form).
+// and without a cache (layout.go has the stored form).
 type Store struct {
 	kv     objdb.KV
 	prefix string // where pools live: "<prefix><poolID>/v4/..."
@@ -27,17 +27,17 @@ func NewStore(kv objdb.KV, prefix, writer string) *Store {
 }
 
 // PutChunk writes chunk c of pool l (bits b) by compare-and-swap on
-// version base (0: create), marked with this allocator's id. A write of
+// version base (0: create), marked with the writer id of the Store. A write of
 // unknown outcome is resolved by reading the chunk back
 // (objdb.PutResolved): the result is success, a definite ErrConflict, or,
 // only while the store stays unreachable, an error wrapping
 // objdb.ErrUncertain.
 //
 // The stored value is this write's own: another process (or another
-// leadership term's allocator) marks its writes with another id, and this
-// allocator has one write of a pool in flight at a time, the committer's
-// (or a sub-pool operation's, which the caller keeps from running
-// concurrently with allocations). So reading back exactly the bytes written
+// leadership term's allocator) marks its writes with another id, and the
+// allocator owning this Store has one write of a pool in flight at a time,
+// its committer's (or a sub-pool operation's, which the caller keeps from
+// running concurrently with allocations). So reading back exactly the bytes written
 // proves the write was applied (docs/allocation-integrity.md). One id per
 // allocator rather than per write keeps a chunk byte-identical when a
 // rollback frees what a refused request took.
@@ -91,8 +91,8 @@ func (s *Store) ReadLayout(ctx context.Context, id string) (*Layout, error) {
 func (s *Store) modifyChunk(ctx context.Context, l *Layout, c int, fn func(b *[ChunkWords]uint64) (changed bool, err error)) error {
 	k := s.Keys(l.ID)
 	for try := 0; ; try++ {
-		if try > maxConflicts {
-			return fmt.Errorf("chunk %d: gave up after %d conflicts: %w", c, maxConflicts, objdb.ErrConflict)
+		if try > MaxConflicts {
+			return fmt.Errorf("chunk %d: gave up after %d conflicts: %w", c, MaxConflicts, objdb.ErrConflict)
 		}
 		var b *[ChunkWords]uint64
 		var ver int64
@@ -354,7 +354,7 @@ func (s *Store) Taken(ctx context.Context, l *Layout, h int64) (bool, error) {
 }
 
 // Restore makes pool id hold exactly the header h with the addresses
-// taken (V4.Restore); checkOnly compares without writing. A conflict
+// taken (netmaster/ipam.V4.Restore); checkOnly compares without writing. A conflict
 // wraps ErrRestoreConflict.
 func (s *Store) Restore(ctx context.Context, id string, h Header, taken []netip.Addr, checkOnly bool) (changed bool, err error) {
 	l, err := NewLayout(id, h, 0)

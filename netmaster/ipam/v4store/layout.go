@@ -1,4 +1,12 @@
-package ipam
+// Package v4store keeps the IPv4 address pools of netmaster/ipam in the
+// store: their stored form (layout.go: a header, the allocation bits in
+// chunks of 4096 addresses, a summary of the full chunks; the subnet and
+// pool strings, subnet.go) and its reads and writes, each a
+// compare-and-swap on the version read and without a cache (Store,
+// store.go; docs/architecture.md decisions 2 and 3). Handing out
+// addresses — batching, the per-pool cache, the reserve, joined
+// transactions — is netmaster/ipam's V4, which builds on a Store.
+package v4store
 
 import (
 	"encoding/base64"
@@ -14,16 +22,16 @@ import (
 
 // IPv4 pool storage (one pool, prefix P = "<keyPrefix><poolID>/v4/"):
 //
-//	P+"header"       immutable JSON header4, written once by CreatePool
+//	P+"header"       immutable JSON Header, written once (Store.PutHeader)
 //	P+"chunk/NNNN"   JSON chunk4: the allocation bits of host indices
 //	                 NNNN*4096 … NNNN*4096+4095 (bit set = taken)
-//	P+"full"         JSON full4: bit c set = chunk c is believed full
+//	P+"full"         JSON Full: bit c set = chunk c is believed full
 //
 // A chunk that does not exist is all free. Network and broadcast addresses
 // and addresses outside the pool's range are never stored: they are
 // excluded by the header. Only a changed chunk is written, always by
 // compare-and-swap on its version, so an allocation costs one 512-byte write
-// whatever the subnet size. The "full" summary is a hint (see V4).
+// whatever the subnet size. The "full" summary is a hint (see netmaster/ipam.V4).
 
 const (
 	ChunkBits  = 4096
@@ -47,7 +55,7 @@ type chunk4 struct {
 	// W is the id of the allocator that wrote this value: a writer whose
 	// write had an unknown outcome (the store timed out) finds out whether
 	// it was applied by reading the value back, and W tells its writes
-	// from another allocator's with the same bits (V4.putChunk,
+	// from another allocator's with the same bits (Store.PutChunk,
 	// docs/allocation-integrity.md).
 	W string `json:"w,omitempty"`
 }

@@ -1,4 +1,4 @@
-package ipam
+package v4store
 
 import (
 	"encoding/json"
