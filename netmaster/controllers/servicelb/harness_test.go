@@ -8,12 +8,9 @@ import (
 )
 
 // The tests of this package drive whole leadership terms through HTTP
-// (mastertest), each under its own root of the package's shared embedded
-// etcd (etcdEndpoint).
-var etcdEndpoint string
+// (mastertest), each over its own root of the package's etcd.
+var pkgEtcd mastertest.Etcd
 
-func TestMain(m *testing.M) { os.Exit(mastertest.Run(m, &etcdEndpoint)) }
+func TestMain(m *testing.M) { os.Exit(pkgEtcd.Main(m)) }
 
-func newEnv(t testing.TB) *mastertest.Env {
-	return mastertest.New(t, etcdEndpoint, mastertest.DefaultConfig())
-}
+func newEnv(t testing.TB) *mastertest.Env { return pkgEtcd.New(t) }

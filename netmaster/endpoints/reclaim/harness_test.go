@@ -4,20 +4,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/contiv/netplugin/netmaster/master"
 	"github.com/contiv/netplugin/netmaster/master/mastertest"
 )
 
 // The tests of this package drive whole leadership terms through HTTP
-// (mastertest): the sweep and epcleanup, each under its own root of the
-// package's shared embedded etcd (etcdEndpoint).
-var etcdEndpoint string
+// (mastertest), each over its own root of the package's etcd.
+var pkgEtcd mastertest.Etcd
 
-func TestMain(m *testing.M) { os.Exit(mastertest.Run(m, &etcdEndpoint)) }
+func TestMain(m *testing.M) { os.Exit(pkgEtcd.Main(m)) }
 
-func newEnv(t testing.TB) *mastertest.Env { return newEnvCfg(t, mastertest.DefaultConfig()) }
-
-func newEnvCfg(t testing.TB, cfg master.Config) *mastertest.Env {
-	t.Helper()
-	return mastertest.New(t, etcdEndpoint, cfg)
-}
+func newEnv(t testing.TB) *mastertest.Env { return pkgEtcd.New(t) }
