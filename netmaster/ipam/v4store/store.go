@@ -361,23 +361,9 @@ func (s *Store) Restore(ctx context.Context, id string, h Header, taken []netip.
 	if err != nil {
 		return false, err
 	}
-	want := map[int]*[ChunkWords]uint64{}
-	for _, ip := range taken {
-		host, err := l.Host(ip)
-		if err != nil {
-			return false, err
-		}
-		if !l.Allocatable(host) {
-			return false, userErr(ErrNotAllocatable, "address %s is outside pool range %s-%s", ip, h.First, h.Last)
-		}
-		c := int(host / ChunkBits)
-		b := want[c]
-		if b == nil {
-			b = new([ChunkWords]uint64)
-			want[c] = b
-		}
-		i := host % ChunkBits
-		b[i/64] |= 1 << uint(i%64)
+	want, err := wantChunks(l, taken)
+	if err != nil {
+		return false, err
 	}
 	k := s.Keys(id)
 	hkv, err := s.kv.Get(ctx, k.Header())
@@ -455,4 +441,27 @@ func (s *Store) Restore(ctx context.Context, id string, h Header, taken []netip.
 		changed = true
 	}
 	return changed, nil
+}
+
+// wantChunks is the chunks of pool l with the addresses taken set.
+func wantChunks(l *Layout, taken []netip.Addr) (map[int]*[ChunkWords]uint64, error) {
+	want := map[int]*[ChunkWords]uint64{}
+	for _, ip := range taken {
+		host, err := l.Host(ip)
+		if err != nil {
+			return nil, err
+		}
+		if !l.Allocatable(host) {
+			return nil, userErr(ErrNotAllocatable, "address %s is outside pool range %s-%s", ip, l.Hdr.First, l.Hdr.Last)
+		}
+		c := int(host / ChunkBits)
+		b := want[c]
+		if b == nil {
+			b = new([ChunkWords]uint64)
+			want[c] = b
+		}
+		i := host % ChunkBits
+		b[i/64] |= 1 << uint(i%64)
+	}
+	return want, nil
 }
