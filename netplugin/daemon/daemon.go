@@ -17,6 +17,7 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/hostaccess"
+	"github.com/contiv/netplugin/netplugin/infraroute"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
@@ -52,6 +53,9 @@ type Daemon struct {
 	// hostAccess converges contivh0 and host access (key hostaccess/<host>);
 	// set by startDataplane before the queue is served.
 	hostAccess *hostaccess.Reconciler
+	// infraRoutes converges the routes through contivh1 (key
+	// infraroute/<host>); set by startDataplane before the queue is served.
+	infraRoutes *infraroute.Reconciler
 	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
 	// before the CNI server starts, never after.
 	netpol *netpol.Controller
@@ -408,6 +412,9 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	d.hostAccess = hostaccess.New(hostaccess.Config{Enabled: d.cfg.HostAccess, FwdMode: d.glob.FwdMode,
 		PvtSubnet: d.glob.PvtSubnet, Datapath: d.vx, Ports: d.drv, Log: d.log})
 	d.rec.Enqueue(kindHostAccess, d.cfg.HostLabel)
+	if d.infraRoutes, err = infraroute.New(infraroute.Config{Networks: d.appliedNetworks, Log: d.log}); err != nil {
+		return err
+	}
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {
 		mode = "flood"

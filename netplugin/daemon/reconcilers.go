@@ -29,6 +29,9 @@ const (
 	kindHostAccess = "hostaccess"
 	// bgproute/<address>: a local VLAN endpoint's BGP announcement (bgp.go)
 	kindBgpRoute = "bgproute"
+	// infraroute/<host label>: the host's routes through contivh1
+	// (netplugin/infraroute)
+	kindInfraRoute = "infraroute"
 )
 
 // desired is where the reconcilers read what should be: the followers'
@@ -127,6 +130,7 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindVtep, d.reconcileVtep)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
 	d.rec.Handle(kindBgpRoute, d.reconcileBgpRoute)
+	d.rec.Handle(kindInfraRoute, d.reconcileInfraRoutes)
 	d.rec.Keys = d.allKeys
 }
 
@@ -173,7 +177,8 @@ func (d *Daemon) allKeys() []string {
 	for _, le := range d.eps.All() {
 		keys = append(keys, kindEndpoint+"/"+le.EP.ID)
 	}
-	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel, kindHostAccess+"/"+d.cfg.HostLabel)
+	keys = append(keys, kindGlobal+"/global", kindBgp+"/"+d.cfg.HostLabel, kindHostAccess+"/"+d.cfg.HostLabel,
+		kindInfraRoute+"/"+d.cfg.HostLabel)
 	return append(keys, d.bgpRouteKeys()...)
 }
 
@@ -197,6 +202,8 @@ func vniOf(nw state.Network) uint32 {
 // longer has out. Other changes of a network are ignored (docs/daemons.md
 // §6.3).
 func (d *Daemon) reconcileNetwork(ctx context.Context, id string) error {
+	// Any network's change may change the routes through contivh1.
+	defer d.rec.Enqueue(kindInfraRoute, d.cfg.HostLabel)
 	nw, want := d.want.nets.get(id)
 	d.mu.Lock()
 	have, had := d.applied.nets[id]
@@ -575,10 +582,34 @@ func (d *Daemon) reconcileHostAccess(ctx context.Context, host string) error {
 	return d.hostAccess.Reconcile(ctx, host)
 }
 
+// reconcileInfraRoutes runs the infra route reconciler (netplugin/infraroute)
+// once the dataplane has made it. Its routes stay when netplugin stops, like
+// the port they use.
+func (d *Daemon) reconcileInfraRoutes(ctx context.Context, _ string) error {
+	if d.infraRoutes == nil {
+		return nil
+	}
+	return d.infraRoutes.Reconcile(ctx)
+}
+
+// appliedNetworks is what the infra route reconciler reads.
+func (d *Daemon) appliedNetworks() []state.Network {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]state.Network, 0, len(d.applied.nets))
+	for _, nw := range d.applied.nets {
+		out = append(out, nw)
+	}
+	return out
+}
+
 // cleanupHostAccess removes the host NAT rule this run added, when
 // netplugin stops.
 func (d *Daemon) cleanupHostAccess() {
 	if d.hostAccess != nil {
 		d.hostAccess.Cleanup()
+	}
+	if d.infraRoutes != nil {
+		d.infraRoutes.Close() // the routes stay (reconcileInfraRoutes)
 	}
 }
