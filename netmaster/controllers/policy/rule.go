@@ -91,11 +91,8 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 			return contivmodel.Missingf("to Network %s not found", modelKey(r.TenantName, r.ToNetwork))
 		}
 	}
-	polKey := modelKey(r.TenantName, r.PolicyName)
-	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
-	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Missingf("Policy %s not found", polKey)
-	} else if err != nil {
+	polKey, pol, err := rulePolicy(tx, r)
+	if err != nil {
 		return err
 	}
 	if r.Direction == "in" && r.ToIpAddress != "" {
@@ -133,6 +130,17 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 	return nil
 }
 
+// rulePolicy reads the policy of rule r ("Policy <key> not found" when
+// missing) and returns it with its model key.
+func rulePolicy(tx *contivmodel.Tx, r *contivmodel.Rule) (string, *contivmodel.Policy, error) {
+	polKey := modelKey(r.TenantName, r.PolicyName)
+	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
+	if errors.Is(err, contivmodel.ErrNotFound) {
+		return polKey, nil, contivmodel.Missingf("Policy %s not found", polKey)
+	}
+	return polKey, pol, err
+}
+
 // checkRuleToIP is create step 4: an incoming rule with a destination IP
 // needs the policy on exactly one group holding an endpoint with that IP.
 func (m *Controllers) checkRuleToIP(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule, pol *contivmodel.Policy) error {
@@ -165,11 +173,8 @@ func (ruleCtl) Update(context.Context, *contivmodel.Tx, *contivmodel.Rule, *cont
 // Delete unlinks the rule and uninstalls it from every attached group.
 func (c ruleCtl) Delete(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule) error {
 	m := c.m
-	polKey := modelKey(r.TenantName, r.PolicyName)
-	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
-	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Missingf("Policy %s not found", polKey)
-	} else if err != nil {
+	polKey, pol, err := rulePolicy(tx, r)
+	if err != nil {
 		return err
 	}
 	if err := contivmodel.Modify(tx, polKey, func(p *contivmodel.Policy) error {
