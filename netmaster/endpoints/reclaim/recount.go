@@ -1,4 +1,4 @@
-package endpoints
+package reclaim
 
 import (
 	"context"
@@ -11,38 +11,38 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// termScan is what the term start needs from the endpoint records, read
+// Scan is what the term start needs from the endpoint records, read
 // in one walk a page at a time (docs/scale.md): a term start over many
 // endpoints neither holds them all nor decodes them twice.
-type termScan struct {
-	netEPs, grpEPs map[string]int   // endpoints per network / group id
-	providers      []state.Endpoint // endpoints that can be service providers
+type Scan struct {
+	NetEPs, GrpEPs map[string]int   // endpoints per network / group id
+	Providers      []state.Endpoint // endpoints that can be service providers
 }
 
-// scanEndpoints walks the endpoint records once for the counter
+// ScanEndpoints walks the endpoint records once for the counter
 // reconcile and the service restore.
-func (m *Service) scanEndpoints(ctx context.Context) (termScan, error) {
-	sc := termScan{netEPs: map[string]int{}, grpEPs: map[string]int{}}
+func (m *Collector) ScanEndpoints(ctx context.Context) (Scan, error) {
+	sc := Scan{NetEPs: map[string]int{}, GrpEPs: map[string]int{}}
 	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
-		sc.netEPs[ep.NetID]++
+		sc.NetEPs[ep.NetID]++
 		if ep.EndpointGroupKey != "" {
-			sc.grpEPs[ep.EndpointGroupKey]++
+			sc.GrpEPs[ep.EndpointGroupKey]++
 		}
 		// Only an endpoint with labels and a container can be a
 		// provider (svclb.Cache.Restore).
 		if len(ep.Labels) > 0 && ep.ContainerID != "" {
-			sc.providers = append(sc.providers, ep)
+			sc.Providers = append(sc.Providers, ep)
 		}
 		return nil
 	}); err != nil {
-		return termScan{}, fmt.Errorf("read endpoints: %w", err)
+		return Scan{}, fmt.Errorf("read endpoints: %w", err)
 	}
 	return sc, nil
 }
 
-// reconcileCounters recomputes, at the start of a leadership term, the
+// ReconcileCounters recomputes, at the start of a leadership term, the
 // endpoint counters of every network and group from the endpoint records
-// (counted by scanEndpoints), and each network's count of handed-out
+// (counted by ScanEndpoints), and each network's count of handed-out
 // addresses from its IPAM pools.
 //
 // On the stepwise path (docs/allocation-integrity.md) the endpoint record,
@@ -50,17 +50,17 @@ func (m *Service) scanEndpoints(ctx context.Context) (termScan, error) {
 // netmaster killed in the middle of a create or delete can leave a counter
 // off by the endpoints it was handling; the records are the truth. The
 // joined path writes them in one transaction.
-func (m *Service) reconcileCounters(ctx context.Context) error {
-	sc, err := m.scanEndpoints(ctx)
+func (m *Collector) ReconcileCounters(ctx context.Context) error {
+	sc, err := m.ScanEndpoints(ctx)
 	if err != nil {
 		return err
 	}
-	return m.correctCounters(ctx, sc)
+	return m.CorrectCounters(ctx, sc)
 }
 
-// correctCounters is reconcileCounters on the counts of a scan.
-func (m *Service) correctCounters(ctx context.Context, sc termScan) error {
-	netEPs, grpEPs := sc.netEPs, sc.grpEPs
+// CorrectCounters is ReconcileCounters on the counts of a scan.
+func (m *Collector) CorrectCounters(ctx context.Context, sc Scan) error {
+	netEPs, grpEPs := sc.NetEPs, sc.GrpEPs
 	groups, _, err := m.st.EndpointGroups.ReadAll(ctx)
 	if err != nil {
 		return fmt.Errorf("read endpoint groups: %w", err)
@@ -108,7 +108,7 @@ func (m *Service) correctCounters(ctx context.Context, sc termScan) error {
 // handedOut counts the addresses of a network given out by allocation:
 // taken in its pool, minus the gateway and the groups' pool ranges, plus
 // what the groups' pools gave out.
-func (m *Service) handedOut(ctx context.Context, n state.Network, groupPools []string) (int, error) {
+func (m *Collector) handedOut(ctx context.Context, n state.Network, groupPools []string) (int, error) {
 	u, err := m.v4.Usage(ctx, n.ID)
 	if errors.Is(err, ipam.ErrPoolNotFound) || errors.Is(err, objdb.ErrNotFound) {
 		return n.EpAddrCount, nil

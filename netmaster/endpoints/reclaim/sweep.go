@@ -1,4 +1,4 @@
-package endpoints
+package reclaim
 
 import (
 	"context"
@@ -17,16 +17,6 @@ import (
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 )
-
-// Addresses handed out by /plugin/allocAddress are recorded under
-// "state/ipalloc/<pool>/<ip>" until released (or until an endpoint takes
-// the address over). Together with the endpoint records this names the
-// owner of every allocated address, so a leadership term can find the
-// addresses a killed netmaster allocated but never recorded (it died
-// between the allocation and the record) and give them back.
-const ipallocPrefix = "state/ipalloc/"
-
-func ipallocKey(pool string, ip netip.Addr) string { return ipallocPrefix + pool + "/" + ip.String() }
 
 // SweepReport is what the last sweep of the term found (GET /debug/sweep).
 type SweepReport struct {
@@ -48,13 +38,13 @@ type SweepReport struct {
 }
 
 // lastSweep returns the report of the term's last sweep (nil before it).
-func (m *Service) lastSweep() *SweepReport {
+func (m *Collector) lastSweep() *SweepReport {
 	m.sweepMu.Lock()
 	defer m.sweepMu.Unlock()
 	return m.sweepRep
 }
 
-func (m *Service) addSweepRoute(r *mux.Router) {
+func (m *Collector) addSweepRoute(r *mux.Router) {
 	r.Methods(http.MethodGet).Path("/debug/sweep").HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		rep := m.lastSweep()
 		if rep == nil {
@@ -66,13 +56,13 @@ func (m *Service) addSweepRoute(r *mux.Router) {
 	})
 }
 
-// sweepLeaks checks every address taken in a network or group pool (IPv4)
+// Sweep checks every address taken in a network or group pool (IPv4)
 // or a network's IPv6 pool against its owners (endpoint records,
 // allocAddress and service VIP records, the gateway): it releases those
 // without an owner, reports those with two or more, and takes again owned
 // ones found free; then it corrects the counters. Endpoint operations of
 // this process wait meanwhile. The report is kept for /debug/sweep.
-func (m *Service) sweepLeaks(ctx context.Context) (err error) {
+func (m *Collector) Sweep(ctx context.Context) (err error) {
 	m.topo.Lock()
 	defer m.topo.Unlock()
 	rep := &SweepReport{Released: []string{}, DoubleOwned: []string{}, Retaken: []string{}}
@@ -93,10 +83,64 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("sweep: read groups: %w", err)
 	}
+	owners, groupPool, carved, err := m.owners(ctx, nets, groups)
+	if err != nil {
+		return err
+	}
+	for _, pool := range owners.pools() {
+		for _, a := range sortedAddrs(owners[pool]) {
+			if who := owners[pool][a]; len(who) > 1 {
+				line := fmt.Sprintf("%s %s: %s", pool, a, strings.Join(who, ", "))
+				rep.DoubleOwned = append(rep.DoubleOwned, line)
+				m.log.WithField("pool", pool).Errorf("address %s has %d owners: %s", a, len(who), strings.Join(who, ", "))
+			}
+		}
+	}
+	for _, n := range nets {
+		spans := carved[n.ID]
+		err := m.sweepPool(ctx, rep, owners, n.ID, func(x netip.Addr) bool {
+			for _, s := range spans {
+				if x.Compare(s.lo) >= 0 && x.Compare(s.hi) <= 0 {
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil && !errors.Is(err, objdb.ErrNotFound) && !errors.Is(err, ipam.ErrPoolNotFound) {
+			return err
+		}
+	}
+	for id := range groupPool {
+		if err := m.sweepPool(ctx, rep, owners, id, func(netip.Addr) bool { return false }); err != nil && !errors.Is(err, objdb.ErrNotFound) && !errors.Is(err, ipam.ErrPoolNotFound) {
+			return err
+		}
+	}
+	for _, n := range nets {
+		if n.IPv6Subnet == "" {
+			continue
+		}
+		released, err := m.sweepV6(ctx, n.ID, func(x netip.Addr) bool { return owners[n.ID][x] != nil })
+		for _, x := range released {
+			rep.Released = append(rep.Released, n.ID+" "+x.String())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return m.ReconcileCounters(ctx)
+}
+
+// span is an inclusive address range.
+type span struct{ lo, hi netip.Addr }
+
+// owners indexes the owners of the addresses of nets and groups: endpoint
+// records, allocAddress and service VIP records, the gateways. It also
+// returns the group pools (group state id -> pool id) and the ranges the
+// groups' pools carve out of each network.
+func (m *Collector) owners(ctx context.Context, nets []state.Network, groups []state.EndpointGroup) (owned, map[string]string, map[string][]span, error) {
 	owners := owned{}
 	groupPool := map[string]string{} // group state id -> pool id
-	type span struct{ lo, hi netip.Addr }
-	carved := map[string][]span{} // network -> group pool ranges
+	carved := map[string][]span{}    // network -> group pool ranges
 	for _, g := range groups {
 		if g.IPPool == "" {
 			continue
@@ -128,26 +172,26 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 		owners.add(pool, a, "endpoint "+ep.ID)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("sweep: read endpoints: %w", err)
+		return nil, nil, nil, fmt.Errorf("sweep: read endpoints: %w", err)
 	}
-	if err := objdb.ListPages(ctx, m.kv, ipallocPrefix, objdb.DefaultPageSize, func(recs []objdb.KeyValue) error {
+	if err := objdb.ListPages(ctx, m.kv, IPAllocPrefix, objdb.DefaultPageSize, func(recs []objdb.KeyValue) error {
 		for _, r := range recs {
-			rest := strings.TrimPrefix(r.Key, ipallocPrefix)
+			rest := strings.TrimPrefix(r.Key, IPAllocPrefix)
 			i := strings.LastIndex(rest, "/")
 			if i < 0 {
 				continue
 			}
 			if a, err := netip.ParseAddr(rest[i+1:]); err == nil {
 				who := "allocAddress record"
-				if v := string(r.Value); strings.HasPrefix(v, vipRecordPrefix) {
-					who = "service " + strings.TrimPrefix(v, vipRecordPrefix)
+				if v := string(r.Value); strings.HasPrefix(v, VIPRecordPrefix) {
+					who = "service " + strings.TrimPrefix(v, VIPRecordPrefix)
 				}
 				owners.add(rest[:i], a, who)
 			}
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("sweep: read address records: %w", err)
+		return nil, nil, nil, fmt.Errorf("sweep: read address records: %w", err)
 	}
 	for _, n := range nets {
 		if gw, err := netip.ParseAddr(n.Gateway); err == nil {
@@ -157,79 +201,43 @@ func (m *Service) sweepLeaks(ctx context.Context) (err error) {
 			owners.add(n.ID, gw, "gateway of "+n.ID)
 		}
 	}
-	for _, pool := range owners.pools() {
-		for _, a := range sortedAddrs(owners[pool]) {
-			if who := owners[pool][a]; len(who) > 1 {
-				line := fmt.Sprintf("%s %s: %s", pool, a, strings.Join(who, ", "))
-				rep.DoubleOwned = append(rep.DoubleOwned, line)
-				m.log.WithField("pool", pool).Errorf("address %s has %d owners: %s", a, len(who), strings.Join(who, ", "))
-			}
-		}
+	return owners, groupPool, carved, nil
+}
+
+// sweepPool releases the addresses taken in the IPv4 pool without an owner
+// (but those skip keeps) and takes again the owned ones found free,
+// recording both in rep.
+func (m *Collector) sweepPool(ctx context.Context, rep *SweepReport, owners owned, pool string, skip func(netip.Addr) bool) error {
+	taken, err := m.v4.Taken(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("sweep: list pool %q: %w", pool, err)
 	}
-	sweep := func(pool string, skip func(netip.Addr) bool) error {
-		taken, err := m.v4.Taken(ctx, pool)
-		if err != nil {
-			return fmt.Errorf("sweep: list pool %q: %w", pool, err)
-		}
-		for _, x := range sortedAddrs(taken) {
-			if owners[pool][x] != nil || skip(x) {
-				continue
-			}
-			if _, err := m.v4.Release(ctx, pool, x); err != nil {
-				return fmt.Errorf("sweep: release %s in %q: %w", x, pool, err)
-			}
-			rep.Released = append(rep.Released, pool+" "+x.String())
-			m.log.WithField("pool", pool).Warnf("released leaked address %s", x)
-		}
-		for _, x := range sortedAddrs(owners[pool]) {
-			if taken[x] || !x.Is4() {
-				continue
-			}
-			who := strings.Join(owners[pool][x], ", ")
-			_, err := m.v4.AllocateSpecific(ctx, pool, x)
-			if errors.Is(err, ipam.ErrNotAllocatable) || errors.Is(err, ipam.ErrOutOfSubnet) {
-				continue // a gateway outside the range is never handed out
-			}
-			if err != nil && !errors.Is(err, ipam.ErrInUse) {
-				return fmt.Errorf("sweep: take %s (%s) again in %q: %w", x, who, pool, err)
-			}
-			rep.Retaken = append(rep.Retaken, fmt.Sprintf("%s %s: %s", pool, x, who))
-			m.log.WithField("pool", pool).Errorf("address %s of %s was free in its pool: taken again", x, who)
-		}
-		return nil
-	}
-	for _, n := range nets {
-		spans := carved[n.ID]
-		err := sweep(n.ID, func(x netip.Addr) bool {
-			for _, s := range spans {
-				if x.Compare(s.lo) >= 0 && x.Compare(s.hi) <= 0 {
-					return true
-				}
-			}
-			return false
-		})
-		if err != nil && !errors.Is(err, objdb.ErrNotFound) && !errors.Is(err, ipam.ErrPoolNotFound) {
-			return err
-		}
-	}
-	for id := range groupPool {
-		if err := sweep(id, func(netip.Addr) bool { return false }); err != nil && !errors.Is(err, objdb.ErrNotFound) && !errors.Is(err, ipam.ErrPoolNotFound) {
-			return err
-		}
-	}
-	for _, n := range nets {
-		if n.IPv6Subnet == "" {
+	for _, x := range sortedAddrs(taken) {
+		if owners[pool][x] != nil || skip(x) {
 			continue
 		}
-		released, err := m.sweepV6(ctx, n.ID, func(x netip.Addr) bool { return owners[n.ID][x] != nil })
-		for _, x := range released {
-			rep.Released = append(rep.Released, n.ID+" "+x.String())
+		if _, err := m.v4.Release(ctx, pool, x); err != nil {
+			return fmt.Errorf("sweep: release %s in %q: %w", x, pool, err)
 		}
-		if err != nil {
-			return err
-		}
+		rep.Released = append(rep.Released, pool+" "+x.String())
+		m.log.WithField("pool", pool).Warnf("released leaked address %s", x)
 	}
-	return m.reconcileCounters(ctx)
+	for _, x := range sortedAddrs(owners[pool]) {
+		if taken[x] || !x.Is4() {
+			continue
+		}
+		who := strings.Join(owners[pool][x], ", ")
+		_, err := m.v4.AllocateSpecific(ctx, pool, x)
+		if errors.Is(err, ipam.ErrNotAllocatable) || errors.Is(err, ipam.ErrOutOfSubnet) {
+			continue // a gateway outside the range is never handed out
+		}
+		if err != nil && !errors.Is(err, ipam.ErrInUse) {
+			return fmt.Errorf("sweep: take %s (%s) again in %q: %w", x, who, pool, err)
+		}
+		rep.Retaken = append(rep.Retaken, fmt.Sprintf("%s %s: %s", pool, x, who))
+		m.log.WithField("pool", pool).Errorf("address %s of %s was free in its pool: taken again", x, who)
+	}
+	return nil
 }
 
 // owned maps pool -> address -> its owners.
@@ -261,7 +269,7 @@ func sortedAddrs[V any](m map[netip.Addr]V) []netip.Addr {
 }
 
 // sweepV6 releases the addresses of the IPv6 pool of netID not kept.
-func (m *Service) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) (released []netip.Addr, err error) {
+func (m *Collector) sweepV6(ctx context.Context, netID string, keep func(netip.Addr) bool) (released []netip.Addr, err error) {
 	taken, err := m.v6.Allocated(ctx, netID)
 	if errors.Is(err, ipam.ErrPoolNotFound) {
 		return nil, nil

@@ -1,9 +1,8 @@
 package controllers_test
 
-// Checks of docs/rest-api.md §4 items that had no test of their own in this
-// package when the service LB was added (17, and the single-type cases of
-// 22; 30 is covered by TestExtContractsGroups). They live here because
-// they came with the same piece of work.
+// Checks of docs/rest-api.md §4 item 17, which had no test of its own in
+// this package when the service LB was added (the single-type cases of 22
+// are in netmaster/controllers/policy).
 
 import (
 	"strings"
@@ -36,26 +35,4 @@ func TestACIModeNetworks(t *testing.T) {
 		}
 	}
 	e.Fail("DELETE", "/api/v1/networks/default:aciv/", "", "network not found")
-}
-
-// 22: a group may provide only, consume only, or both; an unknown
-// contracts group is refused.
-func TestGroupExtContractsKinds(t *testing.T) {
-	e := newEnv(t)
-	e.CreateNet("default", "net1", "vlan", "10.1.1.0/24", "", 0)
-	e.OK("POST", ecPath("default", "prov"), ecBody("default", "prov", "provided"))
-	e.OK("POST", ecPath("default", "cons"), ecBody("default", "cons", "consumed"))
-	for group, list := range map[string]string{"gp": `["prov"]`, "gc": `["cons"]`, "gb": `["prov","cons"]`} {
-		e.CreateEPG("default", group, "net1", `"extContractsGrps":`+list)
-	}
-	e.Fail("POST", "/api/v1/endpointGroups/default:gx/", mastertest.EPGBody("default", "gx", "net1", `"extContractsGrps":["nosuch"]`),
-		"External contracts group nosuch not found")
-	if b := e.OK("GET", ecPath("default", "prov"), ""); !strings.Contains(b, `"default:gp"`) || !strings.Contains(b, `"default:gb"`) || strings.Contains(b, `"default:gc"`) {
-		t.Fatalf("provided group links: %s", b)
-	}
-	for _, g := range []string{"gp", "gc", "gb"} {
-		e.OK("DELETE", "/api/v1/endpointGroups/default:"+g+"/", "")
-	}
-	e.OK("DELETE", ecPath("default", "prov"), "")
-	e.OK("DELETE", ecPath("default", "cons"), "")
 }

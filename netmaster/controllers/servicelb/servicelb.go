@@ -1,4 +1,8 @@
-package controllers
+// Package servicelb is the contivmodel controller of the service load
+// balancer kind of one netmaster leadership term and its debug views
+// (docs/rest-api.md §2.11, §3.8; docs/daemons.md §4.12). The running
+// services, their VIPs and providers are netmaster/svclb.
+package servicelb
 
 import (
 	"context"
@@ -7,17 +11,39 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
 	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/svclb"
+	"github.com/contiv/netplugin/state"
 )
+
+// Controller is the service load balancer controller of a term.
+type Controller struct {
+	st    *state.Store
+	svcLB *svclb.Cache
+	log   *logrus.Entry
+}
+
+// New returns the controller over the term's state and its service load
+// balancer; failed debug views are logged to log.
+func New(st *state.Store, lb *svclb.Cache, log *logrus.Entry) *Controller {
+	return &Controller{st: st, svcLB: lb, log: log}
+}
+
+// Callbacks is the controller of the serviceLB kind.
+func (m *Controller) Callbacks() contivmodel.Callbacks[contivmodel.ServiceLB] { return serviceLBCtl{m} }
+
+// modelKey is the model key of a tenant's object.
+func modelKey(tenant, name string) string { return tenant + ":" + name }
 
 // serviceLBCtl is the serviceLB controller (docs/rest-api.md §2.11,
 // docs/daemons.md §4.12). Every refusal is decided before the first side
 // effect; the side effects (VIP, service record, provider list, cache) are
 // undone when the model commit fails.
-type serviceLBCtl struct{ m *Objects }
+type serviceLBCtl struct{ m *Controller }
 
 const msgBadPorts = "Invalid Port maping . Port format is - Port:TargetPort:Protocol"
 

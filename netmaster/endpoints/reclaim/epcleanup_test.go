@@ -1,4 +1,4 @@
-package endpoints_test
+package reclaim_test
 
 import (
 	"net/http"
@@ -18,7 +18,7 @@ func TestEpCleanup(t *testing.T) {
 	np := mastertest.StartFakeNetplugins(t, "127.0.0.1", "127.0.0.2")
 	cfg := mastertest.DefaultConfig()
 	cfg.NetpluginPort = np.Port
-	e := newEnvCfg(t, cfg)
+	e := pkgEtcd.NewCfg(t, cfg)
 	e.RegisterVtep("127.0.0.1", "host1")
 	e.RegisterVtep("127.0.0.2", "host2")
 	e.OK("POST", "/api/v1/tenants/t2/", `{"tenantName":"t2"}`)

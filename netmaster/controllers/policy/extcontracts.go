@@ -1,4 +1,4 @@
-package controllers
+package policy
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 // extContractsCtl is the extContractsGroup controller (docs/rest-api.md
 // §2.10). Groups link themselves to it (epg.go linkContracts); it keeps no
 // other state.
-type extContractsCtl struct{ m *Objects }
+type extContractsCtl struct{ m *Controllers }
 
 // Create checks the contracts type and the tenant.
 func (extContractsCtl) Create(_ context.Context, tx *contivmodel.Tx, ec *contivmodel.ExtContractsGroup) error {

@@ -1,4 +1,4 @@
-package endpoints_test
+package reclaim_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package endpoints
+package reclaim
 
 import (
 	"context"
@@ -33,7 +33,7 @@ var errNothingToClean = errors.New("endpoints: no endpoint matched")
 // (docs/daemons.md §4.10.4, docs/rest-api.md §3.10); the query dryRun=true
 // lists the selection and changes nothing. The route is a DELETE, so with
 // tokens on only an admin token reaches it (netmaster/auth).
-func (m *Service) addEpCleanupRoute(r *mux.Router, reg *contivmodel.Registry) {
+func (m *Collector) addEpCleanupRoute(r *mux.Router, reg *contivmodel.Registry) {
 	r.Methods(http.MethodDelete).Path("/debug/epcleanup/tenant/{tenant}/{category}/{id}").HandlerFunc(
 		func(w http.ResponseWriter, r *http.Request) { m.serveEpCleanup(w, r, reg) })
 }
@@ -43,7 +43,7 @@ func (m *Service) addEpCleanupRoute(r *mux.Router, reg *contivmodel.Registry) {
 // so on its first line. Errors go through the registry's classification:
 // 400 for a bad category or dryRun value, 404 for an unknown network or
 // group, 409 when nothing matched, 500 when a deletion or reclaim failed.
-func (m *Service) serveEpCleanup(w http.ResponseWriter, r *http.Request, reg *contivmodel.Registry) {
+func (m *Collector) serveEpCleanup(w http.ResponseWriter, r *http.Request, reg *contivmodel.Registry) {
 	log := m.log.WithField("path", r.URL.Path)
 	var vals [3]string
 	var err error
@@ -97,7 +97,7 @@ func parseDryRun(q url.Values) (bool, error) {
 // <id>:<tenant> (its endpoints in any network of the tenant); ep — the
 // endpoint whose endpoint id or state id equals <id>, in a network of
 // the tenant. Nothing is a prefix or substring match.
-func (m *Service) epCleanup(ctx context.Context, tenant, category, id string, dryRun bool) (string, error) {
+func (m *Collector) epCleanup(ctx context.Context, tenant, category, id string, dryRun bool) (string, error) {
 	var match func(state.Endpoint) bool
 	var what string
 	switch category {
@@ -133,7 +133,7 @@ func (m *Service) epCleanup(ctx context.Context, tenant, category, id string, dr
 	default:
 		return "", contivmodel.Invalidf("unknown cleanup category %q: want net, group or ep", category)
 	}
-	eps, err := m.AllEndpoints(ctx)
+	eps, err := m.eps.AllEndpoints(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -168,14 +168,14 @@ func (m *Service) epCleanup(ctx context.Context, tenant, category, id string, dr
 // cleanupEndpoints deletes each endpoint (as /plugin/deleteEndpoint does)
 // and asks the netplugin of its homing host to reclaim it. It goes on
 // after a failure and returns all failures.
-func (m *Service) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) error {
-	vteps, err := m.vtepsByHost(ctx)
+func (m *Collector) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) error {
+	vteps, err := m.eps.VtepsByHost(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, ep := range eps {
-		if _, err := m.removeEndpoint(ctx, ep.NetID, ep.ID); err != nil && !errors.Is(err, objdb.ErrNotFound) {
+		if err := m.eps.RemoveEndpoint(ctx, ep.NetID, ep.ID); err != nil && !errors.Is(err, objdb.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("delete endpoint %q: %w", ep.ID, err))
 			continue
 		}
@@ -193,32 +193,13 @@ func (m *Service) cleanupEndpoints(ctx context.Context, eps []state.Endpoint) er
 	return errors.Join(errs...)
 }
 
-// vtepsByHost maps host names to the VTEP address their netplugin
-// registered.
-func (m *Service) vtepsByHost(ctx context.Context) (map[string]string, error) {
-	if m.svc == nil {
-		return nil, errors.New("endpoints: no service registry")
-	}
-	list, err := m.svc.GetService(ctx, agents.ServiceVtep)
-	if err != nil {
-		return nil, fmt.Errorf("list %s services: %w", agents.ServiceVtep, err)
-	}
-	out := make(map[string]string, len(list))
-	for _, s := range list {
-		if s.Hostname != "" {
-			out[s.Hostname] = s.HostAddr
-		}
-	}
-	return out, nil
-}
-
 // reclaimEndpoint asks the netplugin at vtep, over the agent RPC, to
 // remove the endpoint netmaster just deleted from the store.
-func (m *Service) reclaimEndpoint(ctx context.Context, vtep, epID string) error {
+func (m *Collector) reclaimEndpoint(ctx context.Context, vtep, epID string) error {
 	rctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
 	defer cancel()
 	var ok bool
-	if err := m.CallAgent(rctx, vtep, ofrpc.NetpluginReclaimEndpoint, ofrpc.ReclaimArgs{EndpointID: epID}, &ok); err != nil {
+	if err := m.eps.CallAgent(rctx, vtep, ofrpc.NetpluginReclaimEndpoint, ofrpc.ReclaimArgs{EndpointID: epID}, &ok); err != nil {
 		return fmt.Errorf("reclaim endpoint %q: %w", epID, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package controllers_test
+package policy_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package endpoints
+package reclaim
 
 import (
 	"context"
@@ -28,13 +28,13 @@ const hostGCTimeout = 5 * time.Minute
 // the cluster, and the other hosts drop their tunnel to it
 // (docs/architecture.md, "Headless dataplane"). It goes on after a failure and returns all
 // failures; n is the number of endpoints deleted.
-func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err error) {
+func (m *Collector) CollectHost(ctx context.Context, hostname string) (n int, err error) {
 	if hostname == "" {
 		return 0, errors.New("endpoints: host GC without a host name")
 	}
 	ctx, cancel := context.WithTimeout(ctx, hostGCTimeout)
 	defer cancel()
-	eps, err := m.AllEndpoints(ctx)
+	eps, err := m.eps.AllEndpoints(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -43,7 +43,7 @@ func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err 
 		if ep.HomingHost != hostname {
 			continue
 		}
-		if _, err := m.removeEndpoint(ctx, ep.NetID, ep.ID); err != nil {
+		if err := m.eps.RemoveEndpoint(ctx, ep.NetID, ep.ID); err != nil {
 			if !errors.Is(err, objdb.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("delete endpoint %q: %w", ep.ID, err))
 			}
@@ -78,7 +78,7 @@ func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err 
 // walking them a page at a time (docs/scale.md), and the hosts of the node
 // records; the agent follower (netmaster/agents) uses it to find hosts
 // that left endpoints or their membership behind.
-func (m *Service) EndpointHosts(ctx context.Context) ([]string, error) {
+func (m *Collector) EndpointHosts(ctx context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	if _, err := m.st.Endpoints.Each(ctx, func(ep state.Endpoint) error {
 		seen[ep.HomingHost] = true

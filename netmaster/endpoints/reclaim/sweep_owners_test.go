@@ -1,4 +1,4 @@
-package endpoints_test
+package reclaim_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contiv/netplugin/netmaster/endpoints"
+	"github.com/contiv/netplugin/netmaster/endpoints/reclaim"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/master/mastertest"
 )
@@ -44,7 +44,7 @@ func TestSweepReportsTwoOwners(t *testing.T) {
 
 	e.Stop()
 	e.Start()
-	var rep endpoints.SweepReport
+	var rep reclaim.SweepReport
 	if err := json.Unmarshal([]byte(e.OK("GET", "/debug/sweep", "")), &rep); err != nil {
 		t.Fatal(err)
 	}

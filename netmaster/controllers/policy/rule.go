@@ -1,11 +1,10 @@
-package controllers
+package policy
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/contiv/netplugin/contivmodel"
@@ -18,7 +17,7 @@ import (
 // policy is attached to (docs/daemons.md §4.11, docs/dataplane.md §4.4); those are
 // persisted in state/policy/<epgPolicyID> and state/policyRule/<ruleID>.
 // The ofnet master push itself is not done here.
-type ruleCtl struct{ m *Objects }
+type ruleCtl struct{ m *Controllers }
 
 // epgPolicyID is the state id of a (group, policy) attachment:
 // "<tenant>:<group>:<tenant>:<policy>".
@@ -74,7 +73,7 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 		} else if !ok {
 			return contivmodel.Missingf("endpoint group %s not found", modelKey(r.TenantName, matchedGroup(r)))
 		}
-		if !isACI(tx) {
+		if !m.aci(tx) {
 			if _, err := m.remoteGroupID(ctx, r); err != nil {
 				return err
 			}
@@ -92,11 +91,8 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 			return contivmodel.Missingf("to Network %s not found", modelKey(r.TenantName, r.ToNetwork))
 		}
 	}
-	polKey := modelKey(r.TenantName, r.PolicyName)
-	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
-	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Missingf("Policy %s not found", polKey)
-	} else if err != nil {
+	polKey, pol, err := rulePolicy(tx, r)
+	if err != nil {
 		return err
 	}
 	if r.Direction == "in" && r.ToIpAddress != "" {
@@ -104,7 +100,7 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 			return err
 		}
 	}
-	if !isACI(tx) {
+	if !m.aci(tx) {
 		for _, gkey := range sortedKeys(pol.LinkSets.EndpointGroups) {
 			g, err := contivmodel.Get[contivmodel.EndpointGroup](tx, gkey)
 			if err != nil {
@@ -134,9 +130,20 @@ func (c ruleCtl) Create(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 	return nil
 }
 
+// rulePolicy reads the policy of rule r ("Policy <key> not found" when
+// missing) and returns it with its model key.
+func rulePolicy(tx *contivmodel.Tx, r *contivmodel.Rule) (string, *contivmodel.Policy, error) {
+	polKey := modelKey(r.TenantName, r.PolicyName)
+	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
+	if errors.Is(err, contivmodel.ErrNotFound) {
+		return polKey, nil, contivmodel.Missingf("Policy %s not found", polKey)
+	}
+	return polKey, pol, err
+}
+
 // checkRuleToIP is create step 4: an incoming rule with a destination IP
 // needs the policy on exactly one group holding an endpoint with that IP.
-func (m *Objects) checkRuleToIP(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule, pol *contivmodel.Policy) error {
+func (m *Controllers) checkRuleToIP(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule, pol *contivmodel.Policy) error {
 	keys := sortedKeys(pol.LinkSets.EndpointGroups)
 	if len(keys) != 1 {
 		return contivmodel.Errorf("failed to configure %s, %d endpoint groups linked to policy %s ", r.ToIpAddress, len(keys), r.PolicyName)
@@ -166,11 +173,8 @@ func (ruleCtl) Update(context.Context, *contivmodel.Tx, *contivmodel.Rule, *cont
 // Delete unlinks the rule and uninstalls it from every attached group.
 func (c ruleCtl) Delete(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.Rule) error {
 	m := c.m
-	polKey := modelKey(r.TenantName, r.PolicyName)
-	pol, err := contivmodel.Get[contivmodel.Policy](tx, polKey)
-	if errors.Is(err, contivmodel.ErrNotFound) {
-		return contivmodel.Missingf("Policy %s not found", polKey)
-	} else if err != nil {
+	polKey, pol, err := rulePolicy(tx, r)
+	if err != nil {
 		return err
 	}
 	if err := contivmodel.Modify(tx, polKey, func(p *contivmodel.Policy) error {
@@ -188,7 +192,7 @@ func (c ruleCtl) Delete(ctx context.Context, tx *contivmodel.Tx, r *contivmodel.
 			return err
 		}
 	}
-	if isACI(tx) {
+	if m.aci(tx) {
 		return nil
 	}
 	for _, gkey := range sortedKeys(pol.LinkSets.EndpointGroups) {
@@ -229,7 +233,7 @@ func ruleProtocol(p string) uint8 {
 
 // ofnetRules expands rule r of policy polKey attached to the group with
 // model key epgKey and id gid into its directional ofnet rules.
-func (m *Objects) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey string, gid int, polKey string, r *contivmodel.Rule) (map[string]*state.OfnetPolicyRule, error) {
+func (m *Controllers) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey string, gid int, polKey string, r *contivmodel.Rule) (map[string]*state.OfnetPolicyRule, error) {
 	fromIP, toIP := r.FromIpAddress, r.ToIpAddress
 	remote, remoteName := 0, ""
 	switch {
@@ -318,7 +322,7 @@ func (m *Objects) ofnetRules(ctx context.Context, tx *contivmodel.Tx, epgKey str
 // (from/toEndpointGroup), read from the group's state. A group without
 // state or with id 0 is an error: installed, the rule would match every
 // group (docs/security.md, "Fail closed").
-func (m *Objects) remoteGroupID(ctx context.Context, r *contivmodel.Rule) (int, error) {
+func (m *Controllers) remoteGroupID(ctx context.Context, r *contivmodel.Rule) (int, error) {
 	name := matchedGroup(r)
 	rid := state.GroupID(r.TenantName, name)
 	gs, err := m.st.EndpointGroups.Read(ctx, rid)
@@ -337,7 +341,7 @@ func (m *Objects) remoteGroupID(ctx context.Context, r *contivmodel.Rule) (int, 
 // installRule adds rule r to the (group, policy) instance: its ofnet rules
 // are written to state/policyRule and recorded in the EpgPolicy state. The
 // writes are undone if the transaction aborts.
-func (m *Objects) installRule(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, polKey string, r *contivmodel.Rule) error {
+func (m *Controllers) installRule(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, polKey string, r *contivmodel.Rule) error {
 	id := epgPolicyID(g.TenantName, g.GroupName, r.PolicyName)
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
@@ -352,7 +356,7 @@ func (m *Objects) installRule(ctx context.Context, tx *contivmodel.Tx, g *contiv
 }
 
 // addRuleMap expands r into ep and writes the rule states and ep.
-func (m *Objects) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.EpgPolicy, epgKey, polKey string, r *contivmodel.Rule) error {
+func (m *Controllers) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.EpgPolicy, epgKey, polKey string, r *contivmodel.Rule) error {
 	ofr, err := m.ofnetRules(ctx, tx, epgKey, ep.EndpointGroupID, polKey, r)
 	if err != nil {
 		return err
@@ -370,7 +374,7 @@ func (m *Objects) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.
 		return err
 	}
 	tx.OnAbort(undo)
-	for _, id := range sortedMapKeys(ofr) {
+	for _, id := range sortedKeys(ofr) {
 		if _, err := m.st.PolicyRules.Write(ctx, state.PolicyRule{OfnetPolicyRule: *ofr[id]}); err != nil {
 			return fmt.Errorf("write policy rule %q: %w", id, err)
 		}
@@ -386,7 +390,7 @@ func (m *Objects) addRuleMap(ctx context.Context, tx *contivmodel.Tx, ep *state.
 }
 
 // uninstallRule removes rule ruleKey from the instance id.
-func (m *Objects) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, ruleKey string) error {
+func (m *Controllers) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, ruleKey string) error {
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
 		return contivmodel.Errorf("epg policy %s not found", id)
@@ -407,10 +411,10 @@ func (m *Objects) uninstallRule(ctx context.Context, tx *contivmodel.Tx, id, rul
 	return nil
 }
 
-// attachEpgPolicy creates the (group, policy) instance with every rule of
+// AttachEpgPolicy creates the (group, policy) instance with every rule of
 // the policy. gid is the group's id. Nothing is done in ACI mode.
-func (m *Objects) attachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gid int, policy string) error {
-	if isACI(tx) {
+func (m *Controllers) AttachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gid int, policy string) error {
+	if m.aci(tx) {
 		return nil
 	}
 	polKey := modelKey(g.TenantName, policy)
@@ -440,9 +444,9 @@ func (m *Objects) attachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *co
 	return nil
 }
 
-// detachEpgPolicy deletes the (group, policy) instance and its rule
+// DetachEpgPolicy deletes the (group, policy) instance and its rule
 // states. A missing instance is not an error.
-func (m *Objects) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, policy string) error {
+func (m *Controllers) DetachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, policy string) error {
 	id := epgPolicyID(g.TenantName, g.GroupName, policy)
 	ep, err := m.st.EpgPolicies.Read(ctx, id)
 	if errors.Is(err, objdb.ErrNotFound) {
@@ -451,7 +455,7 @@ func (m *Objects) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *co
 		return fmt.Errorf("read epg policy %q: %w", id, err)
 	}
 	rms := make([]*state.RuleMap, 0, len(ep.RuleMaps))
-	for _, k := range sortedMapKeys(ep.RuleMaps) {
+	for _, k := range sortedKeys(ep.RuleMaps) {
 		rms = append(rms, ep.RuleMaps[k])
 	}
 	if err := m.clearRuleStates(ctx, tx, id, rms...); err != nil {
@@ -466,11 +470,11 @@ func (m *Objects) detachEpgPolicy(ctx context.Context, tx *contivmodel.Tx, g *co
 // clearRuleStates deletes the ofnet rule states of rms, rules of the
 // (group, policy) instance id; the instance and those states are restored
 // if tx aborts.
-func (m *Objects) clearRuleStates(ctx context.Context, tx *contivmodel.Tx, id string, rms ...*state.RuleMap) error {
+func (m *Controllers) clearRuleStates(ctx context.Context, tx *contivmodel.Tx, id string, rms ...*state.RuleMap) error {
 	keys := []string{m.st.EpgPolicies.Key(id)}
 	var rids []string
 	for _, rm := range rms {
-		for _, rid := range sortedMapKeys(rm.OfnetRules) {
+		for _, rid := range sortedKeys(rm.OfnetRules) {
 			rids = append(rids, rid)
 			keys = append(keys, m.st.PolicyRules.Key(rid))
 		}
@@ -486,13 +490,4 @@ func (m *Objects) clearRuleStates(ctx context.Context, tx *contivmodel.Tx, id st
 		}
 	}
 	return nil
-}
-
-func sortedMapKeys[V any](mp map[string]V) []string {
-	out := make([]string, 0, len(mp))
-	for k := range mp {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

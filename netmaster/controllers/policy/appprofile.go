@@ -1,4 +1,4 @@
-package controllers
+package policy
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // appProfileCtl is the app profile controller (docs/rest-api.md §2.9), in
 // its non-ACI behaviour: it only maintains links. The ACI gateway push is
 // not implemented.
-type appProfileCtl struct{ m *Objects }
+type appProfileCtl struct{ m *Controllers }
 
 // linkAppProfileGroup points group name of tenant at profile key and adds
 // it to the profile's EndpointGroups.

@@ -1,4 +1,4 @@
-package controllers_test
+package policy_test
 
 import (
 	"strings"
@@ -53,4 +53,26 @@ func TestExtContractsGroups(t *testing.T) {
 	e.Fail("DELETE", ecPath("default", "c2"), "", "External contracts group is in-use")
 	e.OK("DELETE", "/api/v1/endpointGroups/default:g1/", "")
 	e.OK("DELETE", ecPath("default", "c2"), "")
+}
+
+// docs/rest-api.md §4 item 22: a group may provide only, consume only, or both; an unknown
+// contracts group is refused.
+func TestGroupExtContractsKinds(t *testing.T) {
+	e := newEnv(t)
+	e.CreateNet("default", "net1", "vlan", "10.1.1.0/24", "", 0)
+	e.OK("POST", ecPath("default", "prov"), ecBody("default", "prov", "provided"))
+	e.OK("POST", ecPath("default", "cons"), ecBody("default", "cons", "consumed"))
+	for group, list := range map[string]string{"gp": `["prov"]`, "gc": `["cons"]`, "gb": `["prov","cons"]`} {
+		e.CreateEPG("default", group, "net1", `"extContractsGrps":`+list)
+	}
+	e.Fail("POST", "/api/v1/endpointGroups/default:gx/", mastertest.EPGBody("default", "gx", "net1", `"extContractsGrps":["nosuch"]`),
+		"External contracts group nosuch not found")
+	if b := e.OK("GET", ecPath("default", "prov"), ""); !strings.Contains(b, `"default:gp"`) || !strings.Contains(b, `"default:gb"`) || strings.Contains(b, `"default:gc"`) {
+		t.Fatalf("provided group links: %s", b)
+	}
+	for _, g := range []string{"gp", "gc", "gb"} {
+		e.OK("DELETE", "/api/v1/endpointGroups/default:"+g+"/", "")
+	}
+	e.OK("DELETE", ecPath("default", "prov"), "")
+	e.OK("DELETE", ecPath("default", "cons"), "")
 }

@@ -1,4 +1,4 @@
-package controllers_test
+package servicelb_test
 
 import (
 	"encoding/json"

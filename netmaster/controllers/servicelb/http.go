@@ -1,4 +1,4 @@
-package controllers
+package servicelb
 
 import (
 	"encoding/json"
@@ -13,15 +13,15 @@ import (
 	"github.com/contiv/netplugin/state"
 )
 
-// addServiceRoutes serves the service LB debug views GET /services and
+// AddRoutes serves the service LB debug views GET /services and
 // GET /service/{id} (docs/rest-api.md §3.8).
-func (m *Objects) addServiceRoutes(r *mux.Router) {
+func (m *Controller) AddRoutes(r *mux.Router) {
 	r.Methods(http.MethodGet).Path("/services").HandlerFunc(m.serveServices)
 	r.Methods(http.MethodGet).Path("/service/{id}").HandlerFunc(m.serveService)
 }
 
 // serveServices answers every service record ([] when there is none).
-func (m *Objects) serveServices(w http.ResponseWriter, r *http.Request) {
+func (m *Controller) serveServices(w http.ResponseWriter, r *http.Request) {
 	recs, _, err := m.st.ServiceLBs.ReadAll(r.Context())
 	if errors.Is(err, objdb.ErrNotFound) {
 		recs, err = nil, nil
@@ -38,7 +38,7 @@ func (m *Objects) serveServices(w http.ResponseWriter, r *http.Request) {
 
 // serveService answers the one record in an array, or null (status 200)
 // for an unknown service, as the original did (Appendix A Q12).
-func (m *Objects) serveService(w http.ResponseWriter, r *http.Request) {
+func (m *Controller) serveService(w http.ResponseWriter, r *http.Request) {
 	id, err := contivmodel.PathVar(r, "id")
 	var rec state.ServiceLB
 	if err == nil {
@@ -54,7 +54,7 @@ func (m *Objects) serveService(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (m *Objects) serviceViewError(w http.ResponseWriter, r *http.Request, err error) {
+func (m *Controller) serviceViewError(w http.ResponseWriter, r *http.Request, err error) {
 	m.log.WithError(err).WithField("path", r.URL.Path).Info("service view failed")
 	http.Error(w, contivmodel.Message(apierr.Store("read service states", err)), http.StatusInternalServerError)
 }
