@@ -174,7 +174,7 @@ func (d *Driver) OVSDB() *ovsdb.Client { return d.ovs }
 // keeps an assigned number only as a preference, and when it restarts with
 // ports added in its absence it numbers those first and may give one of
 // them an existing port's number, renumbering that port under the flows
-// and the agent's endpoints that name it (docs/dataplane.md §2). A
+// and the agent's endpoints that name it (docs/dataplane.md §1.3). A
 // requested number is reserved: such ports are added first.
 func (d *Driver) ofport(ctx context.Context, ifName string) (uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, ofportTimeout)
