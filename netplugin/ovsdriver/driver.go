@@ -170,13 +170,21 @@ func (d *Driver) closeHandle() {
 func (d *Driver) OVSDB() *ovsdb.Client { return d.ovs }
 
 // ofport reads an interface's OpenFlow port number, waiting a bounded time
-// for ovs-vswitchd to assign it.
+// for ovs-vswitchd to assign it, and pins it (ofport_request): ovs-vswitchd
+// keeps an assigned number only as a preference, and when it restarts with
+// ports added in its absence it numbers those first and may give one of
+// them an existing port's number, renumbering that port under the flows
+// and the agent's endpoints that name it (docs/dataplane.md §1.3). A
+// requested number is reserved: such ports are added first.
 func (d *Driver) ofport(ctx context.Context, ifName string) (uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, ofportTimeout)
 	defer cancel()
 	n, err := d.ovs.GetOFPort(ctx, ifName)
 	if err != nil {
 		return 0, err
+	}
+	if _, err := d.ovs.Transact(ctx, ovsdb.Update("Interface", ovsdb.Row{"ofport_request": int64(n)}, ovsdb.Eq("name", ifName))); err != nil {
+		return 0, fmt.Errorf("pin ofport %d of interface %q: %w", n, ifName, err)
 	}
 	return uint32(n), nil
 }

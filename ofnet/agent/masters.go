@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -46,6 +47,54 @@ type pushQueue struct {
 	jobs   []pushJob
 	later  []delayed // retries, queued when due
 	notify chan struct{}
+	// down holds the masters a call could not reach, by address: no call
+	// is made to one before its until (the job goes to its retry), so an
+	// unreachable master costs the loop one failed call per pause, not
+	// one per job (docs/dataplane.md §6.2).
+	down map[string]downState
+}
+
+// downState is an unreachable master's pause: 1 s doubling to 30 s while
+// it stays unreachable.
+type downState struct {
+	until time.Time
+	pause time.Duration
+}
+
+// errMasterDown: the call was not made, the master was unreachable a moment
+// ago.
+var errMasterDown = errors.New("master unreachable a moment ago: call deferred")
+
+// errNotMaster: the call was not made, the master is no longer this agent's.
+var errNotMaster = errors.New("no longer this agent's master")
+
+// isDown reports whether calls to addr wait.
+func (q *pushQueue) isDown(addr string, now time.Time) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d, ok := q.down[addr]
+	return ok && now.Before(d.until)
+}
+
+// markDown starts or lengthens addr's pause after a call that could not
+// reach it.
+func (q *pushQueue) markDown(addr string, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.down == nil {
+		q.down = map[string]downState{}
+	}
+	d := q.down[addr]
+	d.pause = min(max(2*d.pause, retryMin), retryMax)
+	d.until = now.Add(d.pause)
+	q.down[addr] = d
+}
+
+// markUp ends addr's pause (a call reached it, or it announced itself).
+func (q *pushQueue) markUp(addr string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.down, addr)
 }
 
 // putLater queues j at due.
@@ -155,15 +204,32 @@ func (a *Agent) pushLoop(ctx context.Context) error {
 }
 
 func (a *Agent) runPush(ctx context.Context, j pushJob) {
+	// The loop is serial: a call to a master that is gone (dialled with
+	// the pool's attempts, about 4 s each when refused) must not hold up
+	// the calls to the others. A master no longer this agent's is not
+	// called at all; one that could not be reached is not called again
+	// before its pause ends (the job is retried).
 	call := func(m ofrpc.OfnetNode, method string, arg any) error {
+		addr := masterAddr(m)
+		if !a.isMaster(addr) {
+			return errNotMaster
+		}
+		if a.pushes.isDown(addr, time.Now()) {
+			return errMasterDown
+		}
 		var reply bool
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if err := a.pool.Call(cctx, masterAddr(m), method, arg, &reply); err != nil {
-			a.log.WithError(err).WithField("master", masterAddr(m)).WithField("method", method).
+		if err := a.pool.Call(cctx, addr, method, arg, &reply); err != nil {
+			var remote *ofrpc.RemoteError
+			if !errors.As(err, &remote) && ctx.Err() == nil {
+				a.pushes.markDown(addr, time.Now())
+			}
+			a.log.WithError(err).WithField("master", addr).WithField("method", method).
 				Warn("agent: call to master failed")
 			return err
 		}
+		a.pushes.markUp(addr)
 		return nil
 	}
 	switch {
@@ -243,6 +309,14 @@ func (a *Agent) retry(j pushJob, failed ...ofrpc.OfnetNode) {
 		return // a newer registration with this master is queued
 	}
 	a.pushes.putLater(next, time.Now().Add(pause))
+}
+
+// isMaster reports whether addr is one of this agent's masters.
+func (a *Agent) isMaster(addr string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.masters[addr]
+	return ok
 }
 
 func (a *Agent) stillPushed(ep ofrpc.OfnetEndpoint) bool {
@@ -343,6 +417,7 @@ func (a *Agent) AddMaster(ctx context.Context, n ofrpc.OfnetNode) error {
 	a.mu.Lock()
 	a.masters[masterAddr(n)] = n
 	a.mu.Unlock()
+	a.pushes.markUp(masterAddr(n)) // it just called: it is there
 	a.pushes.put(pushJob{register: &n})
 	return nil
 }

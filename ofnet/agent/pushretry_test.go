@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -218,4 +219,51 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Pushes to a live master are not held up by one that is gone: the push
+// loop is serial, and each call to a master whose port refuses took the
+// pool's dial attempts (about 4 s), so with a dead master still listed
+// (its netmaster.rpc entry not expired yet) or dropped after its jobs were
+// queued, a churn of one push a second backed up without end and a new
+// leader's registration waited behind it for minutes (the soak's failure
+// after a netplugin restart and a leader kill, docs/soak.md, "Findings").
+func TestPushNotHeldUpByUnreachableMaster(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := &flakyMaster{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = ofrpc.Serve(ctx, ln, map[string]any{"OfnetMaster": &FlakyMasterService{m: fm}}) })
+	pool := ofrpc.NewPool() // the default dial policy: 5 attempts 1 s apart
+	defer func() { cancel(); wg.Wait(); pool.Close() }()
+
+	live := ofrpc.OfnetNode{HostAddr: "127.0.0.1", HostPort: uint16(ln.Addr().(*net.TCPAddr).Port)}
+	dead := ofrpc.OfnetNode{HostAddr: "127.0.0.1", HostPort: 1}    // listed, nothing listens there
+	dropped := ofrpc.OfnetNode{HostAddr: "127.0.0.1", HostPort: 2} // no longer a master
+	a := &Agent{log: testLogger(t), pool: pool, pushes: newPushQueue(),
+		masters: map[string]ofrpc.OfnetNode{masterAddr(live): live, masterAddr(dead): dead}}
+	wg.Go(func() { _ = a.pushLoop(ctx) })
+	const n = 8
+	start := time.Now()
+	for i := range n {
+		ep := ofrpc.OfnetEndpoint{EndpointID: fmt.Sprintf("198.18.10.%d:default", i+1), OriginatorIp: net.ParseIP("198.18.0.11"), Timestamp: time.Now()}
+		a.pushes.put(pushJob{del: &ep, targets: []ofrpc.OfnetNode{dropped, dead, live}})
+	}
+	deadline := start.Add(12 * time.Second) // one failed call to the dead master, then none
+	for {
+		fm.mu.Lock()
+		dels := len(fm.dels)
+		fm.mu.Unlock()
+		if dels == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live master took %d of %d deletions in %v: the loop waited on the masters that are gone", dels, n, time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d deletions taken by the live master in %v", n, time.Since(start).Round(time.Millisecond))
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -405,11 +406,13 @@ type DockerContainer struct {
 }
 
 // DockerRun starts "docker run -d --name name opts... BusyboxImage sleep
-// 3600" on the host's engine and names its network namespace. The
-// container is removed with the engine at the latest.
+// N" on the host's engine, N the engine's own lifetime (holderLifetime,
+// 6 h: a container of an hour-long soak must not end by itself), and
+// names its network namespace. The container is removed with the engine
+// at the latest.
 func (h *Host) DockerRun(name string, opts ...string) (*DockerContainer, error) {
 	args := append([]string{"run", "-d", "--name", name}, opts...)
-	id, err := h.Docker(append(args, BusyboxImage, "sleep", "3600")...)
+	id, err := h.Docker(append(args, BusyboxImage, "sleep", strconv.Itoa(int(holderLifetime.Seconds())))...)
 	if err != nil {
 		return nil, err
 	}

@@ -114,6 +114,17 @@ func (c *Container) serveTraffic(t testing.TB, bin, list string, life time.Durat
 	return s
 }
 
+// Exited reports whether the server has ended (Stop, its lifetime, or
+// its namespace gone).
+func (s *Server) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Stop ends the server and waits for it. Idempotent.
 func (s *Server) Stop() {
 	s.once.Do(func() {
