@@ -15,6 +15,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/nsutil"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/phase"
 )
 
 // AddLocal creates the OVS port of an endpoint and announces it to its
@@ -53,6 +54,7 @@ func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 		}
 		return nil, fmt.Errorf("add endpoint %s to the datapath: %w", ep.ID, err)
 	}
+	phase.Mark(ctx, "flows")
 	s.log.WithFields(map[string]any{"endpoint": ep.ID, "port": tPort.Round(time.Millisecond),
 		"flows": (time.Since(t0) - tPort).Round(time.Millisecond)}).Debug("local endpoint added")
 	oper := state.EndpointOper{Common: state.Common{ID: ep.ID}, NetID: ep.NetID, EndpointID: ep.EndpointID,
@@ -61,6 +63,7 @@ func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	if _, err := s.cfg.Store.EndpointOper.Write(ctx, oper); err != nil {
 		s.log.WithError(err).Warnf("record oper state of %s", ep.ID) // the dataplane works without it
 	}
+	phase.Mark(ctx, "oper")
 	s.mu.Lock()
 	s.locals[ep.ID] = le
 	s.mu.Unlock()
@@ -143,11 +146,13 @@ func (s *Service) attach(ctx context.Context, req attach.Request) (res attach.Re
 	if err == nil {
 		// The pod's policy first, then its interface.
 		err = s.policyAttached(ctx, req, res.IPAddress)
+		phase.Mark(ctx, "policy")
 	}
 	if err == nil {
 		if err = nsutil.MoveAndConfigure(lc); err != nil {
 			err = fmt.Errorf("move %s into %s: %w", res.IfName, req.NetNS, err)
 		}
+		phase.Mark(ctx, "netns")
 	}
 	if err != nil {
 		if derr := s.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
@@ -231,6 +236,7 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 		}
 		return res, fmt.Errorf("create endpoint in netmaster: %w", err)
 	}
+	phase.Mark(ctx, "netmaster")
 	existed := false // netmaster answered with an endpoint made before
 	defer func() {
 		if err != nil && !existed {
@@ -254,6 +260,7 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 	if err != nil {
 		return res, err
 	}
+	phase.Mark(ctx, "network")
 	tMaster = time.Since(t0)
 	le, err := s.AddLocal(ctx, ep, nw)
 	if err != nil {
@@ -261,6 +268,7 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 	}
 	tLocal = time.Since(t0) - tMaster
 	res, err = s.describe(le, nw)
+	phase.Mark(ctx, "describe")
 	if err != nil {
 		if rerr := s.RemoveLocal(undoCtx, ep.ID); rerr != nil {
 			s.log.WithError(rerr).Warnf("roll back local endpoint %s", ep.ID)

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/contiv/netplugin/ofnet/ovsdb"
+	"github.com/contiv/netplugin/utils/phase"
 )
 
 // External ids that mark ports which are not container endpoints.
@@ -105,6 +106,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			return res, fmt.Errorf("create endpoint %q: %w", spec.EndpointID, err)
 		}
 		res.PortName, res.IntfName = ovsIfName(n), containerIfName(n)
+		phase.Mark(ctx, "port.num")
 	}
 	fail := func(err error) (EndpointPort, error) {
 		d.rollbackEndpoint(context.WithoutCancel(ctx), spec.Bridge, res)
@@ -130,6 +132,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			}
 		}
 	}
+	phase.Mark(ctx, "port.veth")
 	ids := map[string]string{endpointIDKey: spec.EndpointID}
 	ps := ovsdb.PortSpec{Name: res.PortName, Tag: spec.Tag, ExternalIDs: ids, InterfaceExternalIDs: ids,
 		IngressPolicingRate: rate, IngressPolicingBurst: int64(spec.Burst)}
@@ -139,9 +142,11 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 	if err := d.ovs.CreatePort(ctx, spec.Bridge, ps); err != nil {
 		return fail(err)
 	}
+	phase.Mark(ctx, "port.ovsdb")
 	if res.OFPort, err = d.ofport(ctx, res.PortName); err != nil {
 		return fail(err)
 	}
+	phase.Mark(ctx, "port.ofport")
 	if spec.Infra {
 		if err := d.configureInfraLink(ctx, res.PortName, spec); err != nil {
 			return fail(err)
@@ -154,6 +159,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			return fail(err)
 		}
 	}
+	phase.Mark(ctx, "port.mtu")
 	return res, nil
 }
 
