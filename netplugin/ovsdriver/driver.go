@@ -85,9 +85,13 @@ type Driver struct {
 	log       logrus.FieldLogger
 	closeOnce sync.Once
 
-	// numMu guards the in-memory port counter.
-	numMu   sync.Mutex
-	portNum int
+	// numMu guards the in-memory port counter: the last number taken,
+	// the end of the stored reservation (allocPortNum) and the end of the
+	// reservation to store next.
+	numMu    sync.Mutex
+	portNum  int
+	portRes  int
+	portWant int
 
 	// operMu guards the queue of persisted-state changes (updateOper).
 	operMu    sync.Mutex
@@ -121,7 +125,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.portNum = st.CurrPortNum
+		d.portNum, d.portRes = st.CurrPortNum, st.CurrPortNum
 	}
 	if d.nl == nil {
 		h, err := netlink.NewHandle()
