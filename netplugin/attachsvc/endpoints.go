@@ -21,9 +21,17 @@ import (
 // AddLocal creates the OVS port of an endpoint and announces it to its
 // datapath; on failure nothing is left behind.
 func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Network) (*Local, error) {
+	return s.addLocal(ctx, ep, nw, podNS{})
+}
+
+// podNS is the pod namespace an attach creates the container side of the
+// veth in (with its final name), or none: then it stays in this namespace.
+type podNS struct{ path, ifName string }
+
+func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Network, into podNS) (*Local, error) {
 	g, hasGroup := s.cfg.Cluster.Group(ep.EndpointGroupKey)
 	tag := nw.PktTag
-	spec := ovsdriver.EndpointSpec{EndpointID: ep.ID, Bridge: BridgeFor(nw)}
+	spec := ovsdriver.EndpointSpec{EndpointID: ep.ID, Bridge: BridgeFor(nw), NetNS: into.path, NetNSIfName: into.ifName}
 	qos := QoS{Known: true}
 	if hasGroup {
 		if g.PktTag != 0 {
@@ -128,12 +136,15 @@ func (s *Service) attach(ctx context.Context, req attach.Request) (res attach.Re
 	if req.IfName == "" {
 		req.IfName = attach.DefaultIfName
 	}
-	res, err = s.AttachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
-		ContainerID: req.ContainerID, Name: req.Name, PodNamespace: req.PodNamespace, PodName: req.PodName})
+	// The container side is created in the pod's namespace under its
+	// final name, MAC and MTU (no move, docs/scale.md).
+	res, err = s.attachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
+		ContainerID: req.ContainerID, Name: req.Name, PodNamespace: req.PodNamespace, PodName: req.PodName},
+		podNS{path: req.NetNS, ifName: req.IfName})
 	if err != nil {
 		return res, err
 	}
-	lc := nsutil.LinkConfig{HostIfName: res.IfName, NetNSPath: req.NetNS, IfName: req.IfName, MTU: res.MTU}
+	lc := nsutil.LinkConfig{NetNSPath: req.NetNS, IfName: req.IfName}
 	if lc.IPv4, err = parsePrefix(res.IPAddress); err == nil && res.Gateway != "" {
 		lc.GatewayV4 = net.ParseIP(res.Gateway)
 	}
@@ -149,8 +160,8 @@ func (s *Service) attach(ctx context.Context, req attach.Request) (res attach.Re
 		phase.Mark(ctx, "policy")
 	}
 	if err == nil {
-		if err = nsutil.MoveAndConfigure(lc); err != nil {
-			err = fmt.Errorf("move %s into %s: %w", res.IfName, req.NetNS, err)
+		if err = nsutil.ConfigureInNS(lc); err != nil {
+			err = fmt.Errorf("configure %s in %s: %w", req.IfName, req.NetNS, err)
 		}
 		phase.Mark(ctx, "netns")
 	}
@@ -198,6 +209,10 @@ func parsePrefix(s string) (*net.IPNet, error) {
 // Any failure undoes every step; a second request for an endpoint attached
 // (or being attached) here is attach.ErrAlreadyAttached and changes nothing.
 func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res attach.Result, err error) {
+	return s.attachHost(ctx, req, podNS{})
+}
+
+func (s *Service) attachHost(ctx context.Context, req attach.HostRequest, into podNS) (res attach.Result, err error) {
 	if err := req.Validate(); err != nil {
 		return res, err
 	}
@@ -262,7 +277,7 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 	}
 	phase.Mark(ctx, "network")
 	tMaster = time.Since(t0)
-	le, err := s.AddLocal(ctx, ep, nw)
+	le, err := s.addLocal(ctx, ep, nw, into)
 	if err != nil {
 		return res, err
 	}
@@ -284,9 +299,12 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 // describe is the attach.Result of a local endpoint; IfName is the
 // container side of its veth in this namespace.
 func (s *Service) describe(le *Local, nw state.Network) (attach.Result, error) {
-	mtu, err := ovsdriver.EndpointMTU(nil, nw.PktTagType == "vxlan")
-	if err != nil {
-		return attach.Result{}, fmt.Errorf("endpoint MTU: %w", err)
+	mtu := le.Port.MTU // the port's own; unknown for a port of an earlier run
+	if mtu == 0 {
+		var err error
+		if mtu, err = ovsdriver.EndpointMTU(nil, nw.PktTagType == "vxlan"); err != nil {
+			return attach.Result{}, fmt.Errorf("endpoint MTU: %w", err)
+		}
 	}
 	res := attach.Result{EndpointID: le.EP.ID, MacAddress: le.EP.MacAddress, Gateway: nw.Gateway, MTU: mtu,
 		PortName: le.Port.PortName, IfName: le.Port.IntfName}

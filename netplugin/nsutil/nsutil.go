@@ -155,6 +155,34 @@ func MoveAndConfigure(cfg LinkConfig) (err error) {
 	return err
 }
 
+// ConfigureInNS configures cfg.IfName, a link already in the namespace
+// under that name with its MTU and MAC (created there, not moved in): it
+// adds the addresses, sets the link up and adds the default route(s).
+// cfg.HostIfName, MTU and MAC are ignored. On failure the caller removes
+// the link (deleting the veth's other end does).
+func ConfigureInNS(cfg LinkConfig) error {
+	cfg.HostIfName, cfg.MTU, cfg.MAC = cfg.IfName, 0, nil
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	target, err := ns.GetNS(cfg.NetNSPath)
+	if err != nil {
+		return fmt.Errorf("open netns %q: %w", cfg.NetNSPath, err)
+	}
+	defer target.Close()
+	err = target.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName(cfg.IfName)
+		if err != nil {
+			return fmt.Errorf("find link %q in netns: %w", cfg.IfName, err)
+		}
+		return configure(l, cfg)
+	})
+	if err != nil {
+		return fmt.Errorf("configure %q in netns %q: %w", cfg.IfName, cfg.NetNSPath, err)
+	}
+	return nil
+}
+
 // configure runs inside the target namespace.
 func configure(l netlink.Link, cfg LinkConfig) error {
 	if cfg.IfName != cfg.HostIfName {

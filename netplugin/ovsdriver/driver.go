@@ -173,16 +173,38 @@ func (d *Driver) closeHandle() {
 // OVSDB returns the driver's OVSDB client (for read-only inspection).
 func (d *Driver) OVSDB() *ovsdb.Client { return d.ovs }
 
-// ofport reads an interface's OpenFlow port number, waiting a bounded time
-// for ovs-vswitchd to assign it.
+// ofport returns the OpenFlow port number of the single-interface port
+// ifName that the driver just created, waiting a bounded time for
+// ovs-vswitchd to assign it. It waits on the monitor cache, which
+// ovsdb-server updates the moment ovs-vswitchd writes the number, instead
+// of asking the server again and again; the interface is the one the
+// port row of that name lists (the port was created through the cache,
+// so the row is the new one).
 func (d *Driver) ofport(ctx context.Context, ifName string) (uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, ofportTimeout)
 	defer cancel()
-	n, err := d.ovs.GetOFPort(ctx, ifName)
-	if err != nil {
-		return 0, err
+	var n int64
+	var ifErr string
+	err := d.ovs.Cache().WaitFor(ctx, func(v ovsdb.View) bool {
+		p, ok := v.FindString("Port", "name", ifName)
+		if !ok {
+			return false
+		}
+		for _, id := range p.UUIDs("interfaces") {
+			if i, ok := v.Row("Interface", id); ok && i.String("name") == ifName {
+				n, _ = i.Int("ofport")
+				ifErr = i.String("error")
+			}
+		}
+		return n > 0
+	})
+	switch {
+	case err == nil:
+		return uint32(n), nil
+	case ifErr != "":
+		return 0, fmt.Errorf("ofport of interface %q not assigned (interface error: %s): %w", ifName, ifErr, err)
 	}
-	return uint32(n), nil
+	return 0, fmt.Errorf("ofport of interface %q not assigned: %w", ifName, err)
 }
 
 // errNoDevice is returned by liveOFPort for an interface whose device is

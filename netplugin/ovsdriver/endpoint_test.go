@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -523,5 +524,58 @@ func TestExistingEndpointDead(t *testing.T) {
 	}
 	if ports := e.vsctl(t, "list-ports", ovsdriver.VlanBridge); ports != live.PortName {
 		t.Errorf("ports = %q", ports)
+	}
+}
+
+// With a namespace in the spec the container side is created there under
+// the given name, with MAC, MTU and TX checksum offload off, and goes with
+// the port's deletion (or a failed create's rollback).
+func TestEndpointInNetNS(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	ensureBridge(t, e, d, ovsdriver.VxlanBridge)
+	nsh, nsPath := newNamedNetNS(t)
+	pod, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pod.Close()
+	mac := mustMAC(t, "02:02:c6:12:00:07")
+	p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep-ns", Bridge: ovsdriver.VxlanBridge, Tag: 10, MAC: mac,
+		NetNS: nsPath, NetNSIfName: "eth0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PortName != "vvport1" || p.IntfName != "eth0" || p.OFPort == 0 || p.MTU == 0 {
+		t.Fatalf("port = %+v", p)
+	}
+	if e.linkExists(t, "vport1") || e.linkExists(t, "eth0") {
+		t.Error("the container side is in the driver's namespace")
+	}
+	cont, err := pod.LinkByName("eth0")
+	if err != nil {
+		t.Fatalf("container side in the pod namespace: %v", err)
+	}
+	if cont.Attrs().HardwareAddr.String() != mac.String() || cont.Attrs().MTU != p.MTU {
+		t.Errorf("eth0 MAC %s MTU %d, want %s %d", cont.Attrs().HardwareAddr, cont.Attrs().MTU, mac, p.MTU)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", strings.TrimPrefix(nsPath, "/var/run/netns/"),
+		"ethtool", "-k", "eth0").CombinedOutput(); err == nil && !strings.Contains(string(out), "tx-checksumming: off") {
+		t.Errorf("eth0 keeps TX checksum offload on the netdev datapath:\n%s", out)
+	}
+	// A second endpoint of the same name in that namespace fails and
+	// leaves nothing behind.
+	if _, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep-ns2", Bridge: ovsdriver.VxlanBridge, Tag: 10,
+		NetNS: nsPath, NetNSIfName: "eth0"}); err == nil {
+		t.Error("a second eth0 in the pod namespace was created")
+	}
+	if ports := strings.Fields(e.vsctl(t, "list-ports", ovsdriver.VxlanBridge)); len(ports) != 1 {
+		t.Errorf("ports after the failed create: %v, want only %s", ports, p.PortName)
+	}
+	if err := d.DeleteEndpoint(e.ctx, ovsdriver.VxlanBridge, p.PortName); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pod.LinkByName("eth0"); err == nil {
+		t.Error("eth0 left in the pod namespace after the delete")
 	}
 }
