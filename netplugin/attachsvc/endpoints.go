@@ -56,8 +56,25 @@ func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	}
 	tPort := time.Since(t0)
 	le := &Local{EP: ep, Port: port, Bridge: spec.Bridge, QoS: qos}
+	oper := state.EndpointOper{Common: state.Common{ID: ep.ID}, NetID: ep.NetID, EndpointID: ep.EndpointID,
+		ServiceName: ep.ServiceName, ContUUID: ep.EndpointID, IPAddress: ep.IPAddress, IPv6Address: ep.IPv6Address,
+		MacAddress: ep.MacAddress, HomingHost: ep.HomingHost, IntfName: port.IntfName, PortName: port.PortName, VtepIP: ep.VtepIP}
+	// The oper record is written while the flows go in (one store round
+	// trip off the attach); both are done before the endpoint is local.
+	operDone := make(chan struct{})
+	go func() {
+		defer close(operDone)
+		if _, err := s.cfg.Store.EndpointOper.Write(ctx, oper); err != nil {
+			s.log.WithError(err).Warnf("record oper state of %s", ep.ID) // the dataplane works without it
+		}
+	}()
 	if err := s.cfg.Datapath(spec.Bridge).AddLocalEndpoint(ctx, s.cfg.Cluster.EndpointInfo(*le, nw)); err != nil {
-		if derr := s.cfg.Ports.DeleteEndpoint(context.WithoutCancel(ctx), spec.Bridge, port.PortName); derr != nil {
+		<-operDone
+		undoCtx := context.WithoutCancel(ctx)
+		if cerr := s.cfg.Store.EndpointOper.Clear(undoCtx, ep.ID); cerr != nil {
+			s.log.WithError(cerr).Debugf("roll back oper state of %s", ep.ID)
+		}
+		if derr := s.cfg.Ports.DeleteEndpoint(undoCtx, spec.Bridge, port.PortName); derr != nil {
 			s.log.WithError(derr).Warnf("roll back port %s", port.PortName)
 		}
 		return nil, fmt.Errorf("add endpoint %s to the datapath: %w", ep.ID, err)
@@ -65,12 +82,7 @@ func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	phase.Mark(ctx, "flows")
 	s.log.WithFields(map[string]any{"endpoint": ep.ID, "port": tPort.Round(time.Millisecond),
 		"flows": (time.Since(t0) - tPort).Round(time.Millisecond)}).Debug("local endpoint added")
-	oper := state.EndpointOper{Common: state.Common{ID: ep.ID}, NetID: ep.NetID, EndpointID: ep.EndpointID,
-		ServiceName: ep.ServiceName, ContUUID: ep.EndpointID, IPAddress: ep.IPAddress, IPv6Address: ep.IPv6Address,
-		MacAddress: ep.MacAddress, HomingHost: ep.HomingHost, IntfName: port.IntfName, PortName: port.PortName, VtepIP: ep.VtepIP}
-	if _, err := s.cfg.Store.EndpointOper.Write(ctx, oper); err != nil {
-		s.log.WithError(err).Warnf("record oper state of %s", ep.ID) // the dataplane works without it
-	}
+	<-operDone
 	phase.Mark(ctx, "oper")
 	s.mu.Lock()
 	s.locals[ep.ID] = le

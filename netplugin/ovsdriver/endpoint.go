@@ -55,7 +55,8 @@ type EndpointPort struct {
 	// PortName is the OVS port: vvport<N>, or the infra name.
 	PortName string
 	// IntfName is the container side vport<N> ("" for infra ports); with
-	// EndpointSpec.NetNS it is EndpointSpec.NetNSIfName in that namespace.
+	// EndpointSpec.NetNS the link is EndpointSpec.NetNSIfName in that
+	// namespace instead, and IntfName only names it in records.
 	IntfName string
 	OFPort   uint32
 	// MTU is the container side's MTU (0 for infra ports).
@@ -119,9 +120,6 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			return res, fmt.Errorf("create endpoint %q: %w", spec.EndpointID, err)
 		}
 		res.PortName, res.IntfName = ovsIfName(n), containerIfName(n)
-		if spec.NetNS != "" {
-			res.IntfName = spec.NetNSIfName
-		}
 		phase.Mark(ctx, "port.num")
 	}
 	fail := func(err error) (EndpointPort, error) {
@@ -135,6 +133,10 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 	mtu := spec.MTU
 	// cont is the container side's namespace: the driver's, or spec.NetNS.
 	cont := linkNS{nl: d.nl, path: d.cfg.NetNSPath, fd: -1}
+	contName := res.IntfName
+	if spec.NetNS != "" {
+		contName = spec.NetNSIfName
+	}
 	if !spec.Infra {
 		if mtu == 0 {
 			if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
@@ -149,11 +151,11 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			defer c.close()
 			cont = c
 		}
-		if err := d.addVeth(res.IntfName, res.PortName, mtu, spec.MAC, cont.fd); err != nil {
+		if err := d.addVeth(contName, res.PortName, mtu, spec.MAC, cont.fd); err != nil {
 			return fail(err)
 		}
 		if d.needsSoftChecksum() {
-			if err := disableTxChecksum(cont.path, res.IntfName); err != nil {
+			if err := disableTxChecksum(cont.path, contName); err != nil {
 				return fail(err)
 			}
 		}
@@ -181,7 +183,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 		// Links ovs-vswitchd creates for a new bridge appear
 		// asynchronously: the MTU is what the namespace's links say now
 		// that the port exists.
-		if mtu, err = d.correctMTU(cont.nl, res.IntfName, res.PortName, mtu, spec.Bridge == VxlanBridge); err != nil {
+		if mtu, err = d.correctMTU(cont.nl, contName, res.PortName, mtu, spec.Bridge == VxlanBridge); err != nil {
 			return fail(err)
 		}
 	}

@@ -546,7 +546,7 @@ func TestEndpointInNetNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.PortName != "vvport1" || p.IntfName != "eth0" || p.OFPort == 0 || p.MTU == 0 {
+	if p.PortName != "vvport1" || p.IntfName != "vport1" || p.OFPort == 0 || p.MTU == 0 {
 		t.Fatalf("port = %+v", p)
 	}
 	if e.linkExists(t, "vport1") || e.linkExists(t, "eth0") {
