@@ -100,12 +100,9 @@ func CheckIfName(name string) error {
 // and routes on the move), or deleted if it cannot be moved back, so
 // nothing half-configured is left in the namespace.
 func MoveAndConfigure(cfg LinkConfig) (err error) {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	target, err := ns.GetNS(cfg.NetNSPath)
+	target, err := openTarget(cfg)
 	if err != nil {
-		return fmt.Errorf("open netns %q: %w", cfg.NetNSPath, err)
+		return err
 	}
 	defer target.Close()
 	home, err := ns.GetCurrentNS()
@@ -162,12 +159,9 @@ func MoveAndConfigure(cfg LinkConfig) (err error) {
 // the link (deleting the veth's other end does).
 func ConfigureInNS(cfg LinkConfig) error {
 	cfg.HostIfName, cfg.MTU, cfg.MAC = cfg.IfName, 0, nil
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	target, err := ns.GetNS(cfg.NetNSPath)
+	target, err := openTarget(cfg)
 	if err != nil {
-		return fmt.Errorf("open netns %q: %w", cfg.NetNSPath, err)
+		return err
 	}
 	defer target.Close()
 	err = target.Do(func(ns.NetNS) error {
@@ -181,6 +175,18 @@ func ConfigureInNS(cfg LinkConfig) error {
 		return fmt.Errorf("configure %q in netns %q: %w", cfg.IfName, cfg.NetNSPath, err)
 	}
 	return nil
+}
+
+// openTarget validates cfg and opens its namespace.
+func openTarget(cfg LinkConfig) (ns.NetNS, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	target, err := ns.GetNS(cfg.NetNSPath)
+	if err != nil {
+		return nil, fmt.Errorf("open netns %q: %w", cfg.NetNSPath, err)
+	}
+	return target, nil
 }
 
 // configure runs inside the target namespace.
