@@ -173,29 +173,23 @@ func (d *Driver) closeHandle() {
 // OVSDB returns the driver's OVSDB client (for read-only inspection).
 func (d *Driver) OVSDB() *ovsdb.Client { return d.ovs }
 
-// ofport returns the OpenFlow port number of the single-interface port
-// ifName that the driver just created, waiting a bounded time for
-// ovs-vswitchd to assign it. It waits on the monitor cache, which
-// ovsdb-server updates the moment ovs-vswitchd writes the number, instead
-// of asking the server again and again; the interface is the one the
-// port row of that name lists (the port was created through the cache,
-// so the row is the new one).
+// ofport returns the OpenFlow port number of interface ifName, waiting a
+// bounded time for ovs-vswitchd to assign it. It waits on the monitor
+// cache, which ovsdb-server updates the moment ovs-vswitchd writes the
+// number, instead of asking the server again and again (interface names
+// are unique in OVSDB, and the cache applies each update whole).
 func (d *Driver) ofport(ctx context.Context, ifName string) (uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, ofportTimeout)
 	defer cancel()
 	var n int64
 	var ifErr string
 	err := d.ovs.Cache().WaitFor(ctx, func(v ovsdb.View) bool {
-		p, ok := v.FindString("Port", "name", ifName)
+		i, ok := v.FindString("Interface", "name", ifName)
 		if !ok {
 			return false
 		}
-		for _, id := range p.UUIDs("interfaces") {
-			if i, ok := v.Row("Interface", id); ok && i.String("name") == ifName {
-				n, _ = i.Int("ofport")
-				ifErr = i.String("error")
-			}
-		}
+		n, _ = i.Int("ofport")
+		ifErr = i.String("error")
 		return n > 0
 	})
 	switch {
