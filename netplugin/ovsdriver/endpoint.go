@@ -59,7 +59,8 @@ type EndpointPort struct {
 	// namespace instead, and IntfName only names it in records.
 	IntfName string
 	OFPort   uint32
-	// MTU is the container side's MTU (0 for infra ports).
+	// MTU is the container side's MTU as created (0 for infra ports and
+	// for ports ExistingEndpoints finds).
 	MTU int
 }
 

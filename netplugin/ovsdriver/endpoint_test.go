@@ -399,6 +399,7 @@ func TestExistingEndpointAfterMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.MTU = 0 // known to the creator only
 	if len(eps) != 1 || eps[0] != p {
 		t.Fatalf("ExistingEndpoints = %+v, want [%+v] (host port and VTEP excluded)", eps, p)
 	}
@@ -516,6 +517,7 @@ func TestExistingEndpointDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead.OFPort = 0
+	live.MTU, dead.MTU = 0, 0 // known to the creator only
 	if len(eps) != 2 || eps[0] != live || eps[1] != dead {
 		t.Fatalf("ExistingEndpoints = %+v, want [%+v %+v]", eps, live, dead)
 	}
