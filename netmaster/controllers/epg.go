@@ -25,45 +25,19 @@ func isACI(tx *contivmodel.Tx) bool {
 	return err == nil && g.NetworkInfraType == "aci"
 }
 
-// Create runs the group create pipeline in the spec's order.
+// Create runs the group create pipeline in the spec's order: the
+// refusals (checkGroup) before the first side effect, then, under the
+// topology lock, the group's IP pool, Docker network, id and state, its
+// policies, netprofile and contracts, and the links; each side effect is
+// undone when the transaction aborts.
 func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup) error {
 	m := c.m
-	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, g.TenantName); err != nil {
+	ns, aci, err := c.checkGroup(ctx, tx, g)
+	if err != nil {
 		return err
-	} else if !ok || g.TenantName == "" {
-		return contivmodel.Missingf("Tenant %s not found", g.TenantName)
-	}
-	netKey := modelKey(g.TenantName, g.NetworkName)
-	nw, err := contivmodel.Get[contivmodel.Network](tx, netKey)
-	if errors.Is(err, contivmodel.ErrNotFound) || g.NetworkName == "" {
-		return contivmodel.Missingf("Network %s not found", g.NetworkName)
-	} else if err != nil {
-		return err
-	}
-	if ok, err := contivmodel.Exists[contivmodel.Network](tx, g.Key); err != nil {
-		return err
-	} else if ok {
-		return contivmodel.Errorf("Network %s conflicts with the endpointGroup name", g.GroupName)
 	}
 	netID := state.NetworkID(g.TenantName, g.NetworkName)
 	epgID := state.GroupID(g.TenantName, g.GroupName)
-	ns, err := m.st.Networks.Read(ctx, netID)
-	if err != nil {
-		return apierr.Store("read network state "+netID, err)
-	}
-	if g.IpPool != "" {
-		sn, err := ipam.ParseSubnet(nw.Subnet)
-		if err != nil {
-			return err
-		}
-		if _, _, err := ipam.ParsePool(sn, g.IpPool); err != nil {
-			return err
-		}
-	}
-	aci := isACI(tx)
-	if aci && ns.PktTagType != "vlan" {
-		return contivmodel.Errorf("network type must be VLAN for ACI mode")
-	}
 
 	m.eps.LockTopology()
 	defer m.eps.UnlockTopology()
@@ -104,20 +78,7 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		m.undoOnAbort(tx, "group vlan", func(ctx context.Context) error { return m.res.FreeVLAN(ctx, vlan) })
 		gs.PktTag = int(vlan)
 	}
-	for _, p := range g.Policies {
-		if err := linkPolicy(tx, g, p); err != nil {
-			return err
-		}
-		if err := m.attachEpgPolicy(ctx, tx, g, id, p); err != nil {
-			return err
-		}
-	}
-	if g.NetProfile != "" {
-		if err := attachNetprofile(tx, g, &gs, g.NetProfile); err != nil {
-			return err
-		}
-	}
-	if err := linkContracts(tx, g, g.ExtContractsGrps); err != nil {
+	if err := c.attachRefs(ctx, tx, g, &gs, id); err != nil {
 		return err
 	}
 	m.eps.ForgetGroup(epgID)
@@ -125,6 +86,73 @@ func (c epgCtl) Create(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 	if _, err := m.st.EndpointGroups.Write(ctx, gs); err != nil {
 		return fmt.Errorf("write group state %q: %w", epgID, err)
 	}
+	return linkGroup(tx, g)
+}
+
+// checkGroup runs the create refusals: the tenant, the network (model and
+// state), a network of the same name, the IP pool, the encap in ACI mode.
+// It returns the network's state and whether the mode is ACI.
+func (c epgCtl) checkGroup(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup) (state.Network, bool, error) {
+	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, g.TenantName); err != nil {
+		return state.Network{}, false, err
+	} else if !ok || g.TenantName == "" {
+		return state.Network{}, false, contivmodel.Missingf("Tenant %s not found", g.TenantName)
+	}
+	netKey := modelKey(g.TenantName, g.NetworkName)
+	nw, err := contivmodel.Get[contivmodel.Network](tx, netKey)
+	if errors.Is(err, contivmodel.ErrNotFound) || g.NetworkName == "" {
+		return state.Network{}, false, contivmodel.Missingf("Network %s not found", g.NetworkName)
+	} else if err != nil {
+		return state.Network{}, false, err
+	}
+	if ok, err := contivmodel.Exists[contivmodel.Network](tx, g.Key); err != nil {
+		return state.Network{}, false, err
+	} else if ok {
+		return state.Network{}, false, contivmodel.Errorf("Network %s conflicts with the endpointGroup name", g.GroupName)
+	}
+	netID := state.NetworkID(g.TenantName, g.NetworkName)
+	ns, err := c.m.st.Networks.Read(ctx, netID)
+	if err != nil {
+		return state.Network{}, false, apierr.Store("read network state "+netID, err)
+	}
+	if g.IpPool != "" {
+		sn, err := ipam.ParseSubnet(nw.Subnet)
+		if err != nil {
+			return state.Network{}, false, err
+		}
+		if _, _, err := ipam.ParsePool(sn, g.IpPool); err != nil {
+			return state.Network{}, false, err
+		}
+	}
+	aci := isACI(tx)
+	if aci && ns.PktTagType != "vlan" {
+		return ns, aci, contivmodel.Errorf("network type must be VLAN for ACI mode")
+	}
+	return ns, aci, nil
+}
+
+// attachRefs links the group to its policies (writing their rule
+// instances), its netprofile (copied into gs) and its contracts groups.
+func (c epgCtl) attachRefs(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.EndpointGroup, gs *state.EndpointGroup, id int) error {
+	for _, p := range g.Policies {
+		if err := linkPolicy(tx, g, p); err != nil {
+			return err
+		}
+		if err := c.m.pol.AttachEpgPolicy(ctx, tx, g, id, p); err != nil {
+			return err
+		}
+	}
+	if g.NetProfile != "" {
+		if err := attachNetprofile(tx, g, gs, g.NetProfile); err != nil {
+			return err
+		}
+	}
+	return linkContracts(tx, g, g.ExtContractsGrps)
+}
+
+// linkGroup links the group and its network and tenant to each other.
+func linkGroup(tx *contivmodel.Tx, g *contivmodel.EndpointGroup) error {
+	netKey := modelKey(g.TenantName, g.NetworkName)
 	g.Links.Network = contivmodel.NewLink(contivmodel.TypeNetwork, netKey)
 	g.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, g.TenantName)
 	self := contivmodel.NewLink(contivmodel.TypeEndpointGroup, g.Key)
@@ -248,7 +276,7 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 			if err := linkPolicy(tx, stored, p); err != nil {
 				return err
 			}
-			if err := m.attachEpgPolicy(ctx, tx, stored, gs.EndpointGroupID, p); err != nil {
+			if err := m.pol.AttachEpgPolicy(ctx, tx, stored, gs.EndpointGroupID, p); err != nil {
 				return err
 			}
 		}
@@ -274,7 +302,7 @@ func (c epgCtl) Update(ctx context.Context, tx *contivmodel.Tx, stored, req *con
 			if err := unlinkPolicy(tx, stored, p); err != nil {
 				return err
 			}
-			if err := m.detachEpgPolicy(ctx, tx, stored, p); err != nil {
+			if err := m.pol.DetachEpgPolicy(ctx, tx, stored, p); err != nil {
 				return err
 			}
 		}
@@ -327,7 +355,7 @@ func (c epgCtl) Delete(ctx context.Context, tx *contivmodel.Tx, g *contivmodel.E
 		return contivmodel.Errorf("Error: EPG %s has active endpoints", g.GroupName)
 	}
 	for _, p := range g.Policies {
-		if err := m.detachEpgPolicy(ctx, tx, g, p); err != nil {
+		if err := m.pol.DetachEpgPolicy(ctx, tx, g, p); err != nil {
 			return err
 		}
 		if err := unlinkPolicy(tx, g, p); err != nil && !errors.Is(err, contivmodel.ErrNotFound) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
-	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/state"
 )
 
@@ -87,77 +86,4 @@ func (netprofileCtl) Delete(_ context.Context, tx *contivmodel.Tx, np *contivmod
 // Oper: netprofiles have no operational state.
 func (netprofileCtl) Oper(context.Context, *contivmodel.Tx, *contivmodel.Netprofile) (any, error) {
 	return nil, nil
-}
-
-// policyCtl is the policy controller (docs/rest-api.md §2.7). Its rules
-// are managed by the rule controller (rule.go); a policy delete runs each
-// rule's delete.
-type policyCtl struct{ m *Objects }
-
-// Create links a policy to its tenant.
-func (policyCtl) Create(_ context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) error {
-	if p.TenantName == "" {
-		return contivmodel.Invalidf("Invalid tenant name")
-	}
-	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, p.TenantName); err != nil {
-		return err
-	} else if !ok {
-		return contivmodel.Missingf("Tenant %s not found", p.TenantName)
-	}
-	p.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, p.TenantName)
-	return contivmodel.Modify(tx, p.TenantName, func(t *contivmodel.Tenant) error {
-		t.LinkSets.Policies.Add(contivmodel.NewLink(contivmodel.TypePolicy, p.Key))
-		return nil
-	})
-}
-
-// Update is accepted and changes nothing.
-func (policyCtl) Update(context.Context, *contivmodel.Tx, *contivmodel.Policy, *contivmodel.Policy) error {
-	return nil
-}
-
-// Delete is refused while the policy is attached to a group.
-func (policyCtl) Delete(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) error {
-	if ok, err := contivmodel.Exists[contivmodel.Tenant](tx, p.TenantName); err != nil {
-		return err
-	} else if !ok {
-		return contivmodel.Missingf("Tenant %s not found", p.TenantName)
-	}
-	if len(p.LinkSets.EndpointGroups) > 0 {
-		return contivmodel.Errorf("Policy is being used")
-	}
-	// Each rule goes through its own delete (links to the groups it
-	// matches, its ofnet rule state), not just removal.
-	for _, key := range sortedKeys(p.LinkSets.Rules) {
-		if err := contivmodel.RemoveIn[contivmodel.Rule](ctx, tx, key); err != nil {
-			return fmt.Errorf("delete rule %q of policy %q: %w", key, p.Key, err)
-		}
-	}
-	return contivmodel.Modify(tx, p.TenantName, func(t *contivmodel.Tenant) error {
-		t.LinkSets.Policies.Remove(p.Key)
-		return nil
-	})
-}
-
-// Oper lists the endpoints of the groups the policy is attached to.
-func (c policyCtl) Oper(ctx context.Context, tx *contivmodel.Tx, p *contivmodel.Policy) (any, error) {
-	eps, err := c.m.eps.AllEndpoints(ctx)
-	if err != nil {
-		return nil, err
-	}
-	op := &contivmodel.PolicyOper{}
-	for _, key := range sortedKeys(p.LinkSets.EndpointGroups) {
-		g, err := contivmodel.Get[contivmodel.EndpointGroup](tx, key)
-		if err != nil {
-			return nil, err
-		}
-		epgID := state.GroupID(g.TenantName, g.GroupName)
-		gs, err := c.m.st.EndpointGroups.Read(ctx, epgID)
-		if err != nil {
-			return nil, apierr.Store("read group state "+epgID, err)
-		}
-		op.NumEndpoints += gs.EpCount
-		op.Endpoints = append(op.Endpoints, endpoints.Opers(eps, func(ep state.Endpoint) bool { return ep.EndpointGroupKey == epgID })...)
-	}
-	return op, nil
 }

@@ -81,13 +81,55 @@ func v6Overlap(a, b string) bool {
 	return pa.Masked().Overlaps(pb.Masked())
 }
 
-// Create runs the network create pipeline in the spec's order.
+// Create runs the network create pipeline in the spec's order: the
+// refusals (checkNetwork, networkState) before the first side effect,
+// then the tags, the pools, the state, the Docker network and the link,
+// each undone when the transaction aborts.
 func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmodel.Network) error {
 	m := c.m
 	g, err := globalReady(tx, nw.Encap)
 	if err != nil {
 		return err
 	}
+	if err := checkNetwork(tx, nw); err != nil {
+		return err
+	}
+	ns, v6, err := c.networkState(ctx, nw)
+	if err != nil {
+		return err
+	}
+
+	// Side effects from here on, each undone on failure.
+	if err := c.allocTags(ctx, tx, g, nw, &ns); err != nil {
+		return err
+	}
+	if err := c.createPools(ctx, tx, nw, ns.ID, v6); err != nil {
+		return err
+	}
+	undo, err := m.eps.Snapshot(ctx, m.st.Networks.Key(ns.ID))
+	if err != nil {
+		return err
+	}
+	tx.OnAbort(undo)
+	m.eps.ForgetNetwork(ns.ID)
+	if _, err := m.st.Networks.Write(ctx, ns); err != nil {
+		return fmt.Errorf("write network state %q: %w", ns.ID, err)
+	}
+	if m.dockerMode() && ns.NwType != "infra" && !isACI(tx) {
+		if err := m.createDocknet(ctx, tx, ns, ""); err != nil {
+			return err
+		}
+	}
+	nw.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, nw.TenantName)
+	return contivmodel.Modify(tx, nw.TenantName, func(t *contivmodel.Tenant) error {
+		t.LinkSets.Networks.Add(contivmodel.NewLink(contivmodel.TypeNetwork, nw.Key))
+		return nil
+	})
+}
+
+// checkNetwork runs the create refusals on the model: the tenant, subnet
+// overlaps with the tenant's other networks, a group of the same name.
+func checkNetwork(tx *contivmodel.Tx, nw *contivmodel.Network) error {
 	if nw.TenantName == "" {
 		return contivmodel.Invalidf("Invalid tenant name")
 	}
@@ -117,18 +159,24 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	} else if ok {
 		return contivmodel.Errorf("EndpointGroup %s conflicts with the network name", nw.NetworkName)
 	}
+	return nil
+}
+
+// networkState parses the subnets, checks the gateways and composes the
+// network's state; a state left without a model object is refused.
+func (c networkCtl) networkState(ctx context.Context, nw *contivmodel.Network) (state.Network, netip.Prefix, error) {
 	sn, err := ipam.ParseSubnet(nw.Subnet)
 	if err != nil {
-		return err
+		return state.Network{}, netip.Prefix{}, err
 	}
 	var v6 netip.Prefix
 	if nw.Ipv6Subnet != "" {
 		if v6, err = ipam.ParseSubnetV6(nw.Ipv6Subnet); err != nil {
-			return err
+			return state.Network{}, netip.Prefix{}, err
 		}
 	}
 	if err := checkGateways(nw, sn, v6); err != nil {
-		return err
+		return state.Network{}, netip.Prefix{}, err
 	}
 	netID := state.NetworkID(nw.TenantName, nw.NetworkName)
 	ns := state.Network{
@@ -143,16 +191,18 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 	if v6.IsValid() {
 		ns.IPv6Subnet, ns.IPv6SubnetLen = v6.Addr().String(), uint(v6.Bits())
 	}
-	if _, err := m.st.Networks.Read(ctx, netID); err == nil {
-		return fmt.Errorf("create network %q: state %q exists without a model object", nw.Key, netID)
+	if _, err := c.m.st.Networks.Read(ctx, netID); err == nil {
+		return ns, v6, fmt.Errorf("create network %q: state %q exists without a model object", nw.Key, netID)
 	} else if !errors.Is(err, objdb.ErrNotFound) {
-		return fmt.Errorf("read network state %q: %w", netID, err)
+		return ns, v6, fmt.Errorf("read network state %q: %w", netID, err)
 	}
+	return ns, v6, nil
+}
 
-	// Side effects from here on, each undone on failure.
-	if err := c.allocTags(ctx, tx, g, nw, &ns); err != nil {
-		return err
-	}
+// createPools creates the network's IPv4 pool and, with an IPv6 subnet,
+// its IPv6 pool; both are deleted when tx aborts.
+func (c networkCtl) createPools(ctx context.Context, tx *contivmodel.Tx, nw *contivmodel.Network, netID string, v6 netip.Prefix) error {
+	m := c.m
 	var popts []ipam.PoolOption
 	if nw.Gateway != "" {
 		popts = append(popts, ipam.WithGateway(nw.Gateway))
@@ -179,25 +229,7 @@ func (c networkCtl) Create(ctx context.Context, tx *contivmodel.Tx, nw *contivmo
 			return err
 		}
 	}
-	undo, err := m.eps.Snapshot(ctx, m.st.Networks.Key(netID))
-	if err != nil {
-		return err
-	}
-	tx.OnAbort(undo)
-	m.eps.ForgetNetwork(netID)
-	if _, err := m.st.Networks.Write(ctx, ns); err != nil {
-		return fmt.Errorf("write network state %q: %w", netID, err)
-	}
-	if m.dockerMode() && ns.NwType != "infra" && !isACI(tx) {
-		if err := m.createDocknet(ctx, tx, ns, ""); err != nil {
-			return err
-		}
-	}
-	nw.Links.Tenant = contivmodel.NewLink(contivmodel.TypeTenant, nw.TenantName)
-	return contivmodel.Modify(tx, nw.TenantName, func(t *contivmodel.Tenant) error {
-		t.LinkSets.Networks.Add(contivmodel.NewLink(contivmodel.TypeNetwork, nw.Key))
-		return nil
-	})
+	return nil
 }
 
 // allocTags takes the network's VLAN, or VNI plus host-local VLAN.

@@ -1,13 +1,13 @@
 // Package controllers is the contivmodel object controllers of one netmaster
 // leadership term (docs/rest-api.md §2; docs/daemons.md §4.5–§4.9): global
 // (global.go), tenant, network, endpoint group (epg.go, epgid.go),
-// netprofile and policy (netprofile.go), rule (rule.go), app profile, ACI
-// gateway (acigw.go), BGP, external contracts and service load balancer
-// (servicelb.go; the running services are netmaster/svclb), with the
+// netprofile, ACI gateway (acigw.go) and BGP, with the
 // Docker-mode network glue (docknet.go), the checks the kinds' field
 // tables cannot express (validate.go) and the HTTP status of the
 // allocators' refusals (status.go). Endpoint inspect and the /plugin/* API
-// are netmaster/endpoints.
+// are netmaster/endpoints. The policy kinds (policy, rule, app profile,
+// external contracts) are netmaster/controllers/policy and the service load
+// balancer netmaster/controllers/servicelb; Callbacks wires them in.
 //
 // A controller changes state only inside its model transaction and undoes
 // its side effects when a later step or the model commit fails. Creating
@@ -21,10 +21,11 @@ import (
 
 	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/contivmodel"
+	"github.com/contiv/netplugin/netmaster/controllers/policy"
+	"github.com/contiv/netplugin/netmaster/controllers/servicelb"
 	"github.com/contiv/netplugin/netmaster/endpoints"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/resources"
-	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
 
@@ -62,17 +63,20 @@ type Objects struct {
 	v6     *ipam.V6
 	res    *resources.Manager
 	eps    *endpoints.Service
-	svcLB  *svclb.Cache       // service load balancer (netmaster/svclb)
-	docker *dockernets.Client // docker mode only (docknet.go)
+	pol    *policy.Controllers   // policy, rule, app profile, external contracts
+	svcLB  *servicelb.Controller // service load balancer
+	docker *dockernets.Client    // docker mode only (docknet.go)
 }
 
 // New returns the controllers of a term over cfg.
 func New(cfg Config) *Objects {
 	m := &Objects{cfg: cfg, log: cfg.Log, kv: cfg.KV, st: cfg.State, v4: cfg.V4, v6: cfg.V6,
-		res: cfg.Resources, eps: cfg.Endpoints, svcLB: cfg.Endpoints.ServiceLB(), docker: cfg.Docker}
+		res: cfg.Resources, eps: cfg.Endpoints, docker: cfg.Docker}
 	if m.log == nil {
 		m.log = logrus.NewEntry(logrus.StandardLogger())
 	}
+	m.pol = policy.New(policy.Config{State: m.st, Endpoints: m.eps, ACI: isACI})
+	m.svcLB = servicelb.New(m.st, m.eps.ServiceLB(), m.log)
 	return m
 }
 
@@ -86,19 +90,19 @@ func (m *Objects) Callbacks() contivmodel.Controllers {
 		EndpointGroup:     epgCtl{m},
 		Endpoint:          m.eps.InspectCallbacks(),
 		Netprofile:        netprofileCtl{m},
-		Policy:            policyCtl{m},
-		Rule:              ruleCtl{m},
-		AppProfile:        appProfileCtl{m},
+		Policy:            m.pol.Policy(),
+		Rule:              m.pol.Rule(),
+		AppProfile:        m.pol.AppProfile(),
 		AciGw:             aciGwCtl{m},
 		Bgp:               bgpCtl{m},
-		ExtContractsGroup: extContractsCtl{m},
-		ServiceLB:         serviceLBCtl{m},
+		ExtContractsGroup: m.pol.ExtContracts(),
+		ServiceLB:         m.svcLB.Callbacks(),
 	}
 }
 
 // AddRoutes serves the service load balancer views GET /services and
 // GET /service/{id} on r.
-func (m *Objects) AddRoutes(r *mux.Router) { m.addServiceRoutes(r) }
+func (m *Objects) AddRoutes(r *mux.Router) { m.svcLB.AddRoutes(r) }
 
 // undoOnAbort runs undo, on a context that outlives the request, when tx
 // aborts; a failure is logged as "roll back <what>".

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/contiv/netplugin/netmaster/agents"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
 
@@ -35,4 +36,23 @@ func (m *Service) CallAgent(ctx context.Context, addr, method string, arg, reply
 		return fmt.Errorf("ask the netplugin at %s: %w", addr, err)
 	}
 	return nil
+}
+
+// vtepsByHost maps host names to the VTEP address their netplugin
+// registered.
+func (m *Service) vtepsByHost(ctx context.Context) (map[string]string, error) {
+	if m.svc == nil {
+		return nil, errors.New("endpoints: no service registry")
+	}
+	list, err := m.svc.GetService(ctx, agents.ServiceVtep)
+	if err != nil {
+		return nil, fmt.Errorf("list %s services: %w", agents.ServiceVtep, err)
+	}
+	out := make(map[string]string, len(list))
+	for _, s := range list {
+		if s.Hostname != "" {
+			out[s.Hostname] = s.HostAddr
+		}
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/contiv/netplugin/api/pluginapi"
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/endpoints/reclaim"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
@@ -241,3 +242,6 @@ func (m *Service) forgetRecord(pool string, a netip.Addr) error {
 	}
 	return nil
 }
+
+// ipallocKey is the address record of ip in pool (reclaim.IPAllocKey).
+func ipallocKey(pool string, ip netip.Addr) string { return reclaim.IPAllocKey(pool, ip) }

@@ -9,8 +9,8 @@ import (
 )
 
 // The tests of this package drive whole leadership terms through HTTP
-// (mastertest): the /plugin/* calls, address ownership, the sweep,
-// epcleanup, the counters and service VIPs.
+// (mastertest): the /plugin/* calls, address ownership, the counters and
+// service VIPs (the sweep and epcleanup: netmaster/endpoints/reclaim).
 
 // etcdEndpoint is the package's shared embedded etcd; every test works
 // under its own root.

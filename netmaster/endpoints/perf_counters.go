@@ -14,7 +14,7 @@ import (
 // them before); a request answers only after all of them are stored, and
 // a failed one takes back what it stored. A netmaster killed in between
 // leaves the counters off, which every leadership term corrects
-// (reconcileCounters), as before.
+// (reclaim.Collector.ReconcileCounters), as before.
 
 // bumpEndpointCounters adds eps endpoints and addrs handed-out addresses to
 // the counters of network netID and eps endpoints to those of group epgID

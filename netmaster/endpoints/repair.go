@@ -28,7 +28,7 @@ const repairDelay = time.Second
 // stayed unreachable beyond the client's retries): such a write may land,
 // or have landed, after the request gave up, so the counters it touched
 // can be one off. The recount runs in the background under the exclusive
-// endpoint lock, from the records (reconcileCounters); several requests
+// endpoint lock, from the records (reclaim.Collector.ReconcileCounters); several requests
 // share one recount. See docs/allocation-integrity.md.
 func (m *Service) needRepair(err error) {
 	if err == nil || !errors.Is(err, objdb.ErrUncertain) {
@@ -53,7 +53,7 @@ func (m *Service) needRepair(err error) {
 		m.repairPending = false
 		m.bgMu.Unlock()
 		m.topo.Lock()
-		err := m.reconcileCounters(ctx)
+		err := m.rc.ReconcileCounters(ctx)
 		m.topo.Unlock()
 		if err != nil && ctx.Err() == nil {
 			m.log.WithError(err).Error("recount endpoint counters after a store write of unknown outcome")

@@ -6,11 +6,12 @@
 // address helpers create.go shares), releaseAddress with its ownership
 // checks (release.go), createEndpoint (create.go), deleteEndpoint
 // (delete.go), updateEndpoint (update.go); request checks are in
-// validate.go. Also here: service VIPs (servicelb_vip.go), the
-// leaked-address sweep (sweep.go), the endpoint and group counters (counters.go,
-// perf_counters.go, reconcile.go, repair.go), the deletion half of host GC
-// (hostgc.go), /debug/epcleanup (epcleanup.go), endpoint inspect
-// (endpoint.go) and the packet trace relay (trace.go).
+// validate.go. Also here: service VIPs (servicelb_vip.go), the endpoint
+// and group counters (counters.go, perf_counters.go, repair.go), endpoint
+// inspect (endpoint.go) and the packet trace relay (trace.go). What is
+// taken back once records and pools disagree or an owner is gone — the
+// leaked-address sweep, the counter recount, host GC's deletion half,
+// /debug/epcleanup — is netmaster/endpoints/reclaim, which New wires in.
 //
 // Every allocation is a compare-and-swap in the store, so two netmasters
 // that briefly both believe they lead never hand out one value twice
@@ -29,6 +30,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/agents"
+	"github.com/contiv/netplugin/netmaster/endpoints/reclaim"
 	"github.com/contiv/netplugin/netmaster/ipam"
 	"github.com/contiv/netplugin/netmaster/svclb"
 	"github.com/contiv/netplugin/objdb"
@@ -84,10 +86,10 @@ type Service struct {
 	epgCache sync.Map // epgID -> state.EndpointGroup
 	recs     recordCache
 
+	rc *reclaim.Collector // sweep, recount, host GC, epcleanup
+
 	sweepWG   sync.WaitGroup
 	closeOnce sync.Once
-	sweepMu   sync.Mutex
-	sweepRep  *SweepReport // last sweep of the term (sweep.go)
 
 	// Background work started by requests (repair.go), stopped with the
 	// term: termCtx is the term's context, bgClosed set by Close.
@@ -119,6 +121,8 @@ func New(cfg Config) *Service {
 		m.log = logrus.NewEntry(logrus.StandardLogger())
 	}
 	m.svcLB = svclb.New(m.st, vipOwner{m})
+	m.rc = reclaim.New(reclaim.Config{KV: m.kv, State: m.st, V4: m.v4, V6: m.v6,
+		Endpoints: reclaimEndpoints{m}, Topology: &m.topo, Log: m.log})
 	return m
 }
 
@@ -136,18 +140,18 @@ func (m *Service) Start(ctx context.Context, sweepDelay time.Duration) error {
 	m.termCtx = ctx
 	m.bgMu.Unlock()
 	if sweepDelay <= 0 {
-		if err := m.sweepLeaks(ctx); err != nil {
+		if err := m.rc.Sweep(ctx); err != nil {
 			return err
 		}
 	}
-	sc, err := m.scanEndpoints(ctx)
+	sc, err := m.rc.ScanEndpoints(ctx)
 	if err != nil {
 		return err
 	}
 	if err := m.restoreServices(ctx, sc); err != nil {
 		return fmt.Errorf("restore service load balancers: %w", err)
 	}
-	if err := m.correctCounters(ctx, sc); err != nil {
+	if err := m.rc.CorrectCounters(ctx, sc); err != nil {
 		return fmt.Errorf("reconcile endpoint counters: %w", err)
 	}
 	if sweepDelay > 0 {
@@ -159,7 +163,7 @@ func (m *Service) Start(ctx context.Context, sweepDelay time.Duration) error {
 				return
 			case <-time.After(sweepDelay):
 			}
-			if err := m.sweepLeaks(ctx); err != nil && ctx.Err() == nil {
+			if err := m.rc.Sweep(ctx); err != nil && ctx.Err() == nil {
 				m.log.WithError(err).Error("sweep leaked addresses")
 			}
 		}()
@@ -171,8 +175,7 @@ func (m *Service) Start(ctx context.Context, sweepDelay time.Duration) error {
 // /trace on r; reg answers the /plugin/* errors and bounds their bodies.
 func (m *Service) AddRoutes(r *mux.Router, reg *contivmodel.Registry) {
 	m.addPluginRoutes(r, reg)
-	m.addEpCleanupRoute(r, reg)
-	m.addSweepRoute(r)
+	m.rc.AddRoutes(r, reg)
 	m.addTraceRoute(r)
 }
 
@@ -278,4 +281,29 @@ func (m *Service) Snapshot(ctx context.Context, keys ...string) (func(), error) 
 			}
 		}
 	}, nil
+}
+
+// CollectHost deletes every endpoint homed on hostname and the host's
+// records (reclaim.Collector.CollectHost); n is the number of endpoints
+// deleted.
+func (m *Service) CollectHost(ctx context.Context, hostname string) (n int, err error) {
+	return m.rc.CollectHost(ctx, hostname)
+}
+
+// EndpointHosts lists, sorted, the homing hosts of the endpoints and the
+// hosts of the node records (reclaim.Collector.EndpointHosts).
+func (m *Service) EndpointHosts(ctx context.Context) ([]string, error) {
+	return m.rc.EndpointHosts(ctx)
+}
+
+// reclaimEndpoints is the Service as the reclaim Collector's Endpoints.
+type reclaimEndpoints struct{ *Service }
+
+func (e reclaimEndpoints) RemoveEndpoint(ctx context.Context, netID, epID string) error {
+	_, err := e.removeEndpoint(ctx, netID, epID)
+	return err
+}
+
+func (e reclaimEndpoints) VtepsByHost(ctx context.Context) (map[string]string, error) {
+	return e.vtepsByHost(ctx)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/contiv/netplugin/contivmodel"
 	"github.com/contiv/netplugin/netmaster/apierr"
+	"github.com/contiv/netplugin/netmaster/endpoints/reclaim"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -29,16 +30,16 @@ func (v vipOwner) Snapshot(ctx context.Context, keys ...string) (func(), error) 
 
 // restoreServices rebuilds the service load balancer from the store at
 // the start of a term.
-func (m *Service) restoreServices(ctx context.Context, sc termScan) error {
-	return m.svcLB.Restore(ctx, sc.providers)
+func (m *Service) restoreServices(ctx context.Context, sc reclaim.Scan) error {
+	return m.svcLB.Restore(ctx, sc.Providers)
 }
 
 // vipRecord names the service as the owner of its VIP in the address
-// records the leaked-address sweep honours (sweep.go).
+// records the leaked-address sweep honours (netmaster/endpoints/reclaim).
 func vipRecord(id string) []byte { return []byte(vipRecordPrefix + id) }
 
 // vipRecordPrefix starts the address record of a service VIP.
-const vipRecordPrefix = "serviceLB "
+const vipRecordPrefix = reclaim.VIPRecordPrefix
 
 // takeVIP allocates a service VIP in the network's pool (the requested
 // address, refused when outside the subnet or taken, or the lowest free

@@ -19,6 +19,9 @@
 // "<net>.<tenant>" for a network and "<group>:<tenant>" for a group's IP
 // pool) and live under "state/ipam/<pool>/v4/" and "state/ipam/<pool>/v6/".
 //
+// The stored form of an IPv4 pool and its compare-and-swap reads and
+// writes are netmaster/ipam/v4store; this package is the allocators.
+//
 // Errors wrap a sentinel of this package (errors.Is) and, where the REST API
 // shows a fixed text, a *usererr.Error whose Error() is exactly that text;
 // usererr.Message(err) returns it.

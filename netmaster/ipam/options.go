@@ -12,9 +12,6 @@ const (
 	// DefaultReserveIdle is how long an unused IPv4 reserve is kept
 	// (v4reserve.go).
 	DefaultReserveIdle = 200 * time.Millisecond
-	// maxConflicts bounds how often one request is retried after losing a
-	// compare-and-swap race before it fails.
-	maxConflicts = 1000
 )
 
 type options struct {

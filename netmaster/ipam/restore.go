@@ -3,12 +3,12 @@ package ipam
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -17,12 +17,6 @@ import (
 // pass: the header and every chunk are written whole, instead of one
 // compare-and-swap per address. Restore never changes an allocation that
 // is already stored: a chunk holding other bits is a conflict.
-
-// ErrRestoreConflict: the stored pool differs from the one being restored.
-var ErrRestoreConflict = errors.New("ipam: stored pool differs from the restored one")
-
-// restoreWriter is the allocator id written into restored chunks.
-const restoreWriter = "restore"
 
 // PoolDef is an IPv4 pool's definition for Restore: Subnet "base/len",
 // the allocatable range First-Last, the reserved gateway (or ""), and for
@@ -36,8 +30,8 @@ type PoolDef struct {
 	Pool    string
 }
 
-func (d PoolDef) header() header4 {
-	return header4{Subnet: d.Subnet, First: d.First, Last: d.Last, Gateway: d.Gateway, Parent: d.Parent, Pool: d.Pool}
+func (d PoolDef) header() v4store.Header {
+	return v4store.Header{Subnet: d.Subnet, First: d.First, Last: d.Last, Gateway: d.Gateway, Parent: d.Parent, Pool: d.Pool}
 }
 
 // RestoreOption configures Restore.
@@ -61,109 +55,16 @@ func (a *V4) Restore(ctx context.Context, id string, def PoolDef, taken []netip.
 	for _, f := range opts {
 		f(&o)
 	}
-	wrap := func(err error) error { return fmt.Errorf("restore ip pool %q: %w", id, err) }
-	if err := checkPoolID(id); err != nil {
-		return false, wrap(err)
+	if err := v4store.CheckPoolID(id); err != nil {
+		return false, fmt.Errorf("restore ip pool %q: %w", id, err)
 	}
-	h := def.header()
-	l, err := newLayout(id, h, 0)
+	changed, err = a.st.Restore(ctx, id, def.header(), taken, o.checkOnly)
 	if err != nil {
-		return false, wrap(err)
+		return changed, fmt.Errorf("restore ip pool %q: %w", id, err)
 	}
-	want := map[int]*[chunkWords]uint64{}
-	for _, ip := range taken {
-		host, err := l.host(ip)
-		if err != nil {
-			return false, wrap(err)
-		}
-		if !l.allocatable(host) {
-			return false, wrap(userErr(ErrNotAllocatable, "address %s is outside pool range %s-%s", ip, h.First, h.Last))
-		}
-		c := int(host / chunkBits)
-		b := want[c]
-		if b == nil {
-			b = new([chunkWords]uint64)
-			want[c] = b
-		}
-		i := host % chunkBits
-		b[i/64] |= 1 << uint(i%64)
+	if !o.checkOnly || !changed {
+		a.invalidate(id)
 	}
-	k := a.keys(id)
-	hkv, err := a.kv.Get(ctx, k.header())
-	switch {
-	case errors.Is(err, objdb.ErrNotFound):
-		if o.checkOnly {
-			return true, nil
-		}
-		val, err := json.Marshal(h)
-		if err != nil {
-			return false, wrap(err)
-		}
-		ver, err := a.kv.Put(ctx, k.header(), val, objdb.WithCreateOnly())
-		if err != nil {
-			return false, wrap(fmt.Errorf("write header: %w", err))
-		}
-		changed = true
-		l.gen = ver
-	case err != nil:
-		return false, wrap(err)
-	default:
-		var cur header4
-		if err := json.Unmarshal(hkv.Value, &cur); err != nil {
-			return false, wrap(fmt.Errorf("decode stored header: %w", err))
-		}
-		if cur != h {
-			return false, wrap(fmt.Errorf("%w: header %+v, restoring %+v", ErrRestoreConflict, cur, h))
-		}
-		l.gen = hkv.Version
-	}
-	have := map[int]objdb.KeyValue{}
-	kvs, err := a.kv.List(ctx, k.chunkPrefix())
-	if err != nil {
-		return false, wrap(err)
-	}
-	for _, kv := range kvs {
-		if c := chunkNum(kv.Key, k.chunkPrefix()); c >= 0 {
-			have[c] = kv
-		}
-	}
-	cs := make([]int, 0, len(want)+len(have))
-	for c := range want {
-		cs = append(cs, c)
-	}
-	for c := range have {
-		if want[c] == nil {
-			cs = append(cs, c)
-		}
-	}
-	sort.Ints(cs)
-	for _, c := range cs {
-		w := want[c]
-		if w == nil {
-			w = new([chunkWords]uint64)
-		}
-		kv, stored := have[c]
-		cur := new([chunkWords]uint64)
-		if stored {
-			if cur, err = decodeChunk(l, c, kv.Value); err != nil {
-				return changed, wrap(err)
-			}
-		}
-		if *cur == *w {
-			continue
-		}
-		if *cur != ([chunkWords]uint64{}) {
-			return changed, wrap(fmt.Errorf("%w: chunk %d holds other allocations", ErrRestoreConflict, c))
-		}
-		if o.checkOnly {
-			return true, nil
-		}
-		if _, err := a.kv.Put(ctx, k.chunk(c), l.encodeChunk(c, w, restoreWriter), casOpt(kv.Version)); err != nil {
-			return changed, wrap(fmt.Errorf("write chunk %d: %w", c, err))
-		}
-		changed = true
-	}
-	a.invalidate(id)
 	return changed, nil
 }
 
@@ -174,7 +75,7 @@ func (a *V4) Restore(ctx context.Context, id string, def PoolDef, taken []netip.
 func RestoreV6Keys(id, subnet, gateway string, taken []netip.Addr, last netip.Addr, opts ...Option) ([]objdb.KeyValue, error) {
 	o := applyOptions(opts)
 	wrap := func(err error) error { return fmt.Errorf("restore ipv6 pool %q: %w", id, err) }
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return nil, wrap(err)
 	}
 	pfx, err := ParseSubnetV6(subnet)

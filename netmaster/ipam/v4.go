@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -57,7 +58,8 @@ type V4 struct {
 	closed bool
 	pools  map[string]*pool4
 
-	id string // random: marks this allocator's chunk writes (putChunk)
+	id string         // random: marks this allocator's chunk writes (Store.PutChunk)
+	st *v4store.Store // the pools in the store
 
 	txn objdb.Txner // nil: the store has no transactions (v4join.go)
 }
@@ -65,8 +67,10 @@ type V4 struct {
 // NewV4 returns an IPv4 allocator over kv.
 func NewV4(kv objdb.KV, opts ...Option) *V4 {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{},
+	a := &V4{kv: kv, opts: applyOptions(opts), ctx: ctx, cancel: cancel, pools: map[string]*pool4{},
 		id: strconv.FormatUint(rand.Uint64(), 36), txn: objdb.TxnOf(kv)}
+	a.st = v4store.NewStore(kv, a.opts.prefix, a.id)
+	return a
 }
 
 // Close gives back the pools' reserves (best effort, a few seconds at
@@ -82,29 +86,8 @@ func (a *V4) Close() {
 	a.wg.Wait()
 }
 
-// putChunk writes chunk c of pool l (bits b) by compare-and-swap on
-// version base (0: create), marked with this allocator's id. A write of
-// unknown outcome is resolved by reading the chunk back
-// (objdb.PutResolved): the result is success, a definite ErrConflict, or,
-// only while the store stays unreachable, an error wrapping
-// objdb.ErrUncertain.
-//
-// The stored value is this write's own: another process (or another
-// leadership term's allocator) marks its writes with another id, and this
-// allocator has one write of a pool in flight at a time, the committer's
-// (or a sub-pool operation's, which the caller keeps from running
-// concurrently with allocations). So reading back exactly the bytes written
-// proves the write was applied (docs/allocation-integrity.md). One id per
-// allocator rather than per write keeps a chunk byte-identical when a
-// rollback frees what a refused request took.
-func (a *V4) putChunk(ctx context.Context, l *layout, c int, b *[chunkWords]uint64, base int64) (int64, error) {
-	return objdb.PutResolved(ctx, a.kv, a.keys(l.id).chunk(c), l.encodeChunk(c, b, a.id), casOpt(base))
-}
-
 // closeFlushTimeout bounds the reserve hand-back at Close.
 const closeFlushTimeout = 3 * time.Second
-
-func (a *V4) keys(id string) keys4 { return keys4{p: a.opts.prefix + id + "/v4/"} }
 
 // PoolInfo describes a pool.
 type PoolInfo struct {
@@ -117,9 +100,9 @@ type PoolInfo struct {
 	Pool    string // sub-pool: its "a-b" string
 }
 
-func (l *layout) info() PoolInfo {
-	return PoolInfo{ID: l.id, Subnet: l.subnet, First: l.first, Last: l.last,
-		Gateway: l.hdr.Gateway, Parent: l.hdr.Parent, Pool: l.hdr.Pool}
+func poolInfo(l *v4store.Layout) PoolInfo {
+	return PoolInfo{ID: l.ID, Subnet: l.Subnet, First: l.First, Last: l.Last,
+		Gateway: l.Hdr.Gateway, Parent: l.Hdr.Parent, Pool: l.Hdr.Pool}
 }
 
 // CreatePool creates the IPv4 pool id for subnet ("a.b.c.d/len" or
@@ -128,7 +111,7 @@ func (l *layout) info() PoolInfo {
 // (and reserves the gateway if that had not happened); with another
 // definition it fails with ErrPoolExists.
 func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOption) (PoolInfo, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return PoolInfo{}, err
 	}
 	sn, err := ParseSubnet(subnet)
@@ -142,11 +125,11 @@ func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOpti
 			return PoolInfo{}, fmt.Errorf("create pool %q: gateway: %w", id, err)
 		}
 	}
-	h := header4{Subnet: sn.String(), First: sn.First.String(), Last: sn.Last.String()}
+	h := v4store.Header{Subnet: sn.String(), First: sn.First.String(), Last: sn.Last.String()}
 	if gw.IsValid() {
 		h.Gateway = gw.String()
 	}
-	l, err := a.putHeader(ctx, id, h)
+	l, err := a.st.PutHeader(ctx, id, h)
 	if err != nil {
 		return PoolInfo{}, fmt.Errorf("create pool %q: %w", id, err)
 	}
@@ -156,57 +139,19 @@ func (a *V4) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOpti
 			return PoolInfo{}, fmt.Errorf("create pool %q: reserve gateway: %w", id, err)
 		}
 	}
-	return l.info(), nil
-}
-
-// putHeader writes a new header, or accepts an identical existing one.
-func (a *V4) putHeader(ctx context.Context, id string, h header4) (*layout, error) {
-	val, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	ver, err := a.kv.Put(ctx, a.keys(id).header(), val, objdb.WithCreateOnly())
-	if err == nil {
-		return newLayout(id, h, ver)
-	}
-	if !errors.Is(err, objdb.ErrConflict) {
-		return nil, err
-	}
-	l, err := a.readLayout(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if l.hdr != h {
-		return nil, userErr(ErrPoolExists, "pool %s exists with subnet %s range %s-%s", id, l.hdr.Subnet, l.hdr.First, l.hdr.Last)
-	}
-	return l, nil
-}
-
-func (a *V4) readLayout(ctx context.Context, id string) (*layout, error) {
-	kv, err := a.kv.Get(ctx, a.keys(id).header())
-	if errors.Is(err, objdb.ErrNotFound) {
-		return nil, userErr(ErrPoolNotFound, "ip pool %s not found", id)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var h header4
-	if err := json.Unmarshal(kv.Value, &h); err != nil {
-		return nil, fmt.Errorf("pool %q: decode header: %w", id, err)
-	}
-	return newLayout(id, h, kv.Version)
+	return poolInfo(l), nil
 }
 
 // Pool describes the pool id.
 func (a *V4) Pool(ctx context.Context, id string) (PoolInfo, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return PoolInfo{}, err
 	}
-	l, err := a.readLayout(ctx, id)
+	l, err := a.st.ReadLayout(ctx, id)
 	if err != nil {
 		return PoolInfo{}, fmt.Errorf("read pool %q: %w", id, err)
 	}
-	return l.info(), nil
+	return poolInfo(l), nil
 }
 
 // Allocate hands out the lowest free address of the pool. It fails with
@@ -282,7 +227,7 @@ type result struct {
 }
 
 func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return result{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -296,7 +241,7 @@ func (a *V4) submit(ctx context.Context, id string, r *request) (result, error) 
 	}
 	p := a.pools[id]
 	if p == nil {
-		p = &pool4{id: id, keys: a.keys(id)}
+		p = &pool4{id: id, keys: a.st.Keys(id)}
 		a.pools[id] = p
 	}
 	if r.kind == reqAuto && r.ride == nil {
@@ -359,7 +304,7 @@ func (a *V4) invalidate(id string) {
 // goroutine, its cached store state.
 type pool4 struct {
 	id   string
-	keys keys4
+	keys v4store.Keys
 
 	mu      sync.Mutex
 	queue   []*request
@@ -374,7 +319,7 @@ type pool4 struct {
 	invalid atomic.Bool // drop the cache before the next round
 
 	// owned by the committer
-	lay      *layout
+	lay      *v4store.Layout
 	chunks   map[int]*cachedChunk
 	full     []uint64 // nil: not loaded
 	fullVer  int64
@@ -382,7 +327,7 @@ type pool4 struct {
 }
 
 type cachedChunk struct {
-	bits    [chunkWords]uint64
+	bits    [v4store.ChunkWords]uint64
 	version int64 // 0: absent from the store
 }
 
@@ -456,16 +401,16 @@ func notDone(rs []*request) []*request {
 
 // search finds the lowest free host, loading chunks as needed. full lists
 // chunks it found full although the summary did not say so.
-func (p *pool4) search(ctx context.Context, a *V4, work map[int]*[chunkWords]uint64,
-	getWork func(int) (*[chunkWords]uint64, error)) (host int64, found bool, full []int, err error) {
+func (p *pool4) search(ctx context.Context, a *V4, work map[int]*[v4store.ChunkWords]uint64,
+	getWork func(int) (*[v4store.ChunkWords]uint64, error)) (host int64, found bool, full []int, err error) {
 	l := p.lay
-	multi := l.cLo < l.cHi
+	multi := l.CLo < l.CHi
 	if multi && p.full == nil {
 		if err := p.loadFull(ctx, a); err != nil {
 			return 0, false, nil, err
 		}
 	}
-	for c := l.cLo; c <= l.cHi; c++ {
+	for c := l.CLo; c <= l.CHi; c++ {
 		if multi && work[c] == nil && p.isFull(c) {
 			continue
 		}
@@ -473,7 +418,7 @@ func (p *pool4) search(ctx context.Context, a *V4, work map[int]*[chunkWords]uin
 		if err != nil {
 			return 0, false, full, err
 		}
-		if h, ok := l.freeIn(c, w); ok {
+		if h, ok := l.FreeIn(c, w); ok {
 			return h, true, full, nil
 		}
 		if multi && !p.isFull(c) {
@@ -488,24 +433,24 @@ func (p *pool4) chunk(ctx context.Context, a *V4, c int) (*cachedChunk, error) {
 	if ch := p.chunks[c]; ch != nil {
 		return ch, nil
 	}
-	kv, err := a.kv.Get(ctx, p.keys.chunk(c))
+	kv, err := a.kv.Get(ctx, p.keys.Chunk(c))
 	var ch *cachedChunk
 	switch {
 	case errors.Is(err, objdb.ErrNotFound):
 		// A missing chunk is all free, but only if the pool is still
 		// the one we know: a deleted and re-created pool has new rules.
-		l, err := a.readLayout(ctx, p.id)
+		l, err := a.st.ReadLayout(ctx, p.id)
 		if err != nil {
 			return nil, err
 		}
-		if l.gen != p.lay.gen {
-			return nil, errStale
+		if l.Gen != p.lay.Gen {
+			return nil, v4store.ErrStale
 		}
 		ch = &cachedChunk{}
 	case err != nil:
 		return nil, err
 	default:
-		b, err := decodeChunk(p.lay, c, kv.Value)
+		b, err := v4store.DecodeChunk(p.lay, c, kv.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -520,8 +465,8 @@ func (p *pool4) isFull(c int) bool {
 }
 
 func (p *pool4) loadFull(ctx context.Context, a *V4) error {
-	n := p.lay.nChunks()
-	kv, err := a.kv.Get(ctx, p.keys.full())
+	n := p.lay.NChunks()
+	kv, err := a.kv.Get(ctx, p.keys.Full())
 	if errors.Is(err, objdb.ErrNotFound) {
 		p.full, p.fullVer = make([]uint64, (n+63)/64), 0
 		return nil
@@ -529,11 +474,11 @@ func (p *pool4) loadFull(ctx context.Context, a *V4) error {
 	if err != nil {
 		return err
 	}
-	var f full4
+	var f v4store.Full
 	if err := json.Unmarshal(kv.Value, &f); err != nil {
 		return fmt.Errorf("pool %q: decode full summary: %w", p.id, err)
 	}
-	b, err := decodeBitmap(f.Full, n)
+	b, err := v4store.DecodeBitmap(f.Full, n)
 	if err != nil {
 		return fmt.Errorf("pool %q: decode full summary: %w", p.id, err)
 	}
@@ -562,8 +507,8 @@ func (p *pool4) setFull(ctx context.Context, a *V4, cs []int, full bool) {
 		if slices.Equal(next, p.full) {
 			return
 		}
-		val, _ := json.Marshal(full4{Full: encodeBitmap(next, p.lay.nChunks())})
-		ver, err := a.kv.Put(ctx, p.keys.full(), val, casOpt(p.fullVer))
+		val, _ := json.Marshal(v4store.Full{Full: v4store.EncodeBitmap(next, p.lay.NChunks())})
+		ver, err := a.kv.Put(ctx, p.keys.Full(), val, v4store.CASOpt(p.fullVer))
 		if err == nil {
 			p.full, p.fullVer = next, ver
 			return
@@ -579,42 +524,42 @@ func (p *pool4) setFull(ctx context.Context, a *V4, cs []int, full bool) {
 // them. It runs before exhaustion is reported.
 func (p *pool4) resync(ctx context.Context, a *V4) error {
 	l := p.lay
-	kvs, err := a.kv.List(ctx, p.keys.chunkPrefix())
+	kvs, err := a.kv.List(ctx, p.keys.ChunkPrefix())
 	if err != nil {
 		return err
 	}
 	chunks := map[int]*cachedChunk{}
 	for _, kv := range kvs {
-		c := chunkNum(kv.Key, p.keys.chunkPrefix())
+		c := v4store.ChunkNum(kv.Key, p.keys.ChunkPrefix())
 		if c < 0 {
 			continue
 		}
-		b, err := decodeChunk(l, c, kv.Value)
+		b, err := v4store.DecodeChunk(l, c, kv.Value)
 		if err != nil {
 			return err
 		}
 		chunks[c] = &cachedChunk{bits: *b, version: kv.Version}
 	}
-	cur, err := a.readLayout(ctx, p.id)
+	cur, err := a.st.ReadLayout(ctx, p.id)
 	if err != nil {
 		return err
 	}
-	if cur.gen != l.gen {
-		return errStale
+	if cur.Gen != l.Gen {
+		return v4store.ErrStale
 	}
 	p.chunks = chunks
-	if l.cLo >= l.cHi {
+	if l.CLo >= l.CHi {
 		return nil
 	}
 	if err := p.loadFull(ctx, a); err != nil {
 		return err
 	}
 	var full, notFull []int
-	for c := l.cLo; c <= l.cHi; c++ {
+	for c := l.CLo; c <= l.CHi; c++ {
 		ch := chunks[c]
 		isFull := ch != nil
 		if ch != nil {
-			_, free := l.freeIn(c, &ch.bits)
+			_, free := l.FreeIn(c, &ch.bits)
 			isFull = !free
 		}
 		if isFull {

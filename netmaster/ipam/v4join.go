@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -136,9 +137,9 @@ type joined struct {
 }
 
 // buildJoined assembles chunk c's transaction and stages its tallies.
-func (r *round4) buildJoined(c int, w *[chunkWords]uint64, base int64) (*joined, error) {
+func (r *round4) buildJoined(c int, w *[v4store.ChunkWords]uint64, base int64) (*joined, error) {
 	l := r.l
-	chunkOp := objdb.TxnOp{Kind: objdb.TxnPut, Key: r.a.keys(l.id).chunk(c), Value: l.encodeChunk(c, w, r.a.id)}
+	chunkOp := objdb.TxnOp{Kind: objdb.TxnPut, Key: r.a.st.Keys(l.ID).Chunk(c), Value: l.EncodeChunk(c, w, r.a.id)}
 	if base == 0 {
 		chunkOp.Absent = true
 	} else {
@@ -201,7 +202,7 @@ func (j *joined) abort() {
 // objdb.ErrUncertain when the transaction may have been applied: then
 // nothing it took is handed out twice and nothing it freed is reused by
 // this round).
-func (r *round4) writeJoined(c int, w *[chunkWords]uint64, old *cachedChunk, hasFree, multi bool) {
+func (r *round4) writeJoined(c int, w *[v4store.ChunkWords]uint64, old *cachedChunk, hasFree, multi bool) {
 	p := r.p
 	j, err := r.buildJoined(c, w, old.version)
 	if err != nil {
@@ -252,8 +253,8 @@ func (r *round4) writeJoined(c int, w *[chunkWords]uint64, old *cachedChunk, has
 			p.complete(pd.r, result{err: err})
 			continue
 		}
-		if pd.r.conflicts++; pd.r.conflicts > maxConflicts {
-			p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", maxConflicts, err)})
+		if pd.r.conflicts++; pd.r.conflicts > v4store.MaxConflicts {
+			p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", v4store.MaxConflicts, err)})
 			continue
 		}
 		r.retry = append(r.retry, pd.r)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -34,11 +35,11 @@ type round4 struct {
 	ctx    context.Context
 	a      *V4
 	p      *pool4
-	l      *layout
+	l      *v4store.Layout
 	live   []*request
 	synced bool // the store was re-scanned in this round
 
-	work map[int]*[chunkWords]uint64
+	work map[int]*[v4store.ChunkWords]uint64
 	// fresh: chunks read from the store in this round. A decision that
 	// writes nothing (address already taken, release of a free address)
 	// is only trusted on a fresh chunk, or on one whose write succeeded;
@@ -65,7 +66,7 @@ func (p *pool4) round(a *V4, batch []*request, refill bool) []*request {
 		return nil
 	}
 	r := &round4{ctx: ctx, a: a, p: p, live: live,
-		work: map[int]*[chunkWords]uint64{}, fresh: map[int]bool{}, dirty: map[int]bool{},
+		work: map[int]*[v4store.ChunkWords]uint64{}, fresh: map[int]bool{}, dirty: map[int]bool{},
 		perChunk: map[int][]pending{}, extras: map[int][]netip.Addr{}}
 	if err := r.sync(); err != nil {
 		return r.abort(err)
@@ -102,7 +103,7 @@ func (p *pool4) filterLive(batch []*request) []*request {
 // process drops the cache and runs the unanswered requests again; any
 // other error answers every request.
 func (r *round4) abort(err error) []*request {
-	if errors.Is(err, errStale) {
+	if errors.Is(err, v4store.ErrStale) {
 		r.p.stale()
 		return notDone(r.live)
 	}
@@ -120,7 +121,7 @@ func (r *round4) sync() error {
 		p.reset()
 	}
 	if p.lay == nil {
-		l, err := r.a.readLayout(r.ctx, p.id)
+		l, err := r.a.st.ReadLayout(r.ctx, p.id)
 		if err != nil {
 			return err
 		}
@@ -137,7 +138,7 @@ func (r *round4) sync() error {
 }
 
 // getWork returns the working copy of chunk c, reading it if needed.
-func (r *round4) getWork(c int) (*[chunkWords]uint64, error) {
+func (r *round4) getWork(c int) (*[v4store.ChunkWords]uint64, error) {
 	if w := r.work[c]; w != nil {
 		return w, nil
 	}
@@ -155,8 +156,8 @@ func (r *round4) getWork(c int) (*[chunkWords]uint64, error) {
 
 // take marks host taken in its working chunk and returns the chunk.
 func (r *round4) take(host int64) int {
-	c := int(host / chunkBits)
-	r.work[c][(host%chunkBits)/64] |= 1 << uint(host%64)
+	c := int(host / v4store.ChunkBits)
+	r.work[c][(host%v4store.ChunkBits)/64] |= 1 << uint(host%64)
 	r.dirty[c] = true
 	return c
 }
@@ -193,15 +194,15 @@ func (r *round4) applyAuto(req *request) error {
 	if !found {
 		switch addr, ok := p.takeReserved(); {
 		case ok && req.ride != nil:
-			host, err := l.host(addr)
+			host, err := l.Host(addr)
 			if err != nil {
 				return err
 			}
-			return r.joinChunk(int(host/chunkBits), pending{req, result{addr: addr, changed: true}})
+			return r.joinChunk(int(host/v4store.ChunkBits), pending{req, result{addr: addr, changed: true}})
 		case ok:
 			p.complete(req, result{addr: addr, changed: true})
 		case r.synced || req.waitSync:
-			p.complete(req, result{err: userErr(ErrExhausted, "auto allocation failed - address exhaustion in %s", l.desc)})
+			p.complete(req, result{err: userErr(ErrExhausted, "auto allocation failed - address exhaustion in %s", l.Desc)})
 		default:
 			req.waitSync = true
 			p.needSync = true
@@ -210,7 +211,7 @@ func (r *round4) applyAuto(req *request) error {
 		return nil
 	}
 	c := r.take(host)
-	r.perChunk[c] = append(r.perChunk[c], pending{req, result{addr: l.addr(host), changed: true}})
+	r.perChunk[c] = append(r.perChunk[c], pending{req, result{addr: l.Addr(host), changed: true}})
 	return nil
 }
 
@@ -222,12 +223,12 @@ func (r *round4) applyAddress(req *request) error {
 		// must not leave it in the reserve once freed.
 		p.claimReserved(req.ip)
 	}
-	host, err := l.host(req.ip)
+	host, err := l.Host(req.ip)
 	if err != nil {
 		p.complete(req, result{err: err})
 		return nil
 	}
-	if !l.allocatable(host) {
+	if !l.Allocatable(host) {
 		if req.ride != nil {
 			p.complete(req, result{err: ErrNotJoined})
 			return nil
@@ -236,16 +237,16 @@ func (r *round4) applyAddress(req *request) error {
 			p.complete(req, result{addr: req.ip})
 		} else {
 			p.complete(req, result{err: userErr(ErrNotAllocatable, "ip address %s is not available: outside the allocatable range %s-%s of %s",
-				req.ip, l.addr(l.lo), l.addr(l.hi), l.desc)})
+				req.ip, l.Addr(l.Lo), l.Addr(l.Hi), l.Desc)})
 		}
 		return nil
 	}
-	c := int(host / chunkBits)
+	c := int(host / v4store.ChunkBits)
 	w, err := r.getWork(c)
 	if err != nil {
 		return err
 	}
-	word, bit := (host%chunkBits)/64, uint64(1)<<uint(host%64)
+	word, bit := (host%v4store.ChunkBits)/64, uint64(1)<<uint(host%64)
 	taken := w[word]&bit != 0
 	switch {
 	case req.kind == reqSpecific && taken && req.ride != nil && p.claimReserved(req.ip):
@@ -284,7 +285,7 @@ func (r *round4) reserve() {
 		if r.perChunk[c] == nil {
 			r.perChunk[c] = []pending{}
 		}
-		r.extras[c] = append(r.extras[c], r.l.addr(host))
+		r.extras[c] = append(r.extras[c], r.l.Addr(host))
 	}
 }
 
@@ -321,11 +322,11 @@ func (r *round4) settleUnchanged(c int) {
 
 func (r *round4) writeChunk(c int) {
 	p, l := r.p, r.l
-	multi := l.cLo < l.cHi
+	multi := l.CLo < l.CHi
 	w := r.work[c]
 	old := p.chunks[c]
 	wasFull := multi && p.isFull(c)
-	_, hasFree := l.freeIn(c, w)
+	_, hasFree := l.FreeIn(c, w)
 	if wasFull && hasFree {
 		// Clear the hint before freeing, so a crash in between
 		// leaves a "not full" mark on a full chunk (harmless).
@@ -335,7 +336,7 @@ func (r *round4) writeChunk(c int) {
 		r.writeJoined(c, w, old, hasFree, multi)
 		return
 	}
-	ver, err := r.a.putChunk(r.ctx, l, c, w, old.version)
+	ver, err := r.a.st.PutChunk(r.ctx, l, c, w, old.version)
 	switch {
 	case err == nil:
 		p.chunks[c] = &cachedChunk{bits: *w, version: ver}
@@ -351,8 +352,8 @@ func (r *round4) writeChunk(c int) {
 		// run the requests again on a fresh read.
 		delete(p.chunks, c)
 		for _, pd := range r.perChunk[c] {
-			if pd.r.conflicts++; pd.r.conflicts > maxConflicts {
-				p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", maxConflicts, err)})
+			if pd.r.conflicts++; pd.r.conflicts > v4store.MaxConflicts {
+				p.complete(pd.r, result{err: fmt.Errorf("gave up after %d conflicts: %w", v4store.MaxConflicts, err)})
 				continue
 			}
 			r.retry = append(r.retry, pd.r)
@@ -373,7 +374,7 @@ func (r *round4) writeChunk(c int) {
 // left full (only pools of more than one chunk keep a summary).
 func (r *round4) markFull() {
 	p, l := r.p, r.l
-	if l.cLo >= l.cHi {
+	if l.CLo >= l.CHi {
 		return
 	}
 	var nowFull []int
@@ -382,7 +383,7 @@ func (r *round4) markFull() {
 		if ch == nil || p.isFull(c) || slices.Contains(nowFull, c) {
 			continue
 		}
-		if _, free := l.freeIn(c, &ch.bits); !free {
+		if _, free := l.FreeIn(c, &ch.bits); !free {
 			nowFull = append(nowFull, c)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/contiv/netplugin/netmaster/ipam/v4store"
 	"github.com/contiv/netplugin/objdb"
 )
 
@@ -60,6 +61,13 @@ func (a *V6) lock(ctx context.Context, id string) (unlock func(), err error) {
 		return nil, ctx.Err()
 	}
 }
+
+// Prefix lengths an IPv6 network subnet may have (docs/rest-api.md §2.4
+// step 5).
+const (
+	MinV6PrefixLen = 16
+	MaxV6PrefixLen = 128
+)
 
 type header6 struct {
 	Subnet  string `json:"subnet"`
@@ -177,7 +185,7 @@ func (a *V6) key(id, rest string) string { return a.opts.prefix + id + "/v6/" + 
 // WithGateway the gateway (inside the subnet) is reserved. An identical
 // existing pool is accepted; another definition fails with ErrPoolExists.
 func (a *V6) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOption) (netip.Prefix, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return netip.Prefix{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("create ipv6 pool %q: %w", id, err) }
@@ -219,7 +227,7 @@ func (a *V6) CreatePool(ctx context.Context, id, subnet string, opts ...PoolOpti
 }
 
 func (a *V6) pool(ctx context.Context, id string) (*pool6, error) {
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return nil, err
 	}
 	kv, err := a.kv.Get(ctx, a.key(id, "header"))
@@ -308,7 +316,7 @@ func (a *V6) Allocate(ctx context.Context, id string) (netip.Addr, error) {
 		}
 	}
 	cand := nextHost(last.and(p.mask), p.mask)
-	for try := 0; try < maxConflicts; try++ {
+	for try := 0; try < v4store.MaxConflicts; try++ {
 		ok, err := a.take(ctx, p, cand)
 		if err != nil {
 			return netip.Addr{}, wrap(err)
@@ -337,7 +345,7 @@ func (a *V6) Allocate(ctx context.Context, id string) (netip.Addr, error) {
 			cand = nextHost(cand, p.mask)
 		}
 	}
-	return netip.Addr{}, wrap(fmt.Errorf("gave up after %d conflicts: %w", maxConflicts, objdb.ErrConflict))
+	return netip.Addr{}, wrap(fmt.Errorf("gave up after %d conflicts: %w", v4store.MaxConflicts, objdb.ErrConflict))
 }
 
 // AllocateSpecific takes ip. ErrInUse when it is taken, ErrOutOfSubnet
@@ -418,7 +426,7 @@ func (a *V6) Allocated(ctx context.Context, id string) ([]netip.Addr, error) {
 // DeletePool removes the pool and all its allocations. Deleting a missing
 // pool is not an error.
 func (a *V6) DeletePool(ctx context.Context, id string) error {
-	if err := checkPoolID(id); err != nil {
+	if err := v4store.CheckPoolID(id); err != nil {
 		return err
 	}
 	a.mu.Lock()

@@ -56,23 +56,20 @@ func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	}
 	tPort := time.Since(t0)
 	le := &Local{EP: ep, Port: port, Bridge: spec.Bridge, QoS: qos}
-	oper := state.EndpointOper{Common: state.Common{ID: ep.ID}, NetID: ep.NetID, EndpointID: ep.EndpointID,
-		ServiceName: ep.ServiceName, ContUUID: ep.EndpointID, IPAddress: ep.IPAddress, IPv6Address: ep.IPv6Address,
-		MacAddress: ep.MacAddress, HomingHost: ep.HomingHost, IntfName: port.IntfName, PortName: port.PortName, VtepIP: ep.VtepIP}
 	// The oper record is written while the flows go in (one store round
 	// trip off the attach); both are done before the endpoint is local.
+	var operErr error
 	operDone := make(chan struct{})
 	go func() {
 		defer close(operDone)
-		if _, err := s.cfg.Store.EndpointOper.Write(ctx, oper); err != nil {
-			s.log.WithError(err).Warnf("record oper state of %s", ep.ID) // the dataplane works without it
-		}
+		operErr = s.writeOper(ctx, *le)
 	}()
 	if err := s.cfg.Datapath(spec.Bridge).AddLocalEndpoint(ctx, s.cfg.Cluster.EndpointInfo(*le, nw)); err != nil {
 		<-operDone
 		undoCtx := context.WithoutCancel(ctx)
 		if cerr := s.cfg.Store.EndpointOper.Clear(undoCtx, ep.ID); cerr != nil {
-			s.log.WithError(cerr).Debugf("roll back oper state of %s", ep.ID)
+			s.log.WithError(cerr).Debugf("roll back oper state of %s; retrying", ep.ID)
+			s.retryOper(ep.ID) // not local: the queue clears it
 		}
 		if derr := s.cfg.Ports.DeleteEndpoint(undoCtx, spec.Bridge, port.PortName); derr != nil {
 			s.log.WithError(derr).Warnf("roll back port %s", port.PortName)
@@ -87,6 +84,12 @@ func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	s.mu.Lock()
 	s.locals[ep.ID] = le
 	s.mu.Unlock()
+	if operErr != nil {
+		// The dataplane works without it; the queue retries it once the
+		// endpoint is local.
+		s.log.WithError(operErr).Warnf("record oper state of %s; retrying", ep.ID)
+		s.retryOper(ep.ID)
+	}
 	s.changed(*le)
 	return le, nil
 }
@@ -125,7 +128,8 @@ func (s *Service) RemoveLocal(ctx context.Context, epID string) (err error) {
 		return errors.Join(errs...)
 	}
 	if err := s.cfg.Store.EndpointOper.Clear(ctx, epID); err != nil {
-		s.log.WithError(err).Debugf("clear oper state of %s", epID)
+		s.log.WithError(err).Debugf("clear oper state of %s; retrying", epID)
+		s.retryOper(epID)
 	}
 	return nil
 }

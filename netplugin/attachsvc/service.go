@@ -98,7 +98,10 @@ type Config struct {
 	Store    *state.Store
 	Cluster  Cluster
 	Hooks    Hooks
-	Log      logrus.FieldLogger
+	// Enqueue asks the work queue to reconcile a key of KindOper (nil: a
+	// failed oper state write is not retried).
+	Enqueue func(kind, name string)
+	Log     logrus.FieldLogger
 }
 
 // Service owns the local endpoints and the attaches under way.

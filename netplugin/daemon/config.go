@@ -12,9 +12,10 @@ import (
 	"crypto/tls"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/contiv/netplugin/mgmtfn/k8splugin"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 	"github.com/contiv/netplugin/utils/daemonflags"

@@ -10,6 +10,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contiv/netplugin/netplugin/bgprec"
+	"github.com/contiv/netplugin/netplugin/follow"
+	"github.com/contiv/netplugin/netplugin/netpolrec"
+	"github.com/contiv/netplugin/netplugin/netrec"
+	"github.com/contiv/netplugin/netplugin/vteprec"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
@@ -17,10 +23,12 @@ import (
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/netpol"
 	"github.com/contiv/netplugin/netplugin/attachsvc"
 	"github.com/contiv/netplugin/netplugin/hostaccess"
+	"github.com/contiv/netplugin/netplugin/infraroute"
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/netplugin/reconcile"
+	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
 	"github.com/contiv/netplugin/objdb/objdbmetrics"
@@ -52,38 +60,42 @@ type Daemon struct {
 	// hostAccess converges contivh0 and host access (key hostaccess/<host>);
 	// set by startDataplane before the queue is served.
 	hostAccess *hostaccess.Reconciler
+	// infraRoutes converges the routes through contivh1 (key
+	// infraroute/<host>); set by startDataplane before the queue is served.
+	infraRoutes *infraroute.Reconciler
 	// netpol enforces Kubernetes NetworkPolicy (nil: no API server); set
 	// before the CNI server starts, never after.
-	netpol *netpol.Controller
-	// netpolPeers: the pods of the endpoint records (netpol.go); set by newDesired.
+	netpol *netpolrec.Enforcer
+	// netpolPeers: the pods of the endpoint records; set by newDesired.
 	netpolPeers *netpol.Peers
 
 	// unbackedRemotes are the remote endpoints the last sweep found no
 	// endpoint record for (remotesweep.go); owned by sweepLoop.
 	unbackedRemotes map[string]bool
 
-	mu       sync.Mutex
-	networks map[string]state.Network       // by state id
-	groups   map[string]state.EndpointGroup // by state id
 	// eps owns the local endpoints and the attaches under way (its own
 	// lock); the others read copies.
-	eps   *attachsvc.Service
-	vteps map[string]uint32 // peer VTEP IP → ofport
-	// peerRefs: the store's endpoints and node records per peer VTEP
-	// (peers.go); it has its own lock.
-	peerRefs peerRefs
-	uplinks  []ovsdriver.UplinkMember
-	bgp      bgpRunner
+	eps     *attachsvc.Service
+	uplinks []ovsdriver.UplinkMember
 
-	mastersSeen chan struct{}   // closed when the first netmaster.rpc instance was added
-	pmtuPeers   chan string     // new VTEP peers for checkPathMTU
-	pmtuChecked map[string]bool // peers sent to checkPathMTU by this process
+	mastersSeen chan struct{} // closed when the first netmaster.rpc instance was added
+	pmtuPeers   chan string   // new VTEP peers for checkPathMTU
 	seenOnce    sync.Once
 
 	// rec is the work queue of the reconcilers (netplugin/reconcile); want is
-	// the desired state they read, applied what they applied (under mu).
-	rec     *reconcile.Queue
-	want    desired
+	// the desired state they read (the followers' caches). The reconcilers
+	// (set by newReconcilers, each with its applied state and its own lock):
+	// nets the networks and groups (with those the attach path sees), svc
+	// the services and providers, vtep the tunnels to the peers, bgp BGP.
+	rec  *reconcile.Queue
+	want desired
+	nets *netrec.Reconciler
+	svc  *svcrec.Reconciler
+	vtep *vteprec.Reconciler
+	bgp  *bgprec.Reconciler
+	// applied is what the daemon's own reconcilers (global) applied; mu
+	// guards it.
+	mu      sync.Mutex
 	applied applied
 
 	met *metrics // nil when metrics are off
@@ -105,13 +117,11 @@ func (c Config) registerer() prometheus.Registerer {
 // out.
 func Run(ctx context.Context, cfg Config, log *logrus.Entry) error {
 	cfg.setDefaults()
-	d := &Daemon{cfg: cfg, log: log, networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		vteps: map[string]uint32{}, mastersSeen: make(chan struct{}),
-		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(), applied: newApplied()}
+	d := &Daemon{cfg: cfg, log: log,
+		mastersSeen: make(chan struct{}), pmtuPeers: make(chan string, 64), names: nameserver.New()}
 	d.met = newMetrics(cfg.registerer(), d)
 	d.rec = reconcile.New(log, cfg.ReconcileBaseDelay, cfg.ReconcileMaxDelay)
 	d.rec.Resync, d.rec.Failed = cfg.ResyncInterval, d.met.reconcileFailed
-	d.registerReconcilers()
 	defer d.rec.Shutdown()
 	return d.run(ctx)
 }
@@ -213,11 +223,11 @@ func (d *Daemon) vtepService() objdb.ServiceInfo {
 func (d *Daemon) takeOverVtep(ctx context.Context, wg *sync.WaitGroup) (info objdb.ServiceInfo, early bool) {
 	info = d.vtepService()
 	live, err := d.store.GetService(ctx, info.ServiceName)
-	early = err == nil && containsInstance(live, info)
+	early = err == nil && follow.ContainsInstance(live, info)
 	if early {
 		d.log.Info("taking over the previous run's netplugin.vtep registration before the replay")
 		goRun(ctx, wg, func(ctx context.Context) {
-			keepRegistered(ctx, d.store, []objdb.ServiceInfo{info}, d.cfg.ServiceTTL/2, d.log)
+			follow.KeepRegistered(ctx, d.store, []objdb.ServiceInfo{info}, d.cfg.ServiceTTL/2, d.log)
 		})
 	}
 	return info, early
@@ -227,20 +237,20 @@ func (d *Daemon) takeOverVtep(ctx context.Context, wg *sync.WaitGroup) (info obj
 // configuration (the order and why: replay.go), then reads the node
 // records and the BGP configuration, and drains the queue.
 func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error {
-	d.want = d.newDesired()
+	d.newReconcilers()
 	nets, groups, eps, glob := d.want.nets, d.want.groups, d.want.eps, d.want.glob
-	nets.resyncs, groups.resyncs = d.met.resyncCounter(nets.name), d.met.resyncCounter(groups.name)
-	eps.resyncs, glob.resyncs = d.met.resyncCounter(eps.name), d.met.resyncCounter(glob.name)
+	nets.Resyncs, groups.Resyncs = d.met.resyncCounter(nets.Name()), d.met.resyncCounter(groups.Name())
+	eps.Resyncs, glob.Resyncs = d.met.resyncCounter(eps.Name()), d.met.resyncCounter(glob.Name())
 	if err := d.replay(ctx, nets, groups, eps, glob); err != nil {
 		return err
 	}
 	// Cluster membership: this host's node record, then everyone's, before
-	// the peers follower decides which tunnels stay (peers.go).
+	// the peers follower decides which tunnels stay (netplugin/vteprec).
 	goRun(ctx, wg, d.keepNodeRecord)
-	if err := d.want.nodes.sync(ctx); err != nil {
+	if err := d.want.nodes.Sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the node records")
 	}
-	if err := d.want.bgp.sync(ctx); err != nil {
+	if err := d.want.bgp.Sync(ctx); err != nil {
 		d.log.WithError(err).Warn("read the BGP configuration")
 	}
 	d.rec.Drain(ctx)
@@ -250,10 +260,10 @@ func (d *Daemon) replayEndpoints(ctx context.Context, wg *sync.WaitGroup) error 
 // replayServices replays services and their providers (docs/services.md)
 // and drains the queue.
 func (d *Daemon) replayServices(ctx context.Context) error {
-	if err := d.want.svcs.sync(ctx); err != nil {
+	if err := d.want.svcs.Sync(ctx); err != nil {
 		return fmt.Errorf("replay services: %w", err)
 	}
-	if err := d.want.provs.sync(ctx); err != nil {
+	if err := d.want.provs.Sync(ctx); err != nil {
 		return fmt.Errorf("replay service providers: %w", err)
 	}
 	d.rec.Drain(ctx)
@@ -270,10 +280,10 @@ func (d *Daemon) startDockerSync(ctx context.Context, wg *sync.WaitGroup, errc c
 	if err != nil || docknets == nil {
 		return err
 	}
-	if err := docknets.sync(ctx); err != nil {
+	if err := docknets.Sync(ctx); err != nil {
 		return fmt.Errorf("read docker network mappings: %w", err)
 	}
-	goRun(ctx, wg, docknets.run)
+	goRun(ctx, wg, docknets.Run)
 	return nil
 }
 
@@ -288,23 +298,24 @@ func (d *Daemon) register(ctx context.Context, wg *sync.WaitGroup, vtepInfo objd
 		infos = append(infos, vtepInfo)
 	}
 	goRun(ctx, wg, func(ctx context.Context) {
-		keepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
+		follow.KeepRegistered(ctx, d.store, infos, d.cfg.ServiceTTL/2, d.log)
 	})
 }
 
 // startFollowers serves the queue and starts the store and service
 // followers, which only enqueue reconcile keys, and the background loops.
 func (d *Daemon) startFollowers(ctx context.Context, wg *sync.WaitGroup) {
-	masters := &serviceFollower{name: "netmaster.rpc", reg: d.store, add: d.masterAdd, del: d.masterDel,
-		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond}
-	peers := &serviceFollower{name: "netplugin.vtep", reg: d.store, add: d.vtepEvent, del: d.vtepEvent,
-		log: d.log, retry: d.cfg.StoreRetryDelay, pause: 100 * time.Millisecond, known: d.existingPeers()}
+	masters := &follow.Services{Name: "netmaster.rpc", Reg: d.store, Add: d.masterAdd, Del: d.masterDel,
+		Log: d.log, Retry: d.cfg.StoreRetryDelay, Pause: 100 * time.Millisecond}
+	peers := &follow.Services{Name: "netplugin.vtep", Reg: d.store, Add: d.vtepEvent, Del: d.vtepEvent,
+		Log: d.log, Retry: d.cfg.StoreRetryDelay, Pause: 100 * time.Millisecond, Known: d.existingPeers()}
 	d.want.peers = peers
+	d.vtep.SetLive(peers)
 	w := d.want
 	goRun(ctx, wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
-	for _, run := range []func(context.Context){masters.run, peers.run, w.nodes.run, w.nets.run, w.groups.run,
-		w.eps.run, w.glob.run, w.bgp.run, w.svcs.run, w.provs.run, d.finishRestart, d.sweepLoop} {
+	for _, run := range []func(context.Context){masters.Run, peers.Run, w.nodes.Run, w.nets.Run, w.groups.Run,
+		w.eps.Run, w.glob.Run, w.bgp.Run, w.svcs.Run, w.provs.Run, d.finishRestart, d.sweepLoop} {
 		goRun(ctx, wg, run)
 	}
 }
@@ -372,7 +383,7 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 		vxDatapath = "vrouter"
 		if d.vlanRouting() {
 			vlDatapath = agent.DatapathVlrouter
-			d.log.Warn(bgpNotConfigured + " until BGP is configured")
+			d.log.Warn(bgprec.NotConfigured + " until BGP is configured")
 		}
 	}
 	vx, err := d.startAgent(ctx, wg, ovsdriver.VxlanBridge, ovsdriver.VxlanControllerPort, ofrpc.VxlanAgentPort, vxDatapath, "",
@@ -408,6 +419,9 @@ func (d *Daemon) startDataplane(ctx context.Context, wg *sync.WaitGroup) error {
 	d.hostAccess = hostaccess.New(hostaccess.Config{Enabled: d.cfg.HostAccess, FwdMode: d.glob.FwdMode,
 		PvtSubnet: d.glob.PvtSubnet, Datapath: d.vx, Ports: d.drv, Log: d.log})
 	d.rec.Enqueue(kindHostAccess, d.cfg.HostLabel)
+	if d.infraRoutes, err = infraroute.New(infraroute.Config{Networks: d.appliedNetworks, Log: d.log}); err != nil {
+		return err
+	}
 	mode := "proxy"
 	if d.glob.ArpMode == "flood" {
 		mode = "flood"
@@ -540,11 +554,9 @@ func (d *Daemon) masterDel(ctx context.Context, s objdb.ServiceInfo) {
 // so tunnels to hosts that left while netplugin was down are removed.
 func (d *Daemon) existingPeers() map[string]objdb.ServiceInfo {
 	known := map[string]objdb.ServiceInfo{}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for ip := range d.vteps {
+	for _, ip := range d.vtep.InOVS() {
 		s := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: d.cfg.VxlanPort}
-		known[serviceKey(s)] = s
+		known[follow.ServiceKey(s)] = s
 	}
 	return known
 }

@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
 )
@@ -36,25 +38,11 @@ type tunnelDatapath interface {
 }
 
 // serviceDatapath is what the service and provider reconcilers and the
-// Kubernetes service front end drive.
-type serviceDatapath interface {
-	AddSvcSpec(ctx context.Context, name string, spec agent.ServiceSpec) error
-	DelSvcSpec(ctx context.Context, name string) error
-	SvcProviderUpdate(ctx context.Context, name string, providers []string) error
-	ServiceStats(ctx context.Context) ([]agent.ServiceStats, error)
-	EndpointVrfs(ips []string) map[string][]string
-}
+// Kubernetes service front end drive (netplugin/svcrec).
+type serviceDatapath = svcrec.Datapath
 
-// bgpDatapath is what the BGP reconciler and the speaker's events drive
-// (bgp/<host>, the learned routes).
-type bgpDatapath interface {
-	SetBgpPort(ctx context.Context, port uint32, routerIP net.IP) error
-	SetBgpPeerMAC(ctx context.Context, mac net.HardwareAddr) error
-	AddBgpRoute(ctx context.Context, pfx *net.IPNet) error
-	RemoveBgpRoute(ctx context.Context, pfx *net.IPNet) error
-	FlushBgpRoutes(ctx context.Context) error
-	BgpRoutes() []string
-}
+// bgpDatapath is what the BGP reconciler drives (netplugin/bgprec).
+type bgpDatapath = bgprec.Datapath
 
 // hostAccessDatapath is what the host access reconciler drives
 // (hostaccess/<host>).

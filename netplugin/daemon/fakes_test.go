@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -12,47 +11,13 @@ import (
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
+	"github.com/contiv/netplugin/utils/faulttest"
 )
 
-// errInjected is the failure the fakes and the fault wrappers inject.
-var errInjected = errors.New("injected failure")
-
 // faults fails the first N calls of named methods and counts every call.
-type faults struct {
-	mu    sync.Mutex
-	fail  map[string]int // method → failures left (<0: fail forever)
-	calls map[string]int
-}
+type faults = faulttest.Faults
 
-func newFaults() *faults { return &faults{fail: map[string]int{}, calls: map[string]int{}} }
-
-// failNext makes the next n calls of method fail (n < 0: all of them).
-func (f *faults) failNext(method string, n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fail[method] = n
-}
-
-// call records a call of method and says whether it fails.
-func (f *faults) call(method string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls[method]++
-	switch n := f.fail[method]; {
-	case n < 0:
-		return fmt.Errorf("%s: %w", method, errInjected)
-	case n > 0:
-		f.fail[method] = n - 1
-		return fmt.Errorf("%s: %w", method, errInjected)
-	}
-	return nil
-}
-
-func (f *faults) count(method string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[method]
-}
+func newFaults() *faults { return faulttest.New() }
 
 // fakeDatapath is an agent that remembers what it holds.
 type fakeDatapath struct {
@@ -81,7 +46,7 @@ func (a *fakeDatapath) hasNetwork(vlan uint16) bool {
 }
 
 func (a *fakeDatapath) AddNetwork(_ context.Context, vlan uint16, vni uint32, _ string, _ string) error {
-	if err := a.call("AddNetwork"); err != nil {
+	if err := a.Call("AddNetwork"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -91,7 +56,7 @@ func (a *fakeDatapath) AddNetwork(_ context.Context, vlan uint16, vni uint32, _ 
 }
 
 func (a *fakeDatapath) RemoveNetwork(_ context.Context, vlan uint16, _ uint32, _ string, _ string) error {
-	if err := a.call("RemoveNetwork"); err != nil {
+	if err := a.Call("RemoveNetwork"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -101,7 +66,7 @@ func (a *fakeDatapath) RemoveNetwork(_ context.Context, vlan uint16, _ uint32, _
 }
 
 func (a *fakeDatapath) AddLocalEndpoint(_ context.Context, ep agent.EndpointInfo) error {
-	if err := a.call("AddLocalEndpoint"); err != nil {
+	if err := a.Call("AddLocalEndpoint"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -111,7 +76,7 @@ func (a *fakeDatapath) AddLocalEndpoint(_ context.Context, ep agent.EndpointInfo
 }
 
 func (a *fakeDatapath) UpdateLocalEndpoint(_ context.Context, ep agent.EndpointInfo) error {
-	if err := a.call("UpdateLocalEndpoint"); err != nil {
+	if err := a.Call("UpdateLocalEndpoint"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -121,7 +86,7 @@ func (a *fakeDatapath) UpdateLocalEndpoint(_ context.Context, ep agent.EndpointI
 }
 
 func (a *fakeDatapath) RemoveLocalEndpoint(_ context.Context, portNo uint32) error {
-	if err := a.call("RemoveLocalEndpoint"); err != nil {
+	if err := a.Call("RemoveLocalEndpoint"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -131,7 +96,7 @@ func (a *fakeDatapath) RemoveLocalEndpoint(_ context.Context, portNo uint32) err
 }
 
 func (a *fakeDatapath) AddVtepPort(_ context.Context, portNo uint32, ip net.IP) error {
-	if err := a.call("AddVtepPort"); err != nil {
+	if err := a.Call("AddVtepPort"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -151,7 +116,7 @@ func (a *fakeDatapath) RemoteEndpoints() []ofrpc.OfnetEndpoint {
 }
 
 func (a *fakeDatapath) RemoveRemoteEndpoint(_ context.Context, ep ofrpc.OfnetEndpoint) error {
-	if err := a.call("RemoveRemoteEndpoint"); err != nil {
+	if err := a.Call("RemoveRemoteEndpoint"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -163,7 +128,7 @@ func (a *fakeDatapath) RemoveRemoteEndpoint(_ context.Context, ep ofrpc.OfnetEnd
 }
 
 func (a *fakeDatapath) RemoveVtepPort(_ context.Context, _ uint32, ip net.IP) error {
-	if err := a.call("RemoveVtepPort"); err != nil {
+	if err := a.Call("RemoveVtepPort"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -173,7 +138,7 @@ func (a *fakeDatapath) RemoveVtepPort(_ context.Context, _ uint32, ip net.IP) er
 }
 
 func (a *fakeDatapath) SetArpMode(_ context.Context, mode string) error {
-	if err := a.call("SetArpMode"); err != nil {
+	if err := a.Call("SetArpMode"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -183,7 +148,7 @@ func (a *fakeDatapath) SetArpMode(_ context.Context, mode string) error {
 }
 
 func (a *fakeDatapath) AddSvcSpec(_ context.Context, name string, spec agent.ServiceSpec) error {
-	if err := a.call("AddSvcSpec"); err != nil {
+	if err := a.Call("AddSvcSpec"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -193,7 +158,7 @@ func (a *fakeDatapath) AddSvcSpec(_ context.Context, name string, spec agent.Ser
 }
 
 func (a *fakeDatapath) DelSvcSpec(_ context.Context, name string) error {
-	if err := a.call("DelSvcSpec"); err != nil {
+	if err := a.Call("DelSvcSpec"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -203,7 +168,7 @@ func (a *fakeDatapath) DelSvcSpec(_ context.Context, name string) error {
 }
 
 func (a *fakeDatapath) SvcProviderUpdate(_ context.Context, name string, providers []string) error {
-	if err := a.call("SvcProviderUpdate"); err != nil {
+	if err := a.Call("SvcProviderUpdate"); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -212,29 +177,29 @@ func (a *fakeDatapath) SvcProviderUpdate(_ context.Context, name string, provide
 	return nil
 }
 
-func (a *fakeDatapath) AddUplink(context.Context, uint32, string) error  { return a.call("AddUplink") }
-func (a *fakeDatapath) AddMaster(context.Context, ofrpc.OfnetNode) error { return a.call("AddMaster") }
+func (a *fakeDatapath) AddUplink(context.Context, uint32, string) error  { return a.Call("AddUplink") }
+func (a *fakeDatapath) AddMaster(context.Context, ofrpc.OfnetNode) error { return a.Call("AddMaster") }
 func (a *fakeDatapath) RemoveMaster(context.Context, ofrpc.OfnetNode) error {
-	return a.call("RemoveMaster")
+	return a.Call("RemoveMaster")
 }
-func (a *fakeDatapath) FinishRestart(context.Context) error { return a.call("FinishRestart") }
+func (a *fakeDatapath) FinishRestart(context.Context) error { return a.Call("FinishRestart") }
 func (a *fakeDatapath) SetHostAccess(context.Context, agent.HostAccess) error {
-	return a.call("SetHostAccess")
+	return a.Call("SetHostAccess")
 }
 func (a *fakeDatapath) ServiceStats(context.Context) ([]agent.ServiceStats, error) { return nil, nil }
 func (a *fakeDatapath) EndpointVrfs([]string) map[string][]string                  { return nil }
 func (a *fakeDatapath) SetNetworkPolicy(context.Context, map[netip.Addr]agent.NetpolPod) error {
 	return nil
 }
-func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error { return a.call("SetBgpPort") }
+func (a *fakeDatapath) SetBgpPort(context.Context, uint32, net.IP) error { return a.Call("SetBgpPort") }
 func (a *fakeDatapath) SetBgpPeerMAC(context.Context, net.HardwareAddr) error {
-	return a.call("SetBgpPeerMAC")
+	return a.Call("SetBgpPeerMAC")
 }
-func (a *fakeDatapath) AddBgpRoute(context.Context, *net.IPNet) error { return a.call("AddBgpRoute") }
+func (a *fakeDatapath) AddBgpRoute(context.Context, *net.IPNet) error { return a.Call("AddBgpRoute") }
 func (a *fakeDatapath) RemoveBgpRoute(context.Context, *net.IPNet) error {
-	return a.call("RemoveBgpRoute")
+	return a.Call("RemoveBgpRoute")
 }
-func (a *fakeDatapath) FlushBgpRoutes(context.Context) error   { return a.call("FlushBgpRoutes") }
+func (a *fakeDatapath) FlushBgpRoutes(context.Context) error   { return a.Call("FlushBgpRoutes") }
 func (a *fakeDatapath) BgpRoutes() []string                    { return nil }
 func (a *fakeDatapath) DescribeCookie(uint64) (string, string) { return "", "" }
 func (a *fakeDatapath) MACOf(net.IP) (net.HardwareAddr, bool)  { return nil, false }
@@ -269,22 +234,22 @@ func (f *fakeDriver) vtep(ip string) (uint32, bool) {
 	return p, ok
 }
 
-func (f *fakeDriver) EnsureBridge(context.Context, string, int) error { return f.call("EnsureBridge") }
+func (f *fakeDriver) EnsureBridge(context.Context, string, int) error { return f.Call("EnsureBridge") }
 func (f *fakeDriver) EnsureUplinks(context.Context, string, []string) ([]ovsdriver.UplinkMember, error) {
-	return nil, f.call("EnsureUplinks")
+	return nil, f.Call("EnsureUplinks")
 }
 func (f *fakeDriver) EnsureHostPort(context.Context, string) (ovsdriver.EndpointPort, error) {
-	return ovsdriver.EndpointPort{}, f.call("EnsureHostPort")
+	return ovsdriver.EndpointPort{}, f.Call("EnsureHostPort")
 }
 func (f *fakeDriver) BridgeExternalID(context.Context, string, string) (string, bool, error) {
-	return "", false, f.call("BridgeExternalID")
+	return "", false, f.Call("BridgeExternalID")
 }
 func (f *fakeDriver) SetBridgeExternalID(context.Context, string, string, string) error {
-	return f.call("SetBridgeExternalID")
+	return f.Call("SetBridgeExternalID")
 }
 
 func (f *fakeDriver) CreateEndpoint(_ context.Context, spec ovsdriver.EndpointSpec) (ovsdriver.EndpointPort, error) {
-	if err := f.call("CreateEndpoint"); err != nil {
+	if err := f.Call("CreateEndpoint"); err != nil {
 		return ovsdriver.EndpointPort{}, err
 	}
 	f.mu.Lock()
@@ -297,7 +262,7 @@ func (f *fakeDriver) CreateEndpoint(_ context.Context, spec ovsdriver.EndpointSp
 }
 
 func (f *fakeDriver) DeleteEndpoint(_ context.Context, _, portName string) error {
-	if err := f.call("DeleteEndpoint"); err != nil {
+	if err := f.Call("DeleteEndpoint"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -307,11 +272,11 @@ func (f *fakeDriver) DeleteEndpoint(_ context.Context, _, portName string) error
 }
 
 func (f *fakeDriver) ExistingEndpoints(context.Context, string) ([]ovsdriver.EndpointPort, error) {
-	return nil, f.call("ExistingEndpoints")
+	return nil, f.Call("ExistingEndpoints")
 }
 
 func (f *fakeDriver) UpdatePolicing(_ context.Context, portName, bandwidth string, burst int) error {
-	if err := f.call("UpdatePolicing"); err != nil {
+	if err := f.Call("UpdatePolicing"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -321,7 +286,7 @@ func (f *fakeDriver) UpdatePolicing(_ context.Context, portName, bandwidth strin
 }
 
 func (f *fakeDriver) EnsureVTEP(_ context.Context, _, remoteIP string, _ int) (uint32, error) {
-	if err := f.call("EnsureVTEP"); err != nil {
+	if err := f.Call("EnsureVTEP"); err != nil {
 		return 0, err
 	}
 	f.mu.Lock()
@@ -335,7 +300,7 @@ func (f *fakeDriver) EnsureVTEP(_ context.Context, _, remoteIP string, _ int) (u
 }
 
 func (f *fakeDriver) DeleteVTEP(_ context.Context, _, remoteIP string) error {
-	if err := f.call("DeleteVTEP"); err != nil {
+	if err := f.Call("DeleteVTEP"); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -345,13 +310,13 @@ func (f *fakeDriver) DeleteVTEP(_ context.Context, _, remoteIP string) error {
 }
 
 func (f *fakeDriver) VTEPs(context.Context, string) (map[string]uint32, error) {
-	return map[string]uint32{}, f.call("VTEPs")
+	return map[string]uint32{}, f.Call("VTEPs")
 }
 func (f *fakeDriver) PortByOFPort(string, uint32) (ovsdriver.PortInfo, bool) {
 	return ovsdriver.PortInfo{}, false
 }
 func (f *fakeDriver) ProbePathMTU(context.Context, string, time.Duration) (ovsdriver.PathMTU, error) {
-	return ovsdriver.PathMTU{}, f.call("ProbePathMTU")
+	return ovsdriver.PathMTU{}, f.Call("ProbePathMTU")
 }
 func (f *fakeDriver) Close() error { return nil }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/netplugin/tracer"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/utils/health"
 	"github.com/contiv/netplugin/utils/httpmetrics"
@@ -31,7 +33,7 @@ func (d *Daemon) serveInspect(ctx context.Context) error {
 		writeJSON(w, d.names.Inspect())
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/debug/reclaimEndpoint/{id}", d.reclaimEndpoint).Methods(http.MethodDelete)
-	r.HandleFunc("/inspect/trace", d.serveTrace).Methods(http.MethodGet)
+	r.Handle("/inspect/trace", d.tracer()).Methods(http.MethodGet)
 	d.addOpsRoutes(r)
 	r.Use(httpmetrics.MuxRoute)
 
@@ -79,6 +81,18 @@ func requireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
+// tracer answers /inspect/trace (netplugin/tracer).
+func (d *Daemon) tracer() *tracer.Tracer {
+	return tracer.New(tracer.Config{Host: d.cfg.HostLabel, Routing: d.glob.FwdMode == "routing", Locals: d.eps,
+		Datapath: func(bridge string) tracer.Datapath {
+			if bridge == ovsdriver.VlanBridge {
+				return d.vl
+			}
+			return d.vx
+		},
+		Ports: d.drv, Unixctl: d.cfg.OVSUnixctl, OVSDB: d.cfg.OVSDBSocket})
+}
+
 func (d *Daemon) inspectDriver(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{"vxlan": d.vx.State(), "vlan": d.vl.State()})
 }
@@ -86,7 +100,7 @@ func (d *Daemon) inspectDriver(w http.ResponseWriter, _ *http.Request) {
 func (d *Daemon) serveSvcStats(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	stats, err := d.svcStats(ctx)
+	stats, err := d.svc.Stats(ctx)
 	if err != nil {
 		http.Error(w, "Error fetching stats from driver: "+err.Error(), http.StatusInternalServerError)
 		return

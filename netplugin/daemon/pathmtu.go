@@ -15,6 +15,16 @@ const (
 	pmtuRetry        = 5 * time.Second
 )
 
+// newPeer hands a peer whose tunnel was just made to checkPathMTU, unless
+// its queue is full (the VTEP reconciler must not block).
+func (d *Daemon) newPeer(ip string) {
+	select {
+	case d.pmtuPeers <- ip:
+	default:
+		d.log.WithField("vtep", ip).Debug("path MTU check skipped: queue full")
+	}
+}
+
 // checkPathMTU probes the underlay path to every peer VTEP that arrives on peers,
 // each in its own goroutine, and logs a warning naming the peer and the sizes when
 // full-size encapsulated packets do not get through: the alternative is TCP

@@ -17,6 +17,7 @@ import (
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/state"
 	"github.com/contiv/netplugin/test/ovstest"
+	"github.com/contiv/netplugin/utils/faulttest"
 )
 
 // faultyDatapath is a real agent whose AddNetwork and AddVtepPort fail
@@ -27,14 +28,14 @@ type faultyDatapath struct {
 }
 
 func (f faultyDatapath) AddNetwork(ctx context.Context, vlan uint16, vni uint32, gw, vrf string) error {
-	if err := f.call("AddNetwork"); err != nil {
+	if err := f.Call("AddNetwork"); err != nil {
 		return err
 	}
 	return f.datapath.AddNetwork(ctx, vlan, vni, gw, vrf)
 }
 
 func (f faultyDatapath) AddVtepPort(ctx context.Context, port uint32, ip net.IP) error {
-	if err := f.call("AddVtepPort"); err != nil {
+	if err := f.Call("AddVtepPort"); err != nil {
 		return err
 	}
 	return f.datapath.AddVtepPort(ctx, port, ip)
@@ -48,14 +49,14 @@ type faultyDriver struct {
 }
 
 func (f faultyDriver) EnsureVTEP(ctx context.Context, bridge, ip string, port int) (uint32, error) {
-	if err := f.call("EnsureVTEP"); err != nil {
+	if err := f.Call("EnsureVTEP"); err != nil {
 		return 0, err
 	}
 	return f.switchDriver.EnsureVTEP(ctx, bridge, ip, port)
 }
 
 func (f faultyDriver) DeleteEndpoint(ctx context.Context, bridge, portName string) error {
-	if err := f.call("DeleteEndpoint"); err != nil {
+	if err := f.Call("DeleteEndpoint"); err != nil {
 		return err
 	}
 	return f.switchDriver.DeleteEndpoint(ctx, bridge, portName)
@@ -146,36 +147,29 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	td.start(t)
 
 	// A network whose flow install fails 3 times.
-	dpFaults.failNext("AddNetwork", 3)
+	dpFaults.FailNext("AddNetwork", 3)
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
-	eventually(t, "network applied", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		_, ok := td.applied.nets[nw.ID]
-		return ok
+	faulttest.Eventually(t, "network applied", func() bool {
+		return td.nets.IsApplied(nw.ID)
 	})
 	flows := dumpFlows(t, o)
 	if !strings.Contains(flows, "dl_vlan=100 actions=group:") {
 		t.Errorf("no flood flow of vlan 100 after the network converged:\n%s", flows)
 	}
-	if got := dpFaults.count("AddNetwork"); got != 4 {
+	if got := dpFaults.Count("AddNetwork"); got != 4 {
 		t.Errorf("AddNetwork attempts %d, want 4", got)
 	}
 
 	// A VTEP whose OVSDB transaction fails 3 times and whose flow install
 	// fails twice.
-	drvFaults.failNext("EnsureVTEP", 3)
-	dpFaults.failNext("AddVtepPort", 2)
+	drvFaults.FailNext("EnsureVTEP", 3)
+	dpFaults.FailNext("AddVtepPort", 2)
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
-	td.want.peers.mu.Lock()
-	td.want.peers.known[serviceKey(peer)] = peer
-	td.want.peers.mu.Unlock()
+	td.want.peers.Set(peer, true)
 	td.vtepEvent(ctx, peer)
-	eventually(t, "VTEP applied", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		return td.applied.vteps["198.18.0.2"]
+	faulttest.Eventually(t, "VTEP applied", func() bool {
+		return td.vtep.Applied("198.18.0.2")
 	})
 	vteps, err := drv.VTEPs(ctx, ovsdriver.VxlanBridge)
 	if err != nil {
@@ -197,13 +191,13 @@ func TestReconcileFaultsOnRealOVS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("add local endpoint: %v\n%s", err, o.Logs())
 	}
-	td.want.eps.apply(ctx, ep.ID, &ep)
+	td.want.eps.Apply(ctx, ep.ID, &ep)
 	if !strings.Contains(ports(t, o), le.Port.PortName) {
 		t.Fatalf("port %s not in OVS", le.Port.PortName)
 	}
-	drvFaults.failNext("DeleteEndpoint", 2)
-	td.want.eps.apply(ctx, ep.ID, nil)
-	eventually(t, "endpoint removed", func() bool {
+	drvFaults.FailNext("DeleteEndpoint", 2)
+	td.want.eps.Apply(ctx, ep.ID, nil)
+	faulttest.Eventually(t, "endpoint removed", func() bool {
 		td.Daemon.mu.Lock()
 		defer td.Daemon.mu.Unlock()
 		local := td.eps.Has(ep.ID)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contiv/netplugin/netplugin/follow"
+
 	"github.com/sirupsen/logrus"
 
 	"github.com/contiv/netplugin/contivmodel/modeltest"
@@ -16,6 +18,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/reconcile"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/faulttest"
 	"github.com/contiv/netplugin/utils/logtest"
 )
 
@@ -42,10 +45,7 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 	log := testLog(t)
 	d := &Daemon{cfg: Config{HostLabel: "host1", VtepIP: "198.18.0.1", VxlanPort: 4789, OVSDatapath: "system"},
 		log: log, st: state.New(modeltest.NewMemKV()), drv: drv, vx: vx, vl: vl,
-		networks: map[string]state.Network{}, groups: map[string]state.EndpointGroup{},
-		vteps:     map[string]uint32{},
-		pmtuPeers: make(chan string, 64), pmtuChecked: map[string]bool{}, names: nameserver.New(),
-		applied: newApplied()}
+		pmtuPeers: make(chan string, 64), names: nameserver.New()}
 	td := &testDaemon{Daemon: d, vx: vx, vl: vl, drv: drv, failures: map[string]int{}}
 	d.rec = reconcile.New(log, time.Millisecond, 20*time.Millisecond)
 	d.rec.Resync = resync
@@ -55,9 +55,9 @@ func newTestDaemon(t testing.TB, vx, vl datapath, drv switchDriver, resync time.
 		td.mu.Unlock()
 	}
 	d.eps = d.newAttachService()
-	d.registerReconcilers()
-	d.want = d.newDesired()
-	d.want.peers = &serviceFollower{name: "netplugin.vtep", known: map[string]objdb.ServiceInfo{}}
+	d.newReconcilers()
+	d.want.peers = &follow.Services{Name: "netplugin.vtep"}
+	d.vtep.SetLive(d.want.peers)
 	return td
 }
 
@@ -87,29 +87,17 @@ func (td *testDaemon) failed(kind string) int {
 	return td.failures[kind]
 }
 
-// eventually waits up to 10 s for cond.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func vxlanNet(id string, vlan, vni int) state.Network {
 	return state.Network{Common: state.Common{ID: id}, Tenant: "t1", NetworkName: strings.Split(id, ".")[0],
 		PktTagType: "vxlan", PktTag: vlan, ExtPktTag: vni, Gateway: "198.18.10.1", SubnetLen: 24}
 }
 
 func (td *testDaemon) putNetwork(nw state.Network) {
-	td.want.nets.apply(context.Background(), nw.ID, &nw)
+	td.want.nets.Apply(context.Background(), nw.ID, &nw)
 }
 
 func (td *testDaemon) delNetwork(id string) {
-	td.want.nets.apply(context.Background(), id, nil)
+	td.want.nets.Apply(context.Background(), id, nil)
 }
 
 func TestReconcileNetworkPut(t *testing.T) {
@@ -124,12 +112,12 @@ func TestReconcileNetworkPut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vx, vl := newFakeDatapath(), newFakeDatapath()
 			td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
-			vx.failNext("AddNetwork", tc.failures)
+			vx.FailNext("AddNetwork", tc.failures)
 			td.start(t)
 			td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-			eventually(t, "network n1 in the datapath", func() bool { return vx.hasNetwork(100) })
+			faulttest.Eventually(t, "network n1 in the datapath", func() bool { return vx.hasNetwork(100) })
 			td.stop()
-			if got := vx.count("AddNetwork"); got != tc.failures+1 {
+			if got := vx.Count("AddNetwork"); got != tc.failures+1 {
 				t.Errorf("AddNetwork called %d times, want %d", got, tc.failures+1)
 			}
 			if got := td.failed(kindNetwork); got != tc.failures {
@@ -138,7 +126,7 @@ func TestReconcileNetworkPut(t *testing.T) {
 			if vl.hasNetwork(100) {
 				t.Error("a VXLAN network reached the VLAN bridge")
 			}
-			if _, ok := td.networks["n1.t1"]; !ok {
+			if _, ok := td.nets.KnownNetwork("n1.t1"); !ok {
 				t.Error("network not known to the attach path")
 			}
 		})
@@ -148,25 +136,23 @@ func TestReconcileNetworkPut(t *testing.T) {
 func TestReconcileDeleteAfterFailedPut(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", -1)
+	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "two failed attempts", func() bool { return vx.count("AddNetwork") >= 2 })
+	faulttest.Eventually(t, "two failed attempts", func() bool { return vx.Count("AddNetwork") >= 2 })
 	td.delNetwork("n1.t1")
-	eventually(t, "network forgotten", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		_, known := td.networks["n1.t1"]
+	faulttest.Eventually(t, "network forgotten", func() bool {
+		_, known := td.nets.KnownNetwork("n1.t1")
 		return !known && td.rec.Len() == 0
 	})
 	// Once deleted, the key converges: no more attempts.
-	n := vx.count("AddNetwork")
+	n := vx.Count("AddNetwork")
 	time.Sleep(100 * time.Millisecond)
-	if got := vx.count("AddNetwork"); got != n {
+	if got := vx.Count("AddNetwork"); got != n {
 		t.Errorf("AddNetwork still retried after the delete: %d → %d calls", n, got)
 	}
-	if vx.hasNetwork(100) || vx.count("RemoveNetwork") != 0 {
-		t.Errorf("network in datapath %v, RemoveNetwork calls %d", vx.hasNetwork(100), vx.count("RemoveNetwork"))
+	if vx.hasNetwork(100) || vx.Count("RemoveNetwork") != 0 {
+		t.Errorf("network in datapath %v, RemoveNetwork calls %d", vx.hasNetwork(100), vx.Count("RemoveNetwork"))
 	}
 }
 
@@ -175,11 +161,11 @@ func TestReconcileNetworkDeleteRetried(t *testing.T) {
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
-	vx.failNext("RemoveNetwork", 4)
+	faulttest.Eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
+	vx.FailNext("RemoveNetwork", 4)
 	td.delNetwork("n1.t1")
-	eventually(t, "network removed", func() bool { return !vx.hasNetwork(100) })
-	if got := vx.count("RemoveNetwork"); got != 5 {
+	faulttest.Eventually(t, "network removed", func() bool { return !vx.hasNetwork(100) })
+	if got := vx.Count("RemoveNetwork"); got != 5 {
 		t.Errorf("RemoveNetwork called %d times, want 5", got)
 	}
 }
@@ -189,9 +175,9 @@ func TestReconcileNetworkRecreatedWithOtherSegment(t *testing.T) {
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
+	faulttest.Eventually(t, "network added", func() bool { return vx.hasNetwork(100) })
 	td.putNetwork(vxlanNet("n1.t1", 101, 5001))
-	eventually(t, "segment moved", func() bool { return vx.hasNetwork(101) && !vx.hasNetwork(100) })
+	faulttest.Eventually(t, "segment moved", func() bool { return vx.hasNetwork(101) && !vx.hasNetwork(100) })
 }
 
 // localEndpointFor adds a local endpoint of network nw on a fake port.
@@ -203,7 +189,7 @@ func (td *testDaemon) localEndpointFor(t *testing.T, id, group string, nw state.
 	if err != nil {
 		t.Fatal(err)
 	}
-	td.want.eps.apply(context.Background(), id, &ep)
+	td.want.eps.Apply(context.Background(), id, &ep)
 	return le
 }
 
@@ -217,16 +203,16 @@ func TestReconcileEndpointRemovalRetried(t *testing.T) {
 	if !drv.hasPort(le.Port.PortName) {
 		t.Fatal("no port")
 	}
-	drv.failNext("DeleteEndpoint", 3)
+	drv.FailNext("DeleteEndpoint", 3)
 	// netmaster deletes the endpoint behind netplugin's back.
-	td.want.eps.apply(context.Background(), "n1.t1-c1", nil)
-	eventually(t, "port and flows gone", func() bool {
+	td.want.eps.Apply(context.Background(), "n1.t1-c1", nil)
+	faulttest.Eventually(t, "port and flows gone", func() bool {
 		td.Daemon.mu.Lock()
 		local := td.eps.Has("n1.t1-c1")
 		td.Daemon.mu.Unlock()
 		return !local && !drv.hasPort(le.Port.PortName)
 	})
-	if got := drv.count("DeleteEndpoint"); got != 4 {
+	if got := drv.Count("DeleteEndpoint"); got != 4 {
 		t.Errorf("DeleteEndpoint called %d times, want 4", got)
 	}
 	if got := td.failed(kindEndpoint); got != 3 {
@@ -247,19 +233,17 @@ func TestReconcileGroupQoS(t *testing.T) {
 	nw := vxlanNet("n1.t1", 100, 5000)
 	td.putNetwork(nw)
 	g := state.EndpointGroup{Common: state.Common{ID: "web:t1"}, GroupName: "web", TenantName: "t1", NetworkName: "n1"}
-	td.want.groups.apply(context.Background(), g.ID, &g)
-	eventually(t, "group known", func() bool {
-		td.Daemon.mu.Lock()
-		defer td.Daemon.mu.Unlock()
-		_, ok := td.groups[g.ID]
+	td.want.groups.Apply(context.Background(), g.ID, &g)
+	faulttest.Eventually(t, "group known", func() bool {
+		_, ok := td.nets.Group(g.ID)
 		return ok
 	})
 	le := td.localEndpointFor(t, "n1.t1-c1", g.ID, nw)
-	drv.failNext("UpdatePolicing", 2)
-	vx.failNext("UpdateLocalEndpoint", 2)
+	drv.FailNext("UpdatePolicing", 2)
+	vx.FailNext("UpdateLocalEndpoint", 2)
 	g.Bandwidth, g.Burst, g.DSCP = "10Mbps", 100, 10
-	td.want.groups.apply(context.Background(), g.ID, &g)
-	eventually(t, "QoS applied", func() bool {
+	td.want.groups.Apply(context.Background(), g.ID, &g)
+	faulttest.Eventually(t, "QoS applied", func() bool {
 		drv.mu.Lock()
 		pol := drv.policing[le.Port.PortName]
 		drv.mu.Unlock()
@@ -268,7 +252,7 @@ func TestReconcileGroupQoS(t *testing.T) {
 		vx.mu.Unlock()
 		return pol == "10Mbps/100" && dscp == 10
 	})
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	if got := td.failed(kindGroup); got != 4 {
 		t.Errorf("%d group failures counted, want 4", got)
 	}
@@ -278,29 +262,29 @@ func TestReconcileServiceAndProviders(t *testing.T) {
 	vx, vl := newFakeDatapath(), newFakeDatapath()
 	td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
 	td.start(t)
-	vl.failNext("AddSvcSpec", 2)
-	vx.failNext("SvcProviderUpdate", 2)
+	vl.FailNext("AddSvcSpec", 2)
+	vx.FailNext("SvcProviderUpdate", 2)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, ServiceName: "web", Tenant: "t1", IPAddress: "198.19.3.100",
 		Ports: []string{"80:8080:tcp"}}
-	td.want.svcs.apply(context.Background(), s.ID, &s)
+	td.want.svcs.Apply(context.Background(), s.ID, &s)
 	p := state.SvcProvider{Common: state.Common{ID: "web:t1"}, ServiceName: "web:t1", Providers: []string{"198.18.10.5"}}
-	td.want.provs.apply(context.Background(), p.ID, &p)
+	td.want.provs.Apply(context.Background(), p.ID, &p)
 	has := func(a *fakeDatapath) bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		_, svc := a.services["web:t1"]
 		return svc && len(a.providers["web:t1"]) == 1
 	}
-	eventually(t, "service and providers in both datapaths", func() bool { return has(vx) && has(vl) })
-	td.want.svcs.apply(context.Background(), s.ID, nil)
-	td.want.provs.apply(context.Background(), p.ID, nil)
+	faulttest.Eventually(t, "service and providers in both datapaths", func() bool { return has(vx) && has(vl) })
+	td.want.svcs.Apply(context.Background(), s.ID, nil)
+	td.want.provs.Apply(context.Background(), p.ID, nil)
 	gone := func(a *fakeDatapath) bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		_, svc := a.services["web:t1"]
 		return !svc && len(a.providers["web:t1"]) == 0
 	}
-	eventually(t, "service gone", func() bool { return gone(vx) && gone(vl) })
+	faulttest.Eventually(t, "service gone", func() bool { return gone(vx) && gone(vl) })
 }
 
 func TestReconcileMalformedServiceNotRetried(t *testing.T) {
@@ -308,11 +292,11 @@ func TestReconcileMalformedServiceNotRetried(t *testing.T) {
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
 	td.start(t)
 	s := state.ServiceLB{Common: state.Common{ID: "web:t1"}, Tenant: "t1", IPAddress: "198.19.3.100", Ports: []string{"80"}}
-	td.want.svcs.apply(context.Background(), s.ID, &s)
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	td.want.svcs.Apply(context.Background(), s.ID, &s)
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	time.Sleep(50 * time.Millisecond)
-	if vx.count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
-		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.count("AddSvcSpec"), td.failed(kindService))
+	if vx.Count("AddSvcSpec") != 0 || td.failed(kindService) != 0 {
+		t.Errorf("malformed service reached the datapath (%d) or was retried (%d)", vx.Count("AddSvcSpec"), td.failed(kindService))
 	}
 }
 
@@ -320,26 +304,22 @@ func TestReconcileVtep(t *testing.T) {
 	vx, drv := newFakeDatapath(), newFakeDriver()
 	td := newTestDaemon(t, vx, newFakeDatapath(), drv, 0)
 	td.start(t)
-	drv.failNext("EnsureVTEP", 3) // the OVSDB transaction fails
+	drv.FailNext("EnsureVTEP", 3) // the OVSDB transaction fails
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: "198.18.0.2", Port: 4789}
 	peers := td.want.peers
-	peers.mu.Lock()
-	peers.known[serviceKey(peer)] = peer
-	peers.mu.Unlock()
+	peers.Set(peer, true)
 	td.vtepEvent(context.Background(), peer)
-	eventually(t, "tunnel in OVS and the datapath", func() bool {
+	faulttest.Eventually(t, "tunnel in OVS and the datapath", func() bool {
 		_, inOVS := drv.vtep("198.18.0.2")
 		vx.mu.Lock()
 		_, inDP := vx.vteps["198.18.0.2"]
 		vx.mu.Unlock()
 		return inOVS && inDP
 	})
-	peers.mu.Lock()
-	delete(peers.known, serviceKey(peer))
-	peers.mu.Unlock()
-	drv.failNext("DeleteVTEP", 2)
+	peers.Set(peer, false)
+	drv.FailNext("DeleteVTEP", 2)
 	td.vtepEvent(context.Background(), peer)
-	eventually(t, "tunnel removed", func() bool {
+	faulttest.Eventually(t, "tunnel removed", func() bool {
 		_, inOVS := drv.vtep("198.18.0.2")
 		vx.mu.Lock()
 		_, inDP := vx.vteps["198.18.0.2"]
@@ -348,7 +328,7 @@ func TestReconcileVtep(t *testing.T) {
 	})
 	// The own VTEP never gets a tunnel.
 	td.vtepEvent(context.Background(), objdb.ServiceInfo{HostAddr: "198.18.0.1"})
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	if _, ok := drv.vtep("198.18.0.1"); ok {
 		t.Error("tunnel to this host's own VTEP")
 	}
@@ -359,10 +339,10 @@ func TestReconcileGlobalArpMode(t *testing.T) {
 	td := newTestDaemon(t, vx, vl, newFakeDriver(), 0)
 	td.applied.arpMode = "proxy"
 	td.start(t)
-	vl.failNext("SetArpMode", 2)
+	vl.FailNext("SetArpMode", 2)
 	g := state.GlobConfig{ID: "global", ArpMode: "flood"}
-	td.want.glob.apply(context.Background(), "global", &g)
-	eventually(t, "flood on both bridges", func() bool {
+	td.want.glob.Apply(context.Background(), "global", &g)
+	faulttest.Eventually(t, "flood on both bridges", func() bool {
 		vx.mu.Lock()
 		a := vx.arpMode
 		vx.mu.Unlock()
@@ -373,29 +353,15 @@ func TestReconcileGlobalArpMode(t *testing.T) {
 	})
 }
 
-// A network applied but no longer in the store (a delete missed while the
-// watch was away) goes at the next resync.
-func TestReconcileResyncRemovesLeftovers(t *testing.T) {
-	vx := newFakeDatapath()
-	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 20*time.Millisecond)
-	nw := vxlanNet("n1.t1", 100, 5000)
-	if err := vx.AddNetwork(context.Background(), 100, 5000, "", "t1"); err != nil {
-		t.Fatal(err)
-	}
-	td.applied.nets[nw.ID] = nw
-	td.start(t)
-	eventually(t, "leftover network removed", func() bool { return !vx.hasNetwork(100) })
-}
-
 // Cancelling the context stops the workers, even with a key that keeps
 // failing: no attempt after run returned.
 func TestReconcileStopsOnCancel(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", -1)
+	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
-	eventually(t, "failing attempts", func() bool { return vx.count("AddNetwork") >= 3 })
+	faulttest.Eventually(t, "failing attempts", func() bool { return vx.Count("AddNetwork") >= 3 })
 	stopped := make(chan struct{})
 	go func() { td.stop(); close(stopped) }()
 	select {
@@ -403,9 +369,9 @@ func TestReconcileStopsOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("workers did not stop")
 	}
-	n := vx.count("AddNetwork")
+	n := vx.Count("AddNetwork")
 	time.Sleep(100 * time.Millisecond)
-	if got := vx.count("AddNetwork"); got != n {
+	if got := vx.Count("AddNetwork"); got != n {
 		t.Errorf("attempts after stop: %d → %d", n, got)
 	}
 	if !td.rec.ShuttingDown() {
@@ -419,12 +385,12 @@ func TestReconcileStopsOnCancel(t *testing.T) {
 func TestReconcileNoBusyLoop(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", -1)
+	vx.FailNext("AddNetwork", -1)
 	td.start(t)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 	time.Sleep(300 * time.Millisecond)
 	td.stop()
-	n := vx.count("AddNetwork")
+	n := vx.Count("AddNetwork")
 	if n < 3 || n > 100 {
 		t.Errorf("%d attempts in 300 ms, want a few dozen at most and several at least", n)
 	}
@@ -438,18 +404,18 @@ func TestReconcileNoBusyLoop(t *testing.T) {
 func TestReconcileDrain(t *testing.T) {
 	vx := newFakeDatapath()
 	td := newTestDaemon(t, vx, newFakeDatapath(), newFakeDriver(), 0)
-	vx.failNext("AddNetwork", 1)
+	vx.FailNext("AddNetwork", 1)
 	td.putNetwork(vxlanNet("n1.t1", 100, 5000))
 	td.putNetwork(vxlanNet("n2.t1", 200, 5001))
 	td.rec.Drain(context.Background())
-	if vx.count("AddNetwork") != 2 {
-		t.Fatalf("drain made %d attempts, want 2", vx.count("AddNetwork"))
+	if vx.Count("AddNetwork") != 2 {
+		t.Fatalf("drain made %d attempts, want 2", vx.Count("AddNetwork"))
 	}
 	if vx.hasNetwork(100) == vx.hasNetwork(200) {
 		t.Fatal("want exactly one network added by the drain")
 	}
 	td.start(t)
-	eventually(t, "failed one retried by the workers", func() bool { return vx.hasNetwork(100) && vx.hasNetwork(200) })
+	faulttest.Eventually(t, "failed one retried by the workers", func() bool { return vx.hasNetwork(100) && vx.hasNetwork(200) })
 }
 
 // The global settings the reconciler follows can change while the inspect
@@ -479,10 +445,10 @@ func TestReconcileGlobalConcurrentReaders(t *testing.T) {
 	}()
 	for i := range 50 {
 		g := state.GlobConfig{ID: "global", FwdMode: "bridge", PvtSubnet: "172.19.0.0/16", ArpMode: []string{"flood", "proxy"}[i%2]}
-		td.want.glob.apply(context.Background(), "global", &g)
+		td.want.glob.Apply(context.Background(), "global", &g)
 		time.Sleep(time.Millisecond)
 	}
-	eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+	faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 	cancel()
 	wg.Wait()
 }
@@ -504,54 +470,48 @@ func TestVtepFollowsMembershipNotLiveness(t *testing.T) {
 		return inOVS && inDP
 	}
 	settle := func() {
-		eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
+		faulttest.Eventually(t, "queue idle", func() bool { return td.rec.Len() == 0 })
 		time.Sleep(50 * time.Millisecond)
 	}
 	peer := objdb.ServiceInfo{ServiceName: "netplugin.vtep", HostAddr: ip, Port: 4789, Hostname: "host2"}
 	peers := td.want.peers
 	setLive := func(live bool) {
-		peers.mu.Lock()
-		if live {
-			peers.known[serviceKey(peer)] = peer
-		} else {
-			delete(peers.known, serviceKey(peer))
-		}
-		peers.mu.Unlock()
+		peers.Set(peer, live)
 		td.vtepEvent(ctx, peer)
 	}
 	ep := state.Endpoint{Common: state.Common{ID: "net1-ep1"}, HomingHost: "host2", VtepIP: ip}
 	node := state.Node{Common: state.Common{ID: "host2"}, Hostname: "host2", VtepIP: ip}
 
 	setLive(true)
-	td.want.eps.apply(ctx, ep.ID, &ep)
-	td.want.nodes.apply(ctx, node.ID, &node)
-	eventually(t, "tunnel to the live peer", tunnel)
+	td.want.eps.Apply(ctx, ep.ID, &ep)
+	td.want.nodes.Apply(ctx, node.ID, &node)
+	faulttest.Eventually(t, "tunnel to the live peer", tunnel)
 
 	setLive(false) // the agent stops: its lease runs out
 	settle()
 	if !tunnel() {
 		t.Fatal("tunnel removed when the peer's agent stopped, although its endpoints and node record are in the store")
 	}
-	td.want.eps.apply(ctx, ep.ID, nil)
+	td.want.eps.Apply(ctx, ep.ID, nil)
 	settle()
 	if !tunnel() {
 		t.Fatal("tunnel removed while the peer's node record exists")
 	}
-	td.want.eps.apply(ctx, ep.ID, &ep)
-	td.want.nodes.apply(ctx, node.ID, nil)
+	td.want.eps.Apply(ctx, ep.ID, &ep)
+	td.want.nodes.Apply(ctx, node.ID, nil)
 	settle()
 	if !tunnel() {
 		t.Fatal("tunnel removed while the peer's endpoints are in the store")
 	}
-	td.want.eps.apply(ctx, ep.ID, nil) // host GC: endpoints and record gone
-	eventually(t, "tunnel removed once the peer left the cluster", func() bool {
+	td.want.eps.Apply(ctx, ep.ID, nil) // host GC: endpoints and record gone
+	faulttest.Eventually(t, "tunnel removed once the peer left the cluster", func() bool {
 		_, inOVS := drv.vtep(ip)
 		return !inOVS
 	})
 	// A node record alone brings the tunnel up (a peer that restarts
 	// without registering yet) and the periodic resync keeps it.
-	td.want.nodes.apply(ctx, node.ID, &node)
-	eventually(t, "tunnel to a member without a live agent", tunnel)
+	td.want.nodes.Apply(ctx, node.ID, &node)
+	faulttest.Eventually(t, "tunnel to a member without a live agent", tunnel)
 	for _, k := range td.allKeys() {
 		if k == kindVtep+"/"+ip {
 			return

@@ -46,7 +46,7 @@ func (s *netpluginRPC) Trace(args ofrpc.TraceArgs, reply *ofrpc.HTTPAnswer) erro
 	if err != nil {
 		return fmt.Errorf("trace query: %w", err)
 	}
-	return s.serve(http.HandlerFunc(s.d.serveTrace), "/inspect/trace?"+q.Encode(), reply)
+	return s.serve(s.d.tracer(), "/inspect/trace?"+q.Encode(), reply)
 }
 
 // Bgp answers the BGP state (as GET /inspect/bgp).

@@ -49,11 +49,9 @@ func (d *Daemon) releaseEndpoint(ctx context.Context, epID string) error {
 // deleteInMaster sends netmaster the deleteEndpoint of ep.
 func (d *Daemon) deleteInMaster(ctx context.Context, ep state.Endpoint) error {
 	network, tenant, ok := strings.Cut(ep.NetID, ".")
-	d.mu.Lock()
-	if nw, known := d.networks[ep.NetID]; known {
+	if nw, known := d.nets.KnownNetwork(ep.NetID); known {
 		network, tenant, ok = nw.NetworkName, nw.Tenant, true
 	}
-	d.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("endpoint %s: network id %q is not <network>.<tenant>", ep.ID, ep.NetID)
 	}

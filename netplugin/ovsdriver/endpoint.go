@@ -101,8 +101,8 @@ func (s EndpointSpec) validate() (rate int64, err error) {
 // about the endpoint is stored in the per-host driver record (see
 // docs/dataplane-scale.md): OVSDB's endpoint-id and the endpoint's own
 // oper record name its port. Infra
-// endpoints get an internal port named InfraName instead. A stale port of
-// the same name is deleted first. All or nothing: on failure the veth and
+// endpoints get an internal port named InfraName instead (ensureInfraPort).
+// A stale port of the same name is deleted first. All or nothing: on failure the veth and
 // the port are removed again.
 func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res EndpointPort, err error) {
 	rate, err := spec.validate()
@@ -114,15 +114,14 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 	}
 	res.EndpointID = spec.EndpointID
 	if spec.Infra {
-		res.PortName = spec.InfraName
-	} else {
-		n, err := d.allocPortNum(ctx)
-		if err != nil {
-			return res, fmt.Errorf("create endpoint %q: %w", spec.EndpointID, err)
-		}
-		res.PortName, res.IntfName = ovsIfName(n), containerIfName(n)
-		phase.Mark(ctx, "port.num")
+		return d.ensureInfraPort(ctx, spec, rate)
 	}
+	n, err := d.allocPortNum(ctx)
+	if err != nil {
+		return res, fmt.Errorf("create endpoint %q: %w", spec.EndpointID, err)
+	}
+	res.PortName, res.IntfName = ovsIfName(n), containerIfName(n)
+	phase.Mark(ctx, "port.num")
 	fail := func(err error) (EndpointPort, error) {
 		d.rollbackEndpoint(context.WithoutCancel(ctx), spec.Bridge, res)
 		return EndpointPort{}, fmt.Errorf("create endpoint %q (port %s): %w", spec.EndpointID, res.PortName, err)
@@ -132,42 +131,34 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 		return fail(err)
 	}
 	mtu := spec.MTU
+	if mtu == 0 {
+		if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
+			return fail(err)
+		}
+	}
 	// cont is the container side's namespace: the driver's, or spec.NetNS.
 	cont := linkNS{nl: d.nl, path: d.cfg.NetNSPath, fd: -1}
 	contName := res.IntfName
 	if spec.NetNS != "" {
-		contName = spec.NetNSIfName
-	}
-	if !spec.Infra {
-		if mtu == 0 {
-			if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
-				return fail(err)
-			}
-		}
-		if spec.NetNS != "" {
-			c, err := openLinkNS(spec.NetNS)
-			if err != nil {
-				return fail(err)
-			}
-			defer c.close()
-			cont = c
-		}
-		if err := d.addVeth(contName, res.PortName, mtu, spec.MAC, cont.fd); err != nil {
+		c, err := openLinkNS(spec.NetNS)
+		if err != nil {
 			return fail(err)
 		}
-		if d.needsSoftChecksum() {
-			if err := disableTxChecksum(cont.path, contName); err != nil {
-				return fail(err)
-			}
+		defer c.close()
+		cont, contName = c, spec.NetNSIfName
+	}
+	if err := d.addVeth(contName, res.PortName, mtu, spec.MAC, cont.fd); err != nil {
+		return fail(err)
+	}
+	if d.needsSoftChecksum() {
+		if err := disableTxChecksum(cont.path, contName); err != nil {
+			return fail(err)
 		}
 	}
 	phase.Mark(ctx, "port.veth")
 	ids := map[string]string{endpointIDKey: spec.EndpointID}
 	ps := ovsdb.PortSpec{Name: res.PortName, Tag: spec.Tag, ExternalIDs: ids, InterfaceExternalIDs: ids,
 		IngressPolicingRate: rate, IngressPolicingBurst: int64(spec.Burst)}
-	if spec.Infra {
-		ps.Type = "internal"
-	}
 	if err := d.ovs.CreatePort(ctx, spec.Bridge, ps); err != nil {
 		return fail(err)
 	}
@@ -176,11 +167,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 		return fail(err)
 	}
 	phase.Mark(ctx, "port.ofport")
-	if spec.Infra {
-		if err := d.configureInfraLink(ctx, res.PortName, spec); err != nil {
-			return fail(err)
-		}
-	} else if spec.MTU == 0 {
+	if spec.MTU == 0 {
 		// Links ovs-vswitchd creates for a new bridge appear
 		// asynchronously: the MTU is what the namespace's links say now
 		// that the port exists.
@@ -188,9 +175,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			return fail(err)
 		}
 	}
-	if !spec.Infra {
-		res.MTU = mtu
-	}
+	res.MTU = mtu
 	phase.Mark(ctx, "port.mtu")
 	return res, nil
 }
@@ -266,24 +251,78 @@ func (d *Driver) correctMTU(contNL *netlink.Handle, contName, ovsName string, cr
 	return mtu, nil
 }
 
-// configureInfraLink sets MTU and MAC of an infra endpoint's internal
-// interface, which ovs-vswitchd creates asynchronously.
-func (d *Driver) configureInfraLink(ctx context.Context, name string, spec EndpointSpec) error {
-	if spec.MTU == 0 && spec.MAC == nil {
-		return nil
+// infraAlias marks the kernel side of an infra port (ifalias), so that
+// EndpointMTU, which reads links only, leaves it out like contivh0.
+const infraAlias = "contiv-infra"
+
+// ensureInfraPort makes sure the infra endpoint's internal port exists with
+// its tag, ids, MTU and MAC. A port of that name already on the bridge is
+// adopted, not re-created: re-creating it would delete its kernel device,
+// and with it the host's addresses and routes on it, each time netplugin
+// starts. A port that cannot be adopted (another type or bridge) is
+// deleted and created again. The MTU is the endpoints' (EndpointMTU), kept
+// by mtu_request, since on the userspace datapath a host sending more
+// than the tunnel carries gets no "fragmentation needed".
+func (d *Driver) ensureInfraPort(ctx context.Context, spec EndpointSpec, rate int64) (EndpointPort, error) {
+	res := EndpointPort{EndpointID: spec.EndpointID, PortName: spec.InfraName}
+	var existed bool
+	d.ovs.Cache().View(func(v ovsdb.View) { _, existed = portBridge(v, res.PortName) })
+	fail := func(err error) (EndpointPort, error) {
+		if !existed { // an adopted port stays, with the host's addresses and routes on it
+			d.rollbackEndpoint(context.WithoutCancel(ctx), spec.Bridge, res)
+		}
+		return EndpointPort{}, fmt.Errorf("create infra endpoint %q (port %s): %w", spec.EndpointID, res.PortName, err)
 	}
+	mtu := spec.MTU
+	if mtu == 0 {
+		var err error
+		if mtu, err = EndpointMTU(d.nl, spec.Bridge == VxlanBridge); err != nil {
+			return fail(err)
+		}
+	}
+	ids := map[string]string{endpointIDKey: spec.EndpointID}
+	ps := ovsdb.PortSpec{Name: res.PortName, Type: "internal", Tag: spec.Tag, ExternalIDs: ids, InterfaceExternalIDs: ids,
+		IngressPolicingRate: rate, IngressPolicingBurst: int64(spec.Burst), MTURequest: int64(mtu)}
+	err := d.ovs.CreatePort(ctx, spec.Bridge, ps)
+	if errors.Is(err, ovsdb.ErrMismatch) {
+		existed = false
+		if err = d.deleteStalePort(ctx, res.PortName); err == nil {
+			err = d.ovs.CreatePort(ctx, spec.Bridge, ps)
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if res.OFPort, err = d.ofport(ctx, res.PortName); err != nil {
+		return fail(err)
+	}
+	if err := d.configureInfraLink(ctx, res.PortName, mtu, spec.MAC); err != nil {
+		return fail(err)
+	}
+	return res, nil
+}
+
+// configureInfraLink sets alias, MTU and MAC of an infra port's internal
+// interface (which ovs-vswitchd creates asynchronously) where they differ.
+func (d *Driver) configureInfraLink(ctx context.Context, name string, mtu int, mac net.HardwareAddr) error {
 	link, err := d.waitLink(ctx, name)
 	if err != nil {
 		return err
 	}
-	if spec.MTU != 0 {
-		if err := d.nl.LinkSetMTU(link, spec.MTU); err != nil {
-			return fmt.Errorf("set MTU %d on %q: %w", spec.MTU, name, err)
+	a := link.Attrs()
+	if a.Alias != infraAlias {
+		if err := d.nl.LinkSetAlias(link, infraAlias); err != nil {
+			return fmt.Errorf("set alias of %q: %w", name, err)
 		}
 	}
-	if spec.MAC != nil {
-		if err := d.nl.LinkSetHardwareAddr(link, spec.MAC); err != nil {
-			return fmt.Errorf("set MAC %s on %q: %w", spec.MAC, name, err)
+	if a.MTU != mtu {
+		if err := d.nl.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+		}
+	}
+	if mac != nil && !equalMAC(a.HardwareAddr, mac) {
+		if err := d.nl.LinkSetHardwareAddr(link, mac); err != nil {
+			return fmt.Errorf("set MAC %s on %q: %w", mac, name, err)
 		}
 	}
 	return nil

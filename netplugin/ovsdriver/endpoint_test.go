@@ -158,6 +158,39 @@ func TestInfraEndpoint(t *testing.T) {
 	if err != nil || len(eps) != 1 || eps[0] != p {
 		t.Errorf("ExistingEndpoints = %+v, %v; want [%+v]", eps, err, p)
 	}
+	// The endpoints' MTU, kept by ovs-vswitchd, and not counted by
+	// EndpointMTU (which would otherwise shrink with every infra port).
+	want, err := ovsdriver.EndpointMTU(e.nl, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.vsctl(t, "get", "Interface", "infranet", "mtu_request"); got != strconv.Itoa(want) {
+		t.Errorf("mtu_request = %s, want %d", got, want)
+	}
+	if err := e.nl.LinkSetMTU(l, want-100); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ovsdriver.EndpointMTU(e.nl, false); err != nil || got != want {
+		t.Errorf("EndpointMTU with a lower infra port = %d, %v; want %d", got, err, want)
+	}
+	// A second create (netplugin restarted) adopts the port: same device,
+	// its address kept, its MTU set again.
+	addr, _ := netlink.ParseAddr("198.18.40.1/24")
+	if err := e.nl.AddrAdd(l, addr); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "infra-ep", Bridge: ovsdriver.VlanBridge,
+		Tag: 7, MAC: mac, Infra: true, InfraName: "infranet"})
+	if err != nil || p2 != p {
+		t.Fatalf("second create = %+v, %v; want %+v", p2, err, p)
+	}
+	l2, err := e.nl.LinkByName("infranet")
+	if err != nil || l2.Attrs().Index != l.Attrs().Index || l2.Attrs().MTU != want {
+		t.Fatalf("after the second create: link %+v, %v (was index %d, want MTU %d)", l2, err, l.Attrs().Index, want)
+	}
+	if addrs, err := e.nl.AddrList(l2, netlink.FAMILY_V4); err != nil || len(addrs) != 1 || !addrs[0].IP.Equal(addr.IP) {
+		t.Errorf("addresses after the second create: %v, %v", addrs, err)
+	}
 	if err := d.DeleteEndpoint(e.ctx, ovsdriver.VlanBridge, "infranet"); err != nil {
 		t.Fatal(err)
 	}
@@ -223,18 +256,29 @@ func TestCreateEndpointReplacesStalePort(t *testing.T) {
 	if p.PortName != "vvport2" {
 		t.Errorf("port %s, want vvport2 (vvport1 is taken)", p.PortName)
 	}
-	// Infra ports are named by the caller: a stale one is deleted first.
+	// Infra ports are named by the caller: an internal port of that name
+	// is adopted (its device, with the host's addresses and routes, stays);
+	// a port of another type is deleted and created again.
 	e.vsctl(t, "add-port", ovsdriver.VlanBridge, "infra1", "--", "set", "Interface", "infra1", "type=internal")
-	old := e.vsctl(t, "get", "Port", "infra1", "_uuid")
-	if _, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep2", Bridge: ovsdriver.VlanBridge,
-		Tag: 3, Infra: true, InfraName: "infra1"}); err != nil {
-		t.Fatal(err)
+	e.vsctl(t, "add-port", ovsdriver.VlanBridge, "infra2")
+	old1, old2 := e.vsctl(t, "get", "Port", "infra1", "_uuid"), e.vsctl(t, "get", "Port", "infra2", "_uuid")
+	for _, name := range []string{"infra1", "infra2"} {
+		if _, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep-" + name, Bridge: ovsdriver.VlanBridge,
+			Tag: 3, Infra: true, InfraName: name}); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.vsctl(t, "get", "Port", name, "external_ids:endpoint-id"); got != "ep-"+name {
+			t.Errorf("%s endpoint-id = %s", name, got)
+		}
+		if got := e.vsctl(t, "get", "Interface", name, "type"); got != "internal" {
+			t.Errorf("%s type = %s", name, got)
+		}
 	}
-	if now := e.vsctl(t, "get", "Port", "infra1", "_uuid"); now == old {
-		t.Error("stale infra1 port was not re-created")
+	if now := e.vsctl(t, "get", "Port", "infra1", "_uuid"); now != old1 {
+		t.Error("internal port infra1 was re-created, not adopted")
 	}
-	if got := e.vsctl(t, "get", "Port", "infra1", "external_ids:endpoint-id"); got != "ep2" {
-		t.Errorf("infra1 endpoint-id = %s", got)
+	if now := e.vsctl(t, "get", "Port", "infra2", "_uuid"); now == old2 {
+		t.Error("system port infra2 was not re-created as an internal port")
 	}
 }
 

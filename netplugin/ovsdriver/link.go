@@ -68,7 +68,8 @@ func kernelIfName(name string) string { return name[:min(len(name), 15)] }
 // EndpointMTU is the MTU for a new endpoint (docs/dataplane.md §1.5): the
 // lowest MTU among the links of h's namespace (nil: the process's own)
 // that are not docker*, veth*, vport*, vvport*, lo*, a contiv bridge's
-// own interface, contivh0 or a datapath device (ovs-netdev, ovs-system), at most 9000, minus
+// own interface, contivh0, an infra port (ifalias contiv-infra) or a
+// datapath device (ovs-netdev, ovs-system), at most 9000, minus
 // 50 for VXLAN networks.
 func EndpointMTU(h *netlink.Handle, vxlan bool) (int, error) {
 	var links []netlink.Link
@@ -91,7 +92,7 @@ func EndpointMTU(h *netlink.Handle, vxlan bool) (int, error) {
 	mtu := startMTU
 	for _, l := range links {
 		a := l.Attrs()
-		if ignoredForMTU(a.Name) || a.MTU <= 0 {
+		if ignoredForMTU(a.Name) || a.Alias == infraAlias || a.MTU <= 0 {
 			continue
 		}
 		mtu = min(mtu, a.MTU)

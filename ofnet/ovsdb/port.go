@@ -31,6 +31,11 @@ type PortSpec struct {
 	// the port's device sends into the bridge; 0 means no limit.
 	IngressPolicingRate  int64
 	IngressPolicingBurst int64
+	// MTURequest is the Interface's mtu_request (0: none asked, an
+	// existing request is left as it is). ovs-vswitchd keeps an internal
+	// port at this MTU; without it, it lowers the port to its bridge's
+	// smallest MTU whenever the bridge's ports change.
+	MTURequest int64
 }
 
 func (s PortSpec) validate(bridge string) error {
@@ -46,12 +51,16 @@ func (s PortSpec) validate(bridge string) error {
 	if s.IngressPolicingRate < 0 || s.IngressPolicingBurst < 0 {
 		return fmt.Errorf("%w: port %q: negative policing values", ErrInvalid, s.Name)
 	}
+	if s.MTURequest < 0 || s.MTURequest > 65535 {
+		return fmt.Errorf("%w: port %q: MTU request %d out of range 0..65535", ErrInvalid, s.Name, s.MTURequest)
+	}
 	return nil
 }
 
 // CreatePort makes sure bridge has a port spec.Name with one interface of
 // the same name and the given attributes. A matching port is left alone;
-// a port whose options, tag, external ids or policing differ is updated.
+// a port whose options, tag, external ids, policing or MTU request differ
+// is updated.
 // A port of another type, with several interfaces, or on another bridge
 // is an error wrapping ErrMismatch ("already exists but is not ..."). The
 // bridge must exist. Safe to call repeatedly and concurrently.
@@ -96,6 +105,9 @@ func portOpsFromView(v View, bridge string, spec PortSpec) ([]Operation, error) 
 		}
 		if spec.IngressPolicingBurst > 0 {
 			iface["ingress_policing_burst"] = spec.IngressPolicingBurst
+		}
+		if spec.MTURequest > 0 {
+			iface["mtu_request"] = spec.MTURequest
 		}
 		p := Row{"name": spec.Name, "interfaces": Set{NamedUUID("newiface")}}
 		if spec.Tag != 0 {
@@ -148,6 +160,9 @@ func portOpsFromView(v View, bridge string, spec PortSpec) ([]Operation, error) 
 	}
 	if burst, _ := iface.Int("ingress_policing_burst"); burst != spec.IngressPolicingBurst {
 		ifRow["ingress_policing_burst"] = spec.IngressPolicingBurst
+	}
+	if mtu, _ := iface.Int("mtu_request"); spec.MTURequest > 0 && mtu != spec.MTURequest {
+		ifRow["mtu_request"] = spec.MTURequest
 	}
 	if len(ifRow) > 0 {
 		ops = append(ops, Update("Interface", ifRow, Eq("_uuid", iface.UUID())))

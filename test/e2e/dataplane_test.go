@@ -385,7 +385,7 @@ func getJSON(t *testing.T, c *http.Client, url string, v any) {
 }
 
 // leaveCluster does what netmaster's host GC does once a host has been
-// gone for its delay (24 h, netmaster/endpoints/hostgc.go): the host's
+// gone for its delay (24 h, netmaster/endpoints/reclaim/hostgc.go): the host's
 // endpoint records and then its node record are deleted, so the host
 // leaves the cluster and its peers drop it (docs/architecture.md,
 // "Headless dataplane"). Addresses and counters are not given back: the

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -147,5 +148,66 @@ func TestInfraNetwork(t *testing.T) {
 	}
 	if err := reachIP(host, c.ip(), 20*time.Second); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestInfraRoutesSurviveRestart: with a `contivh1` infra network,
+// netplugin routes the tenant's VXLAN networks through the host's port on
+// it (netplugin/infraroute), so the host reaches a container of another
+// network (as a kubelet probes its pods); a netplugin restart adopts the
+// port and keeps its address and route, and the host → container probes
+// (TCP and UDP) lose nothing across it.
+func TestInfraRoutesSurviveRestart(t *testing.T) {
+	tb := testbed.New(t, testbed.Config{Hosts: 1, NetMode: "vxlan", FwdMode: "routing"})
+	h := tb.Hosts[0]
+	netctl(t, tb, "net", "create", "--encap", "vxlan", "--subnet", "198.19.8.0/24", "--gateway", "198.19.8.254", "data0")
+	netctl(t, tb, "net", "create", "--nw-type", "infra", "--encap", "vxlan", "--subnet", "198.19.9.0/24", "--gateway", "198.19.9.254", "contivh1")
+	route := func() string {
+		out, _ := h.Exec("ip", "-4", "route", "show", "198.19.8.0/24", "proto", "99")
+		return strings.TrimSpace(out)
+	}
+	ifindex := func() string {
+		out, _ := h.Exec("cat", "/sys/class/net/contivh1/ifindex")
+		return strings.TrimSpace(out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(route(), "via 198.19.9.254 dev contivh1") {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := route(); !strings.Contains(r, "via 198.19.9.254 dev contivh1") {
+		t.Fatalf("no route to data0 through contivh1: %q\n%s", r, h.Logs())
+	}
+	c := attachNew(t, h, "ir0", "default", "data0", "")
+	host := h.AsContainer()
+	if err := reachIP(host, c.ip(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	before := ifindex()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w, err := host.StartWatch(ctx, c.ip(), 200*time.Millisecond, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	time.Sleep(2 * time.Second)
+	h.StopNetplugin(t)
+	time.Sleep(3 * time.Second)
+	h.StartNetplugin(t)
+	tb.WaitNetplugins(t, 1, 60*time.Second)
+	time.Sleep(3 * time.Second)
+	w.Stop()
+	for _, proto := range []string{"tcp", "udp"} {
+		st := w.Stats(proto, time.Time{}, time.Time{})
+		t.Logf("host → %s across the restart: %v", c.ip(), st)
+		if st.Sent < 10 || len(st.Failures) != 0 {
+			t.Errorf("host → %s %s lost probes across the restart: %v %+v", c.ip(), proto, st, st.Failures)
+		}
+	}
+	if after := ifindex(); after != before {
+		t.Errorf("the infra port was re-created (ifindex %s → %s)", before, after)
+	}
+	if r := route(); !strings.Contains(r, "via 198.19.9.254 dev contivh1") {
+		t.Errorf("route to data0 after the restart: %q", r)
 	}
 }

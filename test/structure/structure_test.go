@@ -35,12 +35,7 @@ var sizeLimited = []string{"netmaster", "netplugin", "mgmtfn"}
 // oversize lists the packages known to be above maxLines, each with the
 // plan that brings it under. An entry whose package is under the limit (or
 // gone) fails the test, so the list only shrinks.
-var oversize = map[string]string{
-	"netplugin/daemon":      "issue 25 item 1: attach service and reconcilers move out of the daemon",
-	"netmaster/endpoints":   "issue 25 item 1: split by the endpoint lifetime steps (owned by the endpoints rewrite)",
-	"netmaster/controllers": "issue 25 item 1: split the controllers by object kind",
-	"netmaster/ipam":        "issue 25 item 1: split the pool store from the allocator",
-}
+var oversize = map[string]string{}
 
 // never lists imports forbidden even in test files: the two daemons stand
 // side by side, and the front ends see netplugin only through api/attach.

@@ -383,36 +383,21 @@ func (n *KubeNode) setup() error {
 	return nil
 }
 
-// routePods waits for the host's port on KubeHostNetwork and routes the
-// pod subnet through it; the host forwards (NodePorts, host access).
+// routePods lets the host forward (NodePorts, host access) and waits for
+// netplugin's route to the pod subnet through the host's port on
+// KubeHostNetwork (netplugin/infraroute: netplugin owns port, address, MTU
+// and route).
 func (n *KubeNode) routePods() error {
 	if _, err := nsExec(n.Host.NS, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
 		return fmt.Errorf("ip_forward: %w", err)
 	}
-	err := poll(60*time.Second, n.Host.NetpluginExited(), func() error {
-		out, err := nsExec(n.Host.NS, "ip", "-4", "-o", "addr", "show", "dev", KubeHostNetwork)
-		if err != nil || !strings.Contains(out, " inet ") {
-			return fmt.Errorf("no address on %s yet: %v %s", KubeHostNetwork, err, out)
+	return poll(60*time.Second, n.Host.NetpluginExited(), func() error {
+		out, err := nsExec(n.Host.NS, "ip", "-4", "route", "show", KubePodSubnet)
+		if err != nil || !strings.Contains(out, "via "+KubeHostGateway+" dev "+KubeHostNetwork) {
+			return fmt.Errorf("no route to %s through %s yet: %v %s", KubePodSubnet, KubeHostNetwork, err, out)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	// The pods' MTU (VXLAN overhead taken off); the port comes up with
-	// 1500, and the userspace datapath sends no "fragmentation needed".
-	// ovs-vswitchd sets an internal port's MTU again whenever the bridge's
-	// ports change, unless the port requests one.
-	if out, err := n.Host.Vsctl("set", "interface", KubeHostNetwork, "mtu_request=1450"); err != nil {
-		return fmt.Errorf("host port mtu: %w: %s", err, out)
-	}
-	if err := ipIn(n.Host.NS, "link", "set", KubeHostNetwork, "mtu", "1450"); err != nil {
-		return fmt.Errorf("host port mtu: %w", err)
-	}
-	if err := ipIn(n.Host.NS, "route", "replace", KubePodSubnet, "via", KubeHostGateway, "dev", KubeHostNetwork); err != nil {
-		return fmt.Errorf("pod route: %w", err)
-	}
-	return nil
 }
 
 // kubeletConfig is the kubelet's KubeletConfiguration: the host's
@@ -504,8 +489,6 @@ func (n *KubeNode) Reboot(t testing.TB, down time.Duration) {
 	n.Host.StopNetplugin(t)
 	time.Sleep(down)
 	n.Host.StartNetplugin(t)
-	// A restarted netplugin brings the infra port up again without the
-	// host's route to the pods (the first run lost it: probes failed).
 	if err := n.routePods(); err != nil {
 		t.Fatalf("testbed: node %s: %v", n.Name, err)
 	}

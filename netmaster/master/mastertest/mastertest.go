@@ -100,6 +100,20 @@ type Env struct {
 	cancel context.CancelFunc
 }
 
+// Etcd is a test package's shared embedded etcd: the package's TestMain
+// runs its tests through Main, and each test starts its terms, each over
+// a fresh root, with New or NewCfg.
+type Etcd struct{ endpoint string }
+
+// Main is Run for the package's etcd.
+func (e *Etcd) Main(m *testing.M) int { return Run(m, &e.endpoint) }
+
+// New starts a term with DefaultConfig (New).
+func (e *Etcd) New(t testing.TB) *Env { return New(t, e.endpoint, DefaultConfig()) }
+
+// NewCfg starts a term with cfg (New).
+func (e *Etcd) NewCfg(t testing.TB, cfg master.Config) *Env { return New(t, e.endpoint, cfg) }
+
 // DefaultConfig is the term configuration of most tests.
 func DefaultConfig() master.Config {
 	return master.Config{Infra: "default", FwdMode: "bridge", ClusterMode: "test"}
