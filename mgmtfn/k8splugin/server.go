@@ -30,6 +30,7 @@ import (
 	"github.com/contiv/netplugin/api/attach"
 	"github.com/contiv/netplugin/mgmtfn/k8splugin/cniapi"
 	"github.com/contiv/netplugin/utils/httpserve"
+	"github.com/contiv/netplugin/utils/phase"
 )
 
 // AttachmentRef identifies an attachment to check and what it was given.
@@ -280,6 +281,7 @@ func (s *Server) logged(ctx context.Context, p cniapi.PodAttr,
 }
 
 func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fields) (cniapi.RspAddPod, *Failure) {
+	ctx, steps := phase.With(ctx) // logged with the ADD (docs/scale.md)
 	var err error
 	var podLabels map[string]string
 	inAPI := false // the API server has the pod: NetworkPolicy may select it
@@ -290,6 +292,7 @@ func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fie
 		}
 		inAPI = err == nil
 	}
+	phase.Mark(ctx, "labels")
 	pl := PlacementFrom(podLabels, p.Labels)
 	name := p.Name
 	if name == "" {
@@ -330,6 +333,7 @@ func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fie
 	if err := s.rec.write(rec); err != nil {
 		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error writing the attachment record", types.ErrIOFailure, err)
 	}
+	phase.Mark(ctx, "record")
 	res, err := s.cfg.Attacher.Attach(ctx, areq)
 	if err != nil {
 		// Attach undid its own steps; the record goes too.
@@ -352,7 +356,8 @@ func (s *Server) addPod(ctx context.Context, p cniapi.PodAttr, fields logrus.Fie
 		}
 		return cniapi.RspAddPod{}, failure(http.StatusInternalServerError, "Error writing the attachment record", types.ErrIOFailure, err)
 	}
-	s.log.WithFields(fields).WithFields(logrus.Fields{"endpoint": rsp.EndpointID, "ip": rsp.IPAddress}).Info("CNI ADD done")
+	phase.Mark(ctx, "record")
+	s.log.WithFields(fields).WithFields(logrus.Fields{"endpoint": rsp.EndpointID, "ip": rsp.IPAddress}).WithFields(steps.Fields()).Info("CNI ADD done")
 	return rsp, nil
 }
 

@@ -15,14 +15,23 @@ import (
 	"github.com/contiv/netplugin/netplugin/nsutil"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/state"
+	"github.com/contiv/netplugin/utils/phase"
 )
 
 // AddLocal creates the OVS port of an endpoint and announces it to its
 // datapath; on failure nothing is left behind.
 func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Network) (*Local, error) {
+	return s.addLocal(ctx, ep, nw, podNS{})
+}
+
+// podNS is the pod namespace an attach creates the container side of the
+// veth in (with its final name), or none: then it stays in this namespace.
+type podNS struct{ path, ifName string }
+
+func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Network, into podNS) (*Local, error) {
 	g, hasGroup := s.cfg.Cluster.Group(ep.EndpointGroupKey)
 	tag := nw.PktTag
-	spec := ovsdriver.EndpointSpec{EndpointID: ep.ID, Bridge: BridgeFor(nw)}
+	spec := ovsdriver.EndpointSpec{EndpointID: ep.ID, Bridge: BridgeFor(nw), NetNS: into.path, NetNSIfName: into.ifName}
 	qos := QoS{Known: true}
 	if hasGroup {
 		if g.PktTag != 0 {
@@ -47,15 +56,31 @@ func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Netw
 	}
 	tPort := time.Since(t0)
 	le := &Local{EP: ep, Port: port, Bridge: spec.Bridge, QoS: qos}
+	// The oper record is written while the flows go in (one store round
+	// trip off the attach); both are done before the endpoint is local.
+	var operErr error
+	operDone := make(chan struct{})
+	go func() {
+		defer close(operDone)
+		operErr = s.writeOper(ctx, *le)
+	}()
 	if err := s.cfg.Datapath(spec.Bridge).AddLocalEndpoint(ctx, s.cfg.Cluster.EndpointInfo(*le, nw)); err != nil {
-		if derr := s.cfg.Ports.DeleteEndpoint(context.WithoutCancel(ctx), spec.Bridge, port.PortName); derr != nil {
+		<-operDone
+		undoCtx := context.WithoutCancel(ctx)
+		if cerr := s.cfg.Store.EndpointOper.Clear(undoCtx, ep.ID); cerr != nil {
+			s.log.WithError(cerr).Debugf("roll back oper state of %s; retrying", ep.ID)
+			s.retryOper(ep.ID) // not local: the queue clears it
+		}
+		if derr := s.cfg.Ports.DeleteEndpoint(undoCtx, spec.Bridge, port.PortName); derr != nil {
 			s.log.WithError(derr).Warnf("roll back port %s", port.PortName)
 		}
 		return nil, fmt.Errorf("add endpoint %s to the datapath: %w", ep.ID, err)
 	}
+	phase.Mark(ctx, "flows")
 	s.log.WithFields(map[string]any{"endpoint": ep.ID, "port": tPort.Round(time.Millisecond),
 		"flows": (time.Since(t0) - tPort).Round(time.Millisecond)}).Debug("local endpoint added")
-	operErr := s.writeOper(ctx, *le)
+	<-operDone
+	phase.Mark(ctx, "oper")
 	s.mu.Lock()
 	s.locals[ep.ID] = le
 	s.mu.Unlock()
@@ -127,12 +152,15 @@ func (s *Service) attach(ctx context.Context, req attach.Request) (res attach.Re
 	if req.IfName == "" {
 		req.IfName = attach.DefaultIfName
 	}
-	res, err = s.AttachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
-		ContainerID: req.ContainerID, Name: req.Name, PodNamespace: req.PodNamespace, PodName: req.PodName})
+	// The container side is created in the pod's namespace under its
+	// final name, MAC and MTU (no move, docs/scale.md).
+	res, err = s.attachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
+		ContainerID: req.ContainerID, Name: req.Name, PodNamespace: req.PodNamespace, PodName: req.PodName},
+		podNS{path: req.NetNS, ifName: req.IfName})
 	if err != nil {
 		return res, err
 	}
-	lc := nsutil.LinkConfig{HostIfName: res.IfName, NetNSPath: req.NetNS, IfName: req.IfName, MTU: res.MTU}
+	lc := nsutil.LinkConfig{NetNSPath: req.NetNS, IfName: req.IfName}
 	if lc.IPv4, err = parsePrefix(res.IPAddress); err == nil && res.Gateway != "" {
 		lc.GatewayV4 = net.ParseIP(res.Gateway)
 	}
@@ -145,11 +173,13 @@ func (s *Service) attach(ctx context.Context, req attach.Request) (res attach.Re
 	if err == nil {
 		// The pod's policy first, then its interface.
 		err = s.policyAttached(ctx, req, res.IPAddress)
+		phase.Mark(ctx, "policy")
 	}
 	if err == nil {
-		if err = nsutil.MoveAndConfigure(lc); err != nil {
-			err = fmt.Errorf("move %s into %s: %w", res.IfName, req.NetNS, err)
+		if err = nsutil.ConfigureInNS(lc); err != nil {
+			err = fmt.Errorf("configure %s in %s: %w", req.IfName, req.NetNS, err)
 		}
+		phase.Mark(ctx, "netns")
 	}
 	if err != nil {
 		if derr := s.Detach(context.WithoutCancel(ctx), attach.DetachRequest{Tenant: req.Tenant, Network: req.Network,
@@ -195,6 +225,10 @@ func parsePrefix(s string) (*net.IPNet, error) {
 // Any failure undoes every step; a second request for an endpoint attached
 // (or being attached) here is attach.ErrAlreadyAttached and changes nothing.
 func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res attach.Result, err error) {
+	return s.attachHost(ctx, req, podNS{})
+}
+
+func (s *Service) attachHost(ctx context.Context, req attach.HostRequest, into podNS) (res attach.Result, err error) {
 	if err := req.Validate(); err != nil {
 		return res, err
 	}
@@ -233,6 +267,7 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 		}
 		return res, fmt.Errorf("create endpoint in netmaster: %w", err)
 	}
+	phase.Mark(ctx, "netmaster")
 	existed := false // netmaster answered with an endpoint made before
 	defer func() {
 		if err != nil && !existed {
@@ -256,13 +291,15 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 	if err != nil {
 		return res, err
 	}
+	phase.Mark(ctx, "network")
 	tMaster = time.Since(t0)
-	le, err := s.AddLocal(ctx, ep, nw)
+	le, err := s.addLocal(ctx, ep, nw, into)
 	if err != nil {
 		return res, err
 	}
 	tLocal = time.Since(t0) - tMaster
 	res, err = s.describe(le, nw)
+	phase.Mark(ctx, "describe")
 	if err != nil {
 		if rerr := s.RemoveLocal(undoCtx, ep.ID); rerr != nil {
 			s.log.WithError(rerr).Warnf("roll back local endpoint %s", ep.ID)
@@ -278,9 +315,12 @@ func (s *Service) AttachHost(ctx context.Context, req attach.HostRequest) (res a
 // describe is the attach.Result of a local endpoint; IfName is the
 // container side of its veth in this namespace.
 func (s *Service) describe(le *Local, nw state.Network) (attach.Result, error) {
-	mtu, err := ovsdriver.EndpointMTU(nil, nw.PktTagType == "vxlan")
-	if err != nil {
-		return attach.Result{}, fmt.Errorf("endpoint MTU: %w", err)
+	mtu := le.Port.MTU // the port's own; unknown for a port of an earlier run
+	if mtu == 0 {
+		var err error
+		if mtu, err = ovsdriver.EndpointMTU(nil, nw.PktTagType == "vxlan"); err != nil {
+			return attach.Result{}, fmt.Errorf("endpoint MTU: %w", err)
+		}
 	}
 	res := attach.Result{EndpointID: le.EP.ID, MacAddress: le.EP.MacAddress, Gateway: nw.Gateway, MTU: mtu,
 		PortName: le.Port.PortName, IfName: le.Port.IntfName}

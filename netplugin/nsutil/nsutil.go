@@ -100,12 +100,9 @@ func CheckIfName(name string) error {
 // and routes on the move), or deleted if it cannot be moved back, so
 // nothing half-configured is left in the namespace.
 func MoveAndConfigure(cfg LinkConfig) (err error) {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	target, err := ns.GetNS(cfg.NetNSPath)
+	target, err := openTarget(cfg)
 	if err != nil {
-		return fmt.Errorf("open netns %q: %w", cfg.NetNSPath, err)
+		return err
 	}
 	defer target.Close()
 	home, err := ns.GetCurrentNS()
@@ -153,6 +150,43 @@ func MoveAndConfigure(cfg LinkConfig) (err error) {
 		return errors.Join(err, fmt.Errorf("roll back link %q: %w", cfg.HostIfName, rerr))
 	}
 	return err
+}
+
+// ConfigureInNS configures cfg.IfName, a link already in the namespace
+// under that name with its MTU and MAC (created there, not moved in): it
+// adds the addresses, sets the link up and adds the default route(s).
+// cfg.HostIfName, MTU and MAC are ignored. On failure the caller removes
+// the link (deleting the veth's other end does).
+func ConfigureInNS(cfg LinkConfig) error {
+	cfg.HostIfName, cfg.MTU, cfg.MAC = cfg.IfName, 0, nil
+	target, err := openTarget(cfg)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	err = target.Do(func(ns.NetNS) error {
+		l, err := netlink.LinkByName(cfg.IfName)
+		if err != nil {
+			return fmt.Errorf("find link %q in netns: %w", cfg.IfName, err)
+		}
+		return configure(l, cfg)
+	})
+	if err != nil {
+		return fmt.Errorf("configure %q in netns %q: %w", cfg.IfName, cfg.NetNSPath, err)
+	}
+	return nil
+}
+
+// openTarget validates cfg and opens its namespace.
+func openTarget(cfg LinkConfig) (ns.NetNS, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	target, err := ns.GetNS(cfg.NetNSPath)
+	if err != nil {
+		return nil, fmt.Errorf("open netns %q: %w", cfg.NetNSPath, err)
+	}
+	return target, nil
 }
 
 // configure runs inside the target namespace.

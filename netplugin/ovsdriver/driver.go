@@ -85,9 +85,13 @@ type Driver struct {
 	log       logrus.FieldLogger
 	closeOnce sync.Once
 
-	// numMu guards the in-memory port counter.
-	numMu   sync.Mutex
-	portNum int
+	// numMu guards the in-memory port counter: the last number taken,
+	// the end of the stored reservation (allocPortNum) and the end of the
+	// reservation to store next.
+	numMu    sync.Mutex
+	portNum  int
+	portRes  int
+	portWant int
 
 	// operMu guards the queue of persisted-state changes (updateOper).
 	operMu    sync.Mutex
@@ -121,7 +125,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.portNum = st.CurrPortNum
+		d.portNum, d.portRes = st.CurrPortNum, st.CurrPortNum
 	}
 	if d.nl == nil {
 		h, err := netlink.NewHandle()
@@ -169,24 +173,45 @@ func (d *Driver) closeHandle() {
 // OVSDB returns the driver's OVSDB client (for read-only inspection).
 func (d *Driver) OVSDB() *ovsdb.Client { return d.ovs }
 
-// ofport reads an interface's OpenFlow port number, waiting a bounded time
-// for ovs-vswitchd to assign it, and pins it (ofport_request): ovs-vswitchd
-// keeps an assigned number only as a preference, and when it restarts with
-// ports added in its absence it numbers those first and may give one of
-// them an existing port's number, renumbering that port under the flows
-// and the agent's endpoints that name it (docs/dataplane.md §1.3). A
-// requested number is reserved: such ports are added first.
+// ofport returns the OpenFlow port number of interface ifName, waiting a
+// bounded time for ovs-vswitchd to assign it, and pins it (ofport_request).
+// It waits on the monitor cache, which ovsdb-server updates the moment
+// ovs-vswitchd writes the number, instead of asking the server again and
+// again (interface names are unique in OVSDB, and the cache applies each
+// update whole). Pinning: ovs-vswitchd keeps an assigned number only as a
+// preference, and when it restarts with ports added in its absence it
+// numbers those first and may give one of them an existing port's number,
+// renumbering that port under the flows and the agent's endpoints that
+// name it (docs/dataplane.md §1.3). A requested number is reserved: such
+// ports are added first. A port already pinned to its number costs no
+// write.
 func (d *Driver) ofport(ctx context.Context, ifName string) (uint32, error) {
 	ctx, cancel := context.WithTimeout(ctx, ofportTimeout)
 	defer cancel()
-	n, err := d.ovs.GetOFPort(ctx, ifName)
-	if err != nil {
-		return 0, err
+	var n, pinned int64
+	var ifErr string
+	err := d.ovs.Cache().WaitFor(ctx, func(v ovsdb.View) bool {
+		i, ok := v.FindString("Interface", "name", ifName)
+		if !ok {
+			return false
+		}
+		n, _ = i.Int("ofport")
+		pinned, _ = i.Int("ofport_request")
+		ifErr = i.String("error")
+		return n > 0
+	})
+	switch {
+	case err == nil && pinned == n:
+		return uint32(n), nil
+	case err == nil:
+		if _, err := d.ovs.Transact(ctx, ovsdb.Update("Interface", ovsdb.Row{"ofport_request": n}, ovsdb.Eq("name", ifName))); err != nil {
+			return 0, fmt.Errorf("pin ofport %d of interface %q: %w", n, ifName, err)
+		}
+		return uint32(n), nil
+	case ifErr != "":
+		return 0, fmt.Errorf("ofport of interface %q not assigned (interface error: %s): %w", ifName, ifErr, err)
 	}
-	if _, err := d.ovs.Transact(ctx, ovsdb.Update("Interface", ovsdb.Row{"ofport_request": int64(n)}, ovsdb.Eq("name", ifName))); err != nil {
-		return 0, fmt.Errorf("pin ofport %d of interface %q: %w", n, ifName, err)
-	}
-	return uint32(n), nil
+	return 0, fmt.Errorf("ofport of interface %q not assigned: %w", ifName, err)
 }
 
 // errNoDevice is returned by liveOFPort for an interface whose device is

@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/contiv/netplugin/ofnet/ovsdb"
+	"github.com/contiv/netplugin/utils/phase"
 )
 
 // External ids that mark ports which are not container endpoints.
@@ -39,6 +40,13 @@ type EndpointSpec struct {
 	// Infra makes an internal port named InfraName, with no veth.
 	Infra     bool
 	InfraName string
+	// NetNS, when set, is the network namespace (a path such as
+	// /var/run/netns/NAME) the container side is created in, named
+	// NetNSIfName (down, with MAC and MTU), instead of vport<N> in the
+	// driver's namespace: the attach path need not move it there, which
+	// costs the kernel an RCU grace period per link (docs/scale.md).
+	NetNS       string
+	NetNSIfName string
 }
 
 // EndpointPort is an endpoint's port as created or found.
@@ -46,9 +54,14 @@ type EndpointPort struct {
 	EndpointID string
 	// PortName is the OVS port: vvport<N>, or the infra name.
 	PortName string
-	// IntfName is the container side vport<N> ("" for infra ports).
+	// IntfName is the container side vport<N> ("" for infra ports); with
+	// EndpointSpec.NetNS the link is EndpointSpec.NetNSIfName in that
+	// namespace instead, and IntfName only names it in records.
 	IntfName string
 	OFPort   uint32
+	// MTU is the container side's MTU as created (0 for infra ports and
+	// for ports ExistingEndpoints finds).
+	MTU int
 }
 
 func (s EndpointSpec) validate() (rate int64, err error) {
@@ -69,6 +82,9 @@ func (s EndpointSpec) validate() (rate int64, err error) {
 		return 0, fmt.Errorf("%w: infra endpoint %q: interface name %q longer than 15 characters", ErrInvalid, s.EndpointID, s.InfraName)
 	case s.MAC != nil && len(s.MAC) != 6:
 		return 0, fmt.Errorf("%w: endpoint %q: MAC %q is not 6 bytes", ErrInvalid, s.EndpointID, s.MAC)
+	case s.NetNS != "" && (s.Infra || s.NetNSIfName == "" || len(s.NetNSIfName) > 15):
+		return 0, fmt.Errorf("%w: endpoint %q: netns %q needs a container endpoint and an interface name of 1-15 characters, got %q",
+			ErrInvalid, s.EndpointID, s.NetNS, s.NetNSIfName)
 	}
 	rate, err = ParseBandwidth(s.Bandwidth)
 	if err != nil {
@@ -105,6 +121,7 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 		return res, fmt.Errorf("create endpoint %q: %w", spec.EndpointID, err)
 	}
 	res.PortName, res.IntfName = ovsIfName(n), containerIfName(n)
+	phase.Mark(ctx, "port.num")
 	fail := func(err error) (EndpointPort, error) {
 		d.rollbackEndpoint(context.WithoutCancel(ctx), spec.Bridge, res)
 		return EndpointPort{}, fmt.Errorf("create endpoint %q (port %s): %w", spec.EndpointID, res.PortName, err)
@@ -119,31 +136,47 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 			return fail(err)
 		}
 	}
-	if err := d.addVeth(res.IntfName, res.PortName, mtu, spec.MAC); err != nil {
+	// cont is the container side's namespace: the driver's, or spec.NetNS.
+	cont := linkNS{nl: d.nl, path: d.cfg.NetNSPath, fd: -1}
+	contName := res.IntfName
+	if spec.NetNS != "" {
+		c, err := openLinkNS(spec.NetNS)
+		if err != nil {
+			return fail(err)
+		}
+		defer c.close()
+		cont, contName = c, spec.NetNSIfName
+	}
+	if err := d.addVeth(contName, res.PortName, mtu, spec.MAC, cont.fd); err != nil {
 		return fail(err)
 	}
 	if d.needsSoftChecksum() {
-		if err := d.disableTxChecksum(res.IntfName); err != nil {
+		if err := disableTxChecksum(cont.path, contName); err != nil {
 			return fail(err)
 		}
 	}
+	phase.Mark(ctx, "port.veth")
 	ids := map[string]string{endpointIDKey: spec.EndpointID}
 	ps := ovsdb.PortSpec{Name: res.PortName, Tag: spec.Tag, ExternalIDs: ids, InterfaceExternalIDs: ids,
 		IngressPolicingRate: rate, IngressPolicingBurst: int64(spec.Burst)}
 	if err := d.ovs.CreatePort(ctx, spec.Bridge, ps); err != nil {
 		return fail(err)
 	}
+	phase.Mark(ctx, "port.ovsdb")
 	if res.OFPort, err = d.ofport(ctx, res.PortName); err != nil {
 		return fail(err)
 	}
+	phase.Mark(ctx, "port.ofport")
 	if spec.MTU == 0 {
 		// Links ovs-vswitchd creates for a new bridge appear
 		// asynchronously: the MTU is what the namespace's links say now
 		// that the port exists.
-		if err := d.correctMTU(res.IntfName, res.PortName, mtu, spec.Bridge == VxlanBridge); err != nil {
+		if mtu, err = d.correctMTU(cont.nl, contName, res.PortName, mtu, spec.Bridge == VxlanBridge); err != nil {
 			return fail(err)
 		}
 	}
+	res.MTU = mtu
+	phase.Mark(ctx, "port.mtu")
 	return res, nil
 }
 
@@ -174,9 +207,14 @@ func (d *Driver) deleteStalePort(ctx context.Context, name string) error {
 // number of ports; one request is one such change where creating, raising
 // and configuring the ends one by one were four. (correctMTU may add one
 // when the namespace's MTU changed meanwhile.)
-func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr) error {
+// With contNS (an open namespace, -1 for the driver's own) the container
+// side is created in that namespace.
+func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr, contNS int) error {
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ovsName, Flags: net.FlagUp, MTU: mtu},
 		PeerName: contName, PeerMTU: uint32(mtu), PeerHardwareAddr: mac}
+	if contNS >= 0 {
+		veth.PeerNamespace = netlink.NsFd(contNS)
+	}
 	if err := d.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth pair %s/%s: %w", contName, ovsName, err)
 	}
@@ -186,26 +224,31 @@ func (d *Driver) addVeth(contName, ovsName string, mtu int, mac net.HardwareAddr
 // correctMTU sets both ends' MTU again when EndpointMTU no longer gives the
 // one they were created with (rarely: only the links of a bridge created a
 // moment ago can change it). The OVS side is raised first and lowered
-// last, so it never holds less than the container side.
-func (d *Driver) correctMTU(contName, ovsName string, created int, vxlan bool) error {
+// last, so it never holds less than the container side, which lives in
+// the namespace of contNL. It returns the MTU the ends have.
+func (d *Driver) correctMTU(contNL *netlink.Handle, contName, ovsName string, created int, vxlan bool) (int, error) {
 	mtu, err := EndpointMTU(d.nl, vxlan)
 	if err != nil || mtu == created {
-		return err
+		return created, err
 	}
-	names := []string{ovsName, contName}
+	type end struct {
+		nl   *netlink.Handle
+		name string
+	}
+	ends := []end{{d.nl, ovsName}, {contNL, contName}}
 	if mtu < created {
-		names = []string{contName, ovsName}
+		ends[0], ends[1] = ends[1], ends[0]
 	}
-	for _, name := range names {
-		link, err := d.nl.LinkByName(name)
+	for _, e := range ends {
+		link, err := e.nl.LinkByName(e.name)
 		if err != nil {
-			return fmt.Errorf("look up link %q: %w", name, err)
+			return created, fmt.Errorf("look up link %q: %w", e.name, err)
 		}
-		if err := d.nl.LinkSetMTU(link, mtu); err != nil {
-			return fmt.Errorf("set MTU %d on %q: %w", mtu, name, err)
+		if err := e.nl.LinkSetMTU(link, mtu); err != nil {
+			return created, fmt.Errorf("set MTU %d on %q: %w", mtu, e.name, err)
 		}
 	}
-	return nil
+	return mtu, nil
 }
 
 // infraAlias marks the kernel side of an infra port (ifalias), so that

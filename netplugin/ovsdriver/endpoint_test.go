@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -304,24 +305,36 @@ func TestPortCounterPersists(t *testing.T) {
 		}
 	}
 	d1.Close()
+	// The stored counter is the end of a reservation at or past every
+	// number handed out: one write for many attaches.
+	oper, err := st.OvsDriverOper.Read(e.ctx, "host1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := oper.CurrPortNum
+	if res < 2 || res > 2+64 || len(oper.LocalEpInfo) != 0 {
+		t.Fatalf("persisted state %+v, want a counter at or past 2 and no endpoint list", oper)
+	}
 
-	// A link named like the next number is skipped.
-	e.addVeth(t, "vport3", "veth-t3", 0)
+	// After a restart numbers continue past the reservation (none is
+	// handed out twice); a link named like the next number is skipped.
+	e.addVeth(t, fmt.Sprintf("vport%d", res+1), "veth-t3", 0)
 	d2 := e.driver(t, st)
 	p, err := d2.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep3", Bridge: ovsdriver.VlanBridge, Tag: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.PortName != "vvport4" {
-		t.Fatalf("after restart: port %s, want vvport4", p.PortName)
+	if want := fmt.Sprintf("vvport%d", res+2); p.PortName != want {
+		t.Fatalf("after restart: port %s, want %s", p.PortName, want)
 	}
-	oper, err := st.OvsDriverOper.Read(e.ctx, "host1")
+	oper, err = st.OvsDriverOper.Read(e.ctx, "host1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if oper.CurrPortNum != 4 || len(oper.LocalEpInfo) != 0 {
-		t.Fatalf("persisted state %+v, want counter 4 and no endpoint list", oper)
+	if oper.CurrPortNum < res+2 || len(oper.LocalEpInfo) != 0 {
+		t.Fatalf("persisted state %+v, want a counter at or past %d and no endpoint list", oper, res+2)
 	}
+	res = oper.CurrPortNum
 	if err := d2.DeleteEndpoint(e.ctx, ovsdriver.VlanBridge, "vvport1"); err != nil {
 		t.Fatal(err)
 	}
@@ -329,8 +342,8 @@ func TestPortCounterPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if oper.CurrPortNum != 4 {
-		t.Errorf("after delete: %+v", oper)
+	if oper.CurrPortNum != res {
+		t.Errorf("after delete: %+v, want the counter %d unchanged", oper, res)
 	}
 }
 
@@ -368,8 +381,11 @@ func TestConcurrentEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	names, ofports := map[string]bool{}, map[uint32]bool{}
+	highest := 0
 	for _, p := range ports {
 		names[p.PortName], ofports[p.OFPort] = true, true
+		n, _ := strconv.Atoi(strings.TrimPrefix(p.PortName, "vvport"))
+		highest = max(highest, n)
 	}
 	if len(names) != total || len(ofports) != total {
 		t.Fatalf("%d distinct names, %d distinct ofports, want %d", len(names), len(ofports), total)
@@ -386,8 +402,9 @@ func TestConcurrentEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if oper.CurrPortNum != total || len(oper.LocalEpInfo) != 0 {
-		t.Fatalf("persisted counter %d and %d endpoints, want %d and none", oper.CurrPortNum, len(oper.LocalEpInfo), total)
+	if oper.CurrPortNum < highest || len(oper.LocalEpInfo) != 0 {
+		t.Fatalf("persisted counter %d and %d endpoints, want at or past %d (the highest number handed out) and none",
+			oper.CurrPortNum, len(oper.LocalEpInfo), highest)
 	}
 }
 
@@ -426,6 +443,7 @@ func TestExistingEndpointAfterMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.MTU = 0 // known to the creator only
 	if len(eps) != 1 || eps[0] != p {
 		t.Fatalf("ExistingEndpoints = %+v, want [%+v] (host port and VTEP excluded)", eps, p)
 	}
@@ -543,6 +561,7 @@ func TestExistingEndpointDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead.OFPort = 0
+	live.MTU, dead.MTU = 0, 0 // known to the creator only
 	if len(eps) != 2 || eps[0] != live || eps[1] != dead {
 		t.Fatalf("ExistingEndpoints = %+v, want [%+v %+v]", eps, live, dead)
 	}
@@ -551,5 +570,58 @@ func TestExistingEndpointDead(t *testing.T) {
 	}
 	if ports := e.vsctl(t, "list-ports", ovsdriver.VlanBridge); ports != live.PortName {
 		t.Errorf("ports = %q", ports)
+	}
+}
+
+// With a namespace in the spec the container side is created there under
+// the given name, with MAC, MTU and TX checksum offload off, and goes with
+// the port's deletion (or a failed create's rollback).
+func TestEndpointInNetNS(t *testing.T) {
+	e := newEnv(t)
+	d := e.driver(t, nil)
+	ensureBridge(t, e, d, ovsdriver.VxlanBridge)
+	nsh, nsPath := newNamedNetNS(t)
+	pod, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pod.Close()
+	mac := mustMAC(t, "02:02:c6:12:00:07")
+	p, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep-ns", Bridge: ovsdriver.VxlanBridge, Tag: 10, MAC: mac,
+		NetNS: nsPath, NetNSIfName: "eth0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.PortName != "vvport1" || p.IntfName != "vport1" || p.OFPort == 0 || p.MTU == 0 {
+		t.Fatalf("port = %+v", p)
+	}
+	if e.linkExists(t, "vport1") || e.linkExists(t, "eth0") {
+		t.Error("the container side is in the driver's namespace")
+	}
+	cont, err := pod.LinkByName("eth0")
+	if err != nil {
+		t.Fatalf("container side in the pod namespace: %v", err)
+	}
+	if cont.Attrs().HardwareAddr.String() != mac.String() || cont.Attrs().MTU != p.MTU {
+		t.Errorf("eth0 MAC %s MTU %d, want %s %d", cont.Attrs().HardwareAddr, cont.Attrs().MTU, mac, p.MTU)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", strings.TrimPrefix(nsPath, "/var/run/netns/"),
+		"ethtool", "-k", "eth0").CombinedOutput(); err == nil && !strings.Contains(string(out), "tx-checksumming: off") {
+		t.Errorf("eth0 keeps TX checksum offload on the netdev datapath:\n%s", out)
+	}
+	// A second endpoint of the same name in that namespace fails and
+	// leaves nothing behind.
+	if _, err := d.CreateEndpoint(e.ctx, ovsdriver.EndpointSpec{EndpointID: "ep-ns2", Bridge: ovsdriver.VxlanBridge, Tag: 10,
+		NetNS: nsPath, NetNSIfName: "eth0"}); err == nil {
+		t.Error("a second eth0 in the pod namespace was created")
+	}
+	if ports := strings.Fields(e.vsctl(t, "list-ports", ovsdriver.VxlanBridge)); len(ports) != 1 {
+		t.Errorf("ports after the failed create: %v, want only %s", ports, p.PortName)
+	}
+	if err := d.DeleteEndpoint(e.ctx, ovsdriver.VxlanBridge, p.PortName); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pod.LinkByName("eth0"); err == nil {
+		t.Error("eth0 left in the pod namespace after the delete")
 	}
 }

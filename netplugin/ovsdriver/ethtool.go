@@ -46,7 +46,7 @@ func ethtoolSet(name string, cmd, value uint32) error {
 }
 
 // disableTxChecksum switches off TX checksum offload on link name in the
-// driver's namespace, so the kernel completes TCP and UDP checksums before
+// namespace at nsPath ("": the process's own), so the kernel completes TCP and UDP checksums before
 // a packet leaves the link. The userspace (netdev) datapath reads a
 // container's packets from the OVS end of the veth pair with a raw socket
 // and never completes a checksum left to offload: without this the
@@ -55,13 +55,13 @@ func ethtoolSet(name string, cmd, value uint32) error {
 // setting belongs to the device, so it survives the move into the
 // container's namespace. Switching it off also switches off TSO/GSO, so
 // no segment larger than the MTU leaves.
-func (d *Driver) disableTxChecksum(name string) error {
+func disableTxChecksum(nsPath, name string) error {
 	set := func() error { return ethtoolSet(name, unix.ETHTOOL_STXCSUM, 0) }
 	var err error
-	if d.cfg.NetNSPath == "" {
+	if nsPath == "" {
 		err = set()
 	} else {
-		err = ns.WithNetNSPath(d.cfg.NetNSPath, func(ns.NetNS) error { return set() })
+		err = ns.WithNetNSPath(nsPath, func(ns.NetNS) error { return set() })
 	}
 	if err != nil {
 		return fmt.Errorf("disable TX checksum offload on %q: %w", name, err)

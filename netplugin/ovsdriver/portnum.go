@@ -21,6 +21,10 @@ const (
 	maxPortNum = 0xfffe
 	// portNumTries bounds the search for an unused number.
 	portNumTries = 100
+	// portNumBlock is how many numbers one store write reserves: the
+	// persisted counter is the last number reserved, at or past every
+	// number handed out, so one attach in portNumBlock writes it.
+	portNumBlock = 64
 )
 
 // Names of an endpoint's veth ends for port number n.
@@ -172,37 +176,54 @@ func (d *Driver) commitOper(ctx context.Context, batch []*operReq) error {
 }
 
 // allocPortNum takes the next port number whose names are free (no link
-// vport<N>/vvport<N> and no OVS port vvport<N>) and persists the counter
-// before returning it, so a crash never hands a number out twice. The
-// number is taken under numMu; the counter is stored outside it, so
-// concurrent allocations share the store round trip (see updateOper).
+// vport<N>/vvport<N> and no OVS port vvport<N>). The persisted counter is
+// at or past every number handed out, so a crash never hands a number out
+// twice: a number the stored reservation covers is handed out at once;
+// otherwise the next portNumBlock numbers are reserved (the counter
+// stored) before it is returned. The number is taken under numMu; the
+// counter is stored outside it, so concurrent allocations share the store
+// round trip (see updateOper).
 func (d *Driver) allocPortNum(ctx context.Context) (int, error) {
-	n, err := d.takePortNum()
-	if err != nil {
-		return 0, err
+	n, reserve, err := d.takePortNum()
+	if err != nil || reserve == 0 {
+		return n, err
 	}
-	// The latest number taken is stored, whichever allocation's change
-	// the commit applies last.
+	// The latest reservation is stored, whichever allocation's change
+	// the commit applies last: it covers every number taken before it.
 	err = d.updateOper(ctx, func(st *state.OvsDriverOper) bool {
 		d.numMu.Lock()
 		defer d.numMu.Unlock()
-		if st.CurrPortNum == d.portNum {
+		if st.CurrPortNum == d.portWant {
 			return false
 		}
-		st.CurrPortNum = d.portNum
+		st.CurrPortNum = d.portWant
 		return true
 	})
 	if err != nil {
 		return 0, fmt.Errorf("allocate port number: %w", err)
 	}
+	d.numMu.Lock()
+	if !portNumCovers(d.portRes, reserve) {
+		d.portRes = reserve // stored: the commit wrote it or a later one
+	}
+	d.numMu.Unlock()
 	return n, nil
 }
 
+// portNumCovers reports whether reservation end res covers number n: res
+// is at or at most portNumBlock past n on the counter's ring (a
+// reservation of an earlier lap is far from n).
+func portNumCovers(res, n int) bool {
+	return (res-n+maxPortNum)%maxPortNum <= portNumBlock
+}
+
 // takePortNum advances the in-memory counter to the next free number.
-func (d *Driver) takePortNum() (int, error) {
+// reserve is 0 when the stored reservation covers it, else the end of the
+// reservation to store before handing it out.
+func (d *Driver) takePortNum() (n, reserve int, err error) {
 	d.numMu.Lock()
 	defer d.numMu.Unlock()
-	n := d.portNum
+	n = d.portNum
 	for try := 0; try < portNumTries; try++ {
 		// Wrap to 1, not 0: number 0 would give the endpoint the
 		// host-private subnet's network address.
@@ -211,14 +232,18 @@ func (d *Driver) takePortNum() (int, error) {
 		}
 		free, err := d.portNumFree(n)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if free {
 			d.portNum = n
-			return n, nil
+			if portNumCovers(d.portRes, n) {
+				return n, 0, nil
+			}
+			d.portWant = min(n+portNumBlock-1, maxPortNum-1)
+			return n, d.portWant, nil
 		}
 	}
-	return 0, fmt.Errorf("allocate port number: no free vport name after %d tries from %d", portNumTries, d.portNum)
+	return 0, 0, fmt.Errorf("allocate port number: no free vport name after %d tries from %d", portNumTries, d.portNum)
 }
 
 func (d *Driver) portNumFree(n int) (bool, error) {

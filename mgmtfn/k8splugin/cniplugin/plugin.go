@@ -322,6 +322,7 @@ func (p *Plugin) beginPod(verb string, args *skel.CmdArgs) (*call, cniapi.PodAtt
 // Add attaches the container and prints the result, chained onto
 // prevResult when there is one.
 func (p *Plugin) Add(args *skel.CmdArgs) error {
+	t0 := time.Now()
 	c, attr, err := p.beginPod("ADD", args)
 	if err != nil {
 		return err
@@ -329,7 +330,9 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	defer c.end()
 	ctx, cancel := p.ctx()
 	defer cancel()
+	t1 := time.Now()
 	rsp, err := c.api.AddPod(ctx, attr)
+	tCall := time.Since(t1)
 	if err != nil {
 		c.log.WithError(err).Error("AddPod failed")
 		return CNIError(err, types.ErrTryAgainLater)
@@ -339,7 +342,10 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		c.log.WithError(err).Error("build result")
 		return types.NewError(types.ErrInternal, "Contiv: build the result", err.Error())
 	}
-	c.log.WithFields(logrus.Fields{"endpoint": rsp.EndpointID, "ip": rsp.IPAddress}).Info("ADD done")
+	// The time in netplugin and the plugin's own (docs/scale.md).
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()/10) / 100 }
+	c.log.WithFields(logrus.Fields{"endpoint": rsp.EndpointID, "ip": rsp.IPAddress,
+		"phase.addpod": ms(tCall), "phase.plugin": ms(time.Since(t0) - tCall)}).Info("ADD done")
 	return types.PrintResult(res, c.conf.CNIVersion)
 }
 

@@ -15,6 +15,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +126,45 @@ func BenchmarkCNIAdd(b *testing.B) {
 		b.Logf("ADD latency over %d runs each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f (goal <= 1.2), p99 %.2f (goal <= 1.5)",
 			runs, c50, c99, r50, r99, c50/r50, c99/r99)
 	}
+	logPhases(b, "contivk8s", readFile(filepath.Join(h.Dir, "contivk8s.log")), "ADD done")
+	logPhases(b, "netplugin", h.Logs(), "CNI ADD done")
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// phaseField is a step time logged with an ADD (utils/phase).
+var phaseField = regexp.MustCompile(`(?:^|\s)phase\.([\w.]+)=([0-9.]+)`)
+
+// logPhases reports the p50 and p99 of each step logged (in ms) on the
+// lines of log whose message is msg: the contivk8s binary's own time and
+// its call to netplugin, and netplugin's steps of the ADD (docs/scale.md).
+func logPhases(b *testing.B, who, log, msg string) {
+	steps := map[string][]time.Duration{}
+	var order []string
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, `msg="`+msg+`"`) {
+			continue
+		}
+		for _, m := range phaseField.FindAllStringSubmatch(line, -1) {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				continue
+			}
+			if _, ok := steps[m[1]]; !ok {
+				order = append(order, m[1])
+			}
+			steps[m[1]] = append(steps[m[1]], time.Duration(v*float64(time.Millisecond)))
+		}
+	}
+	sort.Strings(order)
+	var out strings.Builder
+	for _, name := range order {
+		p50, p99 := benchstat.PercentileMs(steps[name], 50), benchstat.PercentileMs(steps[name], 99)
+		fmt.Fprintf(&out, "\n  %-14s n=%-3d p50 %7.2f ms  p99 %7.2f ms", name, len(steps[name]), p50, p99)
+		b.ReportMetric(p50, who+"-"+name+"-ms-p50")
+	}
+	b.Logf("%s steps of an ADD:%s", who, out.String())
 }
