@@ -4,7 +4,7 @@
 # against a cluster running contiv, and prints pass/fail/skip counts
 # (docs/k8s.md, "Upstream e2e suites"; out-of-scope cases: docs/compat.md,
 # "k8sins"). Usage:
-#   bash scripts/k8s-e2e.sh [-k KUBECONFIG] [-s SUITE] [-c CONTAINERD_SOCKET]... [-o OUTDIR] [-- e2e.test flags]
+#   bash scripts/k8s-e2e.sh [-k KUBECONFIG] [-s SUITE] [-f FOCUS] [-c CONTAINERD_SOCKET]... [-o OUTDIR] [-- e2e.test flags]
 # SUITE:
 #   ci           one case per NetworkPolicy shape, pod networking granular
 #                checks, a ClusterIP and a NodePort Service, cluster DNS
@@ -13,11 +13,13 @@
 #   conformance  the sig-network [Conformance] cases (Services, DNS,
 #                networking granular checks, EndpointSlices, ...)
 #   full         netpol and conformance
+# -f FOCUS replaces the suite's focus by one regular expression (a part of
+# a suite, to run it in chunks); the suite's skips stay.
 # Each -c names a node's containerd socket: the test images (agnhost,
 # busybox, pause and a DNS-testing image, built here; no registry) are
 # imported into its k8s.io namespace. Without -c they must be there
 # already (IMAGES_ONLY=1 only builds and imports them, NO_IMAGES=1 skips
-# that step).
+# that step). BUILD_ONLY=1 only builds the binaries.
 # The e2e.test and agnhost binaries are built once per go.sum of
 # test/tools/k8s-e2e into ~/.cache/contiv-k8s-e2e (minutes of CPU).
 # Exit status: 0 when no spec failed.
@@ -30,13 +32,15 @@ kubeconfig=${KUBECONFIG:-$HOME/.kube/config}
 suite=ci
 out=""
 socks=()
-while getopts "k:s:c:o:h" opt; do
+focus_override=""
+while getopts "k:s:f:c:o:h" opt; do
 	case $opt in
 	k) kubeconfig=$OPTARG ;;
 	s) suite=$OPTARG ;;
+	f) focus_override=$OPTARG ;;
 	c) socks+=("$OPTARG") ;;
 	o) out=$OPTARG ;;
-	*) sed -n '2,24p' "$0"; exit 2 ;;
+	*) sed -n '2,26p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -54,9 +58,11 @@ if [ ! -x "$cache/agnhost" ]; then
 	mv "$cache/agnhost.tmp" "$cache/agnhost"
 fi
 if [ ! -x "$cache/e2e.test" ] && [ "${IMAGES_ONLY:-0}" != 1 ]; then
+	start=$(date +%s)
 	log "building e2e.test (k8s.io/kubernetes/test/e2e; first time: many minutes)"
 	(cd test/tools/k8s-e2e && nice go test -c -trimpath -ldflags='-s -w' -o "$cache/e2e.test.tmp" k8s.io/kubernetes/test/e2e)
 	mv "$cache/e2e.test.tmp" "$cache/e2e.test"
+	log "built e2e.test in $(($(date +%s) - start)) s"
 fi
 if [ ! -x "$cache/e2ecount" ]; then
 	(cd test/tools/k8s-e2e && go build -o "$cache/e2ecount" ./e2ecount)
@@ -64,6 +70,7 @@ fi
 if [ ! -x "$cache/pause" ]; then
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$cache/pause" ./test/tools/pause
 fi
+[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 
 # --- the images e2e.test asks for, under a registry nobody can pull from ----
 # e2e.test reads the registries from KUBE_TEST_REPO_LIST; every image it
@@ -134,11 +141,15 @@ fi
 [ "${IMAGES_ONLY:-0}" = 1 ] && exit 0
 
 # --- what runs ---------------------------------------------------------------
-# Never: SCTP (contiv's datapath has no SCTP, docs/compat.md K22), IPv6
-# and dual stack (IPv4 only), cases that need a feature gate, an alpha API
-# or a cloud ([Feature:...]), disruptive and flaky ones. The CI subset also
+# Never: cases of a feature other than NetworkPolicy (every Netpol case is
+# [Feature:NetworkPolicy]; the others need a feature gate, an alpha API or
+# a cloud; SCTP among them: contiv's datapath has no SCTP, docs/compat.md
+# K22), IPv6 and dual stack (IPv4 only), disruptive and flaky ones. The
+# features are Ginkgo labels ("Feature:X"): the label filter keeps a case
+# whose features are none or NetworkPolicy alone. The CI subset also
 # leaves out [Serial] and [Slow].
-skip=('\[Feature:[^]]*\]' '\[Disruptive\]' '\[Flaky\]' 'IPv6' '[Dd]ual[- ]?[Ss]tack')
+labels='Feature: isSubsetOf NetworkPolicy && !Alpha && !BetaOffByDefault'
+skip=('\[Feature:OffByDefault\]' '\[Disruptive\]' '\[Flaky\]' 'IPv6' '[Dd]ual[- ]?[Ss]tack')
 focus=()
 case $suite in
 ci)
@@ -169,7 +180,9 @@ full) focus=('\[sig-network\] Netpol' '\[sig-network\].*\[Conformance\]') ;;
 *) log "unknown suite $suite"; exit 2 ;;
 esac
 [ "$suite" = ci ] && skip+=('\[Serial\]' '\[Slow\]')
+[ -n "$focus_override" ] && focus=("$focus_override")
 args=(--kubeconfig "$kubeconfig" --provider skeleton --report-dir "$out" --disable-log-dump
+	--ginkgo.label-filter "$labels"
 	--ginkgo.json-report "$out/report.json" --ginkgo.no-color --ginkgo.timeout 4h
 	--kubectl-path "$(command -v kubectl || echo kubectl)")
 for f in "${focus[@]}"; do args+=(--ginkgo.focus "$f"); done
