@@ -70,7 +70,7 @@ fi
 if [ ! -x "$cache/pause" ]; then
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$cache/pause" ./test/tools/pause
 fi
-[ "${BUILD_ONLY:-0}" = 1 ] && exit 0
+[ "${BUILD_ONLY:-0}" = 1 ] && { log "e2e.test, agnhost, e2ecount, pause in $cache"; exit 0; }
 
 # --- the images e2e.test asks for, under a registry nobody can pull from ----
 # e2e.test reads the registries from KUBE_TEST_REPO_LIST; every image it
