@@ -60,7 +60,9 @@ fi
 if [ ! -x "$cache/e2e.test" ] && [ "${IMAGES_ONLY:-0}" != 1 ]; then
 	start=$(date +%s)
 	log "building e2e.test (k8s.io/kubernetes/test/e2e; first time: many minutes)"
-	(cd test/tools/k8s-e2e && nice go test -c -trimpath -ldflags='-s -w' -o "$cache/e2e.test.tmp" k8s.io/kubernetes/test/e2e)
+	# No -trimpath: the packages it shares with the kube commands
+	# (install-deps.sh, the same module versions) come from the build cache.
+	(cd test/tools/k8s-e2e && nice go test -c -ldflags='-s -w' -o "$cache/e2e.test.tmp" k8s.io/kubernetes/test/e2e)
 	mv "$cache/e2e.test.tmp" "$cache/e2e.test"
 	log "built e2e.test in $(($(date +%s) - start)) s"
 fi
