@@ -74,6 +74,15 @@ func TestKubernetesUpstreamSuites(t *testing.T) {
 	if f := os.Getenv("CONTIV_K8S_E2E_FOCUS"); f != "" {
 		args = append(args, "-f", f)
 	}
+	// Ginkgo stops in time for the report, the counts and this test's
+	// cleanup (a go test timeout would leave the cluster behind).
+	if dl, ok := t.Deadline(); ok {
+		left := time.Until(dl) - 2*time.Minute
+		if left < time.Minute {
+			t.Fatalf("%v left before the test deadline: too little for the suite", time.Until(dl))
+		}
+		args = append(args, "--", "--ginkgo.timeout", left.Round(time.Second).String())
+	}
 	run := exec.CommandContext(ctx, "ip", args...)
 	run.Env = append(os.Environ(), "NO_IMAGES=1", "PATH="+path)
 	start := time.Now()
