@@ -23,6 +23,9 @@
 # test/tools/k8s-e2e into ~/.cache/contiv-k8s-e2e (minutes of CPU).
 # Exit status: 0 when no spec failed.
 set -euo pipefail
+# One compound command: bash reads all of it before running any, so an
+# edit of this file during a run cannot change what the run does.
+{
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 root=$PWD
@@ -198,3 +201,5 @@ rc=$?
 set -e
 log "e2e.test exit $rc (log $out/e2e.log, command $out/command)"
 "$cache/e2ecount" "$out/report.json"
+exit
+}
