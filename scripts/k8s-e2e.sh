@@ -12,6 +12,8 @@
 #   conformance  the sig-network [Conformance] cases (Services, DNS,
 #                networking granular checks, EndpointSlices, ...)
 #   full         netpol and conformance
+#   netpol1..4, conformance1..2
+#                those two in chunks of at most about 15 minutes each
 # -f FOCUS replaces the suite's focus by one regular expression (a part of
 # a suite, to run it in chunks); the suite's skips stay.
 # Each -c names a node's containerd socket: the test images (agnhost,
@@ -181,6 +183,14 @@ ci)
 	done ;;
 netpol) focus=('\[sig-network\] Netpol') ;;
 conformance) focus=('\[sig-network\].*\[Conformance\]') ;;
+# The same in chunks of at most about 15 minutes on the testbed (14, 10,
+# 10, 14 Netpol cases; 28 and 19 conformance cases).
+netpol1) focus=('Netpol.*should (support|work|stop|ensure|properly|not) ') ;;
+netpol2) focus=('Netpol.*should (allow|deny) ') ;;
+netpol3) focus=('Netpol.*should enforce (egress|policy based on (any P|Ports|PodS)|policy to allow traffic (from|only from a pod))') ;;
+netpol4) focus=('Netpol.*should enforce (multiple|updated|ingress|except|policies|policy to allow (ingress|traffic only from a different|traffic based)|policy based on (N|M))') ;;
+conformance1) focus=('\[sig-network\] (DNS|Services|Networking|HostPort).*\[Conformance\]') ;;
+conformance2) focus=('\[sig-network\] (API|Endpoint|Ingress|Proxy|Service endpoints|ServiceCIDR).*\[Conformance\]') ;;
 full) focus=('\[sig-network\] Netpol' '\[sig-network\].*\[Conformance\]') ;;
 *) log "unknown suite $suite"; exit 2 ;;
 esac
