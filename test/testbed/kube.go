@@ -150,6 +150,10 @@ func StartKubeAPIServer(t testing.TB, opt KubeOptions) *KubeAPIServer {
 		"--service-account-key-file", saPub, "--service-account-signing-key-file", saKey,
 		"--service-cluster-ip-range", KubeServiceRange,
 		"--enable-priority-and-fairness=false", "--profiling=false",
+		// kubectl exec, logs and the proxy dial a kubelet at its node
+		// address: the default prefers the node's host name, which no DNS
+		// here resolves.
+		"--kubelet-preferred-address-types", "InternalIP",
 		// The deployment manifests' netplugin DaemonSet is privileged, as
 		// on a real cluster (TestManifestsDryRun).
 		"--allow-privileged=true")...)
