@@ -164,10 +164,13 @@ skip=('\[Feature:OffByDefault\]' '\[Disruptive\]' '\[Flaky\]' 'IPv6' '[Dd]ual[- 
 focus=()
 case $suite in
 ci)
-	# Each NetworkPolicy shape once: default deny of both directions;
-	# ingress from a namespace selector to a named port; ingress by pod
-	# selector with egress to a numbered port in one policy; egress to an
-	# ipBlock with except. Then pod to pod over UDP across nodes. Not yet:
+	# The NetworkPolicy shapes, each once, within CI's time: default deny
+	# of both directions; ingress from a namespace selector to a named
+	# port; egress to an ipBlock with except. Then pod to pod over UDP
+	# across nodes. Ingress and egress in one policy ("should work with
+	# Ingress, Egress specified together", about 2 min here) runs in the
+	# netpol targets, and test/e2e TestKubernetesNetworkPolicy checks
+	# that shape in CI. Not yet:
 	# the DNS cases (they read their results through the API server's pod
 	# proxy, which cannot reach pods on the testbed) and the Service cases
 	# (busybox's sh runs its own nc applet, not test/tools/nc):
@@ -175,7 +178,6 @@ ci)
 	for c in \
 		"Netpol NetworkPolicy between server and client should support a 'default-deny-all' policy" \
 		"should allow ingress access from namespace on one named port" \
-		"should work with Ingress, Egress specified together" \
 		"should enforce except clause while egress access to server in CIDR block" \
 		"Granular Checks: Pods should function for intra-pod communication: udp"; do
 		focus+=("$(printf '%s' "$c" | sed 's/[.]/\\./g')")
