@@ -356,10 +356,17 @@ func TestManifestsInitChecks(t *testing.T) {
 	if out, err := check("check-ovs.sh"); err == nil || !strings.Contains(out, "no ovs-vswitchd") {
 		t.Errorf("check-ovs.sh with ovsdb-server only: %v %q", err, out)
 	}
-	if err := os.WriteFile(filepath.Join(run, "ovs-vswitchd.4242.ctl"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := check("check-ovs.sh"); err != nil {
-		t.Errorf("check-ovs.sh with OVS running: %v %q", err, out)
+	// Debian's ovs-vswitchd.<pid>.ctl, and ovs-vswitchd.ctl of an
+	// ovs-vswitchd started with --unixctl in the run folder (the
+	// testbed's OVS, TestInstallFromManifests).
+	for _, ctl := range []string{"ovs-vswitchd.ctl", "ovs-vswitchd.4242.ctl"} {
+		f := filepath.Join(run, ctl)
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := check("check-ovs.sh"); err != nil {
+			t.Errorf("check-ovs.sh with OVS running (%s): %v %q", ctl, err, out)
+		}
+		os.Remove(f)
 	}
 }
