@@ -27,9 +27,12 @@ for bin in netmaster netplugin; do
 	images+=("$prefix$bin:$tag")
 	echo "$prefix$bin:$tag"
 done
-# The netplugin DaemonSet's init container (packaging/k8s/contiv.yaml):
-# contivk8s and the static busybox of Debian's busybox-static.
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/contivk8s" ./cmd/contivk8s
+# The netplugin DaemonSet's init and cleanup containers
+# (packaging/k8s/contiv.yaml): contivk8s, contiv-node-cleanup and the
+# static busybox of Debian's busybox-static.
+for bin in contivk8s contiv-node-cleanup; do
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
+done
 cp /bin/busybox "$ctx/busybox"
 docker build -q -f packaging/docker/Dockerfile.cni-install --build-arg VERSION="$version" \
 	-t "${prefix}cni-install:$tag" "$ctx" >/dev/null

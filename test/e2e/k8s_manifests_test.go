@@ -252,6 +252,7 @@ func TestManifestsContent(t *testing.T) {
 	want := map[string][]string{
 		"/pods": {"get", "list", "watch"}, "/namespaces": {"list", "watch"}, "/services": {"list", "watch"},
 		"discovery.k8s.io/endpointslices": {"list", "watch"}, "networking.k8s.io/networkpolicies": {"list", "watch"},
+		"apps/daemonsets": {"get"}, // contiv-node-cleanup, its own DaemonSet only (resourceNames)
 	}
 	got := map[string][]string{}
 	rules, _, _ := unstructured.NestedSlice(byKind("ClusterRole", "contiv-netplugin").Object, "rules")

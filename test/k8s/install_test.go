@@ -41,8 +41,15 @@ func TestInstallFromManifests(t *testing.T) {
 			}
 			out, _ := c.Kubectl("get", "pods", "-A", "-o", "wide")
 			t.Logf("--- pods ---\n%s", out)
-			out, _ = c.Kubectl("-n", "kube-system", "logs", "-l", "app.kubernetes.io/part-of=contiv", "--all-containers", "--tail", "40", "--prefix")
-			t.Logf("--- contiv logs ---\n%s", out)
+			// kubectl logs cannot reach the kubelets by node name: read
+			// the containers' logs on the nodes.
+			for _, n := range c.Nodes {
+				logs, _ := filepath.Glob(filepath.Join(n.Dir, "logs", "kube-system_contiv-*", "*", "*.log"))
+				for _, f := range logs {
+					b, _ := os.ReadFile(f)
+					t.Logf("--- %s ---\n%s", f, lastLines(string(b), 40))
+				}
+			}
 			out, _ = c.Kubectl("-n", "kube-system", "describe", "pods", "-l", "app.kubernetes.io/part-of=contiv")
 			t.Logf("--- contiv pods ---\n%s", lastLines(out, 80))
 		}

@@ -59,7 +59,8 @@ type nodeFS struct {
 // newNodeFS makes host h's folders and mount namespace; the test's
 // cleanup unmounts the namespace's file (the namespace goes with its
 // last process). The node forwards (kube-proxy, NodePorts, and contiv's
-// infra route need it: docs/k8s.md, "Networks").
+// infra route need it: docs/k8s.md, "Networks") and routes the Service
+// range.
 func newNodeFS(t testing.TB, h *Host) (*nodeFS, error) {
 	t.Helper()
 	f := &nodeFS{dir: filepath.Join(h.Dir, "cri-node"), binds: map[string]string{}}
@@ -73,13 +74,19 @@ func newNodeFS(t testing.TB, h *Host) (*nodeFS, error) {
 			return nil, fmt.Errorf("node folder: %w", err)
 		}
 	}
-	// The runtime's loopback plugin, as a node's kubernetes-cni package
-	// installs it next to the CNI's own.
-	if err := os.Symlink(filepath.Join(CRIPluginDir, "loopback"), filepath.Join(f.binds[NodeCNIBinDir], "loopback")); err != nil {
-		return nil, fmt.Errorf("node cni plugin: %w", err)
-	}
+	// (StartCRI links the runtime's loopback plugin into the node's
+	// /opt/cni/bin, as a node's kubernetes-cni package installs it.)
 	if _, err := nsExec(h.NS, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
 		return nil, fmt.Errorf("ip_forward: %w", err)
+	}
+	// A real node's default route carries its connections to ClusterIPs
+	// until kube-proxy's DNAT rewrites them (netplugin reaches the API
+	// server at the kubernetes Service from the host network); the
+	// simulated node has no default route (nothing is beyond the
+	// testbed), so the Service range goes to the management network,
+	// where the API server is.
+	if err := ipIn(h.NS, "route", "replace", KubeServiceRange, "dev", MgmtIf); err != nil {
+		return nil, fmt.Errorf("service route: %w", err)
 	}
 	// The namespace's file must sit on a mount that is not shared.
 	mnt := filepath.Join(f.dir, "mnt")
@@ -161,7 +168,8 @@ const contivImagesTimeout = 10 * time.Minute
 // import" on every node. The script needs the local Docker Engine; its
 // archive is cached under ~/.cache/contiv-testbed by a digest of the
 // sources it builds from (Go files outside test/, go.mod, go.sum,
-// packaging/, scripts/build-images.sh and version.sh), so a suite builds
+// packaging/docker, packaging/k8s/VERSION, scripts/build-images.sh and
+// version.sh), so a suite builds
 // it once per source state. No Docker Engine fails the test under
 // CI=true and skips it elsewhere.
 func ContivImagesArchive(t testing.TB) (string, error) {
@@ -227,7 +235,8 @@ func imageSourceDigest(root string) (string, error) {
 		switch {
 		case strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go"),
 			rel == "go.mod", rel == "go.sum",
-			strings.HasPrefix(rel, "packaging"+string(filepath.Separator)),
+			strings.HasPrefix(rel, filepath.Join("packaging", "docker")+string(filepath.Separator)),
+			rel == filepath.Join("packaging", "k8s", "VERSION"),
 			rel == filepath.Join("scripts", "build-images.sh"), rel == filepath.Join("scripts", "version.sh"):
 		default:
 			return nil
