@@ -558,12 +558,7 @@ func buildPauseArchive() (string, error) {
 		return "", fmt.Errorf("testbed: pause binary: %w", err)
 	}
 	sum := sha256.Sum256(exe)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	cache = filepath.Join(cache, "contiv-testbed")
-	path := filepath.Join(cache, "pause-"+hex.EncodeToString(sum[:8])+".tar")
+	cache, path := imageCachePath("pause-" + hex.EncodeToString(sum[:8]) + ".tar")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
@@ -582,6 +577,18 @@ func buildPauseArchive() (string, error) {
 		return "", fmt.Errorf("testbed: image cache: %w", err)
 	}
 	return path, nil
+}
+
+// imageCachePath is where the image archive name is cached:
+// ~/.cache/contiv-testbed (the temporary folder without a cache folder),
+// returned too.
+func imageCachePath(name string) (dir, path string) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "contiv-testbed")
+	return dir, filepath.Join(dir, name)
 }
 
 // PauseImageArchive packs exe as /pause into a single-layer image named

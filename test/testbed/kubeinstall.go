@@ -169,8 +169,7 @@ const contivImagesTimeout = 10 * time.Minute
 // archive is cached under ~/.cache/contiv-testbed by a digest of the
 // sources it builds from (Go files outside test/, go.mod, go.sum,
 // packaging/docker, packaging/k8s/VERSION, scripts/build-images.sh and
-// version.sh), so a suite builds
-// it once per source state. No Docker Engine fails the test under
+// version.sh), so a suite builds it once per source state. No Docker Engine fails the test under
 // CI=true and skips it elsewhere.
 func ContivImagesArchive(t testing.TB) (string, error) {
 	t.Helper()
@@ -190,12 +189,7 @@ func buildContivImages() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	cache = filepath.Join(cache, "contiv-testbed")
-	path := filepath.Join(cache, "contiv-images-"+sum[:16]+".tar")
+	cache, path := imageCachePath("contiv-images-" + sum[:16] + ".tar")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
