@@ -20,9 +20,17 @@ prefix=${IMAGE_PREFIX:-contiv/}
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 images=()
+# netplugin's image also holds busybox and packaging/docker/node-iptables,
+# which runs the node's iptables for its host NAT rule (Dockerfile.netplugin).
+cp /bin/busybox "$ctx/busybox"
+install -m 0755 packaging/docker/node-iptables "$ctx/node-iptables"
 for bin in netmaster netplugin; do
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
-	docker build -q -f packaging/docker/Dockerfile --build-arg BIN="$bin" --build-arg VERSION="$version" \
+	dockerfile=packaging/docker/Dockerfile
+	if [ "$bin" = netplugin ]; then
+		dockerfile=packaging/docker/Dockerfile.netplugin
+	fi
+	docker build -q -f "$dockerfile" --build-arg BIN="$bin" --build-arg VERSION="$version" \
 		-t "$prefix$bin:$tag" "$ctx" >/dev/null
 	images+=("$prefix$bin:$tag")
 	echo "$prefix$bin:$tag"
@@ -33,7 +41,6 @@ done
 for bin in contivk8s contiv-node-cleanup; do
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
 done
-cp /bin/busybox "$ctx/busybox"
 docker build -q -f packaging/docker/Dockerfile.cni-install --build-arg VERSION="$version" \
 	-t "${prefix}cni-install:$tag" "$ctx" >/dev/null
 images+=("${prefix}cni-install:$tag")
