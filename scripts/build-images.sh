@@ -20,17 +20,27 @@ prefix=${IMAGE_PREFIX:-contiv/}
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 images=()
+# netplugin's image also holds busybox and packaging/docker/node-iptables,
+# which runs the node's iptables for its host NAT rule (Dockerfile.netplugin).
+cp /bin/busybox "$ctx/busybox"
+install -m 0755 packaging/docker/node-iptables "$ctx/node-iptables"
 for bin in netmaster netplugin; do
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
-	docker build -q -f packaging/docker/Dockerfile --build-arg BIN="$bin" --build-arg VERSION="$version" \
+	dockerfile=packaging/docker/Dockerfile
+	if [ "$bin" = netplugin ]; then
+		dockerfile=packaging/docker/Dockerfile.netplugin
+	fi
+	docker build -q -f "$dockerfile" --build-arg BIN="$bin" --build-arg VERSION="$version" \
 		-t "$prefix$bin:$tag" "$ctx" >/dev/null
 	images+=("$prefix$bin:$tag")
 	echo "$prefix$bin:$tag"
 done
-# The netplugin DaemonSet's init container (packaging/k8s/contiv.yaml):
-# contivk8s and the static busybox of Debian's busybox-static.
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/contivk8s" ./cmd/contivk8s
-cp /bin/busybox "$ctx/busybox"
+# The netplugin DaemonSet's init and cleanup containers
+# (packaging/k8s/contiv.yaml): contivk8s, contiv-node-cleanup and the
+# static busybox of Debian's busybox-static.
+for bin in contivk8s contiv-node-cleanup; do
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
+done
 docker build -q -f packaging/docker/Dockerfile.cni-install --build-arg VERSION="$version" \
 	-t "${prefix}cni-install:$tag" "$ctx" >/dev/null
 images+=("${prefix}cni-install:$tag")

@@ -252,6 +252,7 @@ func TestManifestsContent(t *testing.T) {
 	want := map[string][]string{
 		"/pods": {"get", "list", "watch"}, "/namespaces": {"list", "watch"}, "/services": {"list", "watch"},
 		"discovery.k8s.io/endpointslices": {"list", "watch"}, "networking.k8s.io/networkpolicies": {"list", "watch"},
+		"apps/daemonsets": {"get"}, // contiv-node-cleanup, its own DaemonSet only (resourceNames)
 	}
 	got := map[string][]string{}
 	rules, _, _ := unstructured.NestedSlice(byKind("ClusterRole", "contiv-netplugin").Object, "rules")
@@ -356,10 +357,17 @@ func TestManifestsInitChecks(t *testing.T) {
 	if out, err := check("check-ovs.sh"); err == nil || !strings.Contains(out, "no ovs-vswitchd") {
 		t.Errorf("check-ovs.sh with ovsdb-server only: %v %q", err, out)
 	}
-	if err := os.WriteFile(filepath.Join(run, "ovs-vswitchd.4242.ctl"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := check("check-ovs.sh"); err != nil {
-		t.Errorf("check-ovs.sh with OVS running: %v %q", err, out)
+	// Debian's ovs-vswitchd.<pid>.ctl, and ovs-vswitchd.ctl of an
+	// ovs-vswitchd started with --unixctl in the run folder (the
+	// testbed's OVS, TestInstallFromManifests).
+	for _, ctl := range []string{"ovs-vswitchd.ctl", "ovs-vswitchd.4242.ctl"} {
+		f := filepath.Join(run, ctl)
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := check("check-ovs.sh"); err != nil {
+			t.Errorf("check-ovs.sh with OVS running (%s): %v %q", ctl, err, out)
+		}
+		os.Remove(f)
 	}
 }

@@ -63,11 +63,13 @@ type CRI struct {
 
 	crictl   string
 	confList []byte
-	sockDir  string
-	daemon   *daemon
-	mu       sync.Mutex
-	sandbox  map[string]bool // pod sandbox ids run by this test
-	stopOnce sync.Once
+	// cniConf and cniBin are the CNI folders as containerd sees them.
+	cniConf, cniBin string
+	sockDir         string
+	daemon          *daemon
+	mu              sync.Mutex
+	sandbox         map[string]bool // pod sandbox ids run by this test
+	stopOnce        sync.Once
 }
 
 // CRIOptions set up a host's runtime.
@@ -86,6 +88,12 @@ type CRIOptions struct {
 	// Name tells apart several runtimes on one host (default "cri"):
 	// their folder under the host's and their socket's.
 	Name string
+	// MountNS, when set, is the node's mount namespace (a bind-mounted
+	// nsfs file, kubeinstall.go) containerd runs in; there the standard
+	// CNI folders /etc/cni/net.d and /opt/cni/bin are bind mounts of
+	// ConfDir and BinDir, the folders' paths as the test sees them.
+	MountNS         string
+	ConfDir, BinDir string
 }
 
 // ContivConfList is the contivk8s configuration list for h's netplugin.
@@ -135,6 +143,11 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 	sockDir := filepath.Join(criSocketRoot, h.NS+"-"+opt.Name)
 	c := &CRI{Host: h, Dir: dir, ConfDir: filepath.Join(dir, "net.d"), BinDir: filepath.Join(dir, "bin"),
 		Socket: filepath.Join(sockDir, "containerd.sock"), crictl: crictl, confList: opt.ConfList, sockDir: sockDir, sandbox: map[string]bool{}}
+	c.cniConf, c.cniBin = c.ConfDir, c.BinDir
+	if opt.MountNS != "" {
+		c.ConfDir, c.BinDir = opt.ConfDir, opt.BinDir
+		c.cniConf, c.cniBin = "/etc/cni/net.d", "/opt/cni/bin"
+	}
 	for _, d := range []string{dir, c.ConfDir, c.BinDir, sockDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatalf("testbed: cri folder: %v", err)
@@ -163,6 +176,9 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 	// bind-mounts under /run/netns would not be seen outside it.
 	c.daemon = nsDaemon("containerd", h.NS, containerd, filepath.Join(dir, "containerd.log"))
 	c.daemon.direct = []string{"nsenter", "--net=" + filepath.Join(netnsDir(), h.NS), containerd, "--config", conf}
+	if opt.MountNS != "" {
+		c.daemon.direct = []string{"nsenter", "--net=" + filepath.Join(netnsDir(), h.NS), "--mount=" + opt.MountNS, containerd, "--config", conf}
+	}
 	t.Cleanup(func() { c.Stop(t) })
 	if err := c.daemon.start(); err != nil {
 		t.Fatalf("testbed: %v", err)
@@ -233,7 +249,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = %[9]q
     max_conf_num = 1
 `, filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "state"), c.Socket, c.Socket+".ttrpc",
-		filepath.Join(c.Dir, "opt"), PauseImage, filepath.Join(c.Dir, "runc"), c.BinDir, c.ConfDir)
+		filepath.Join(c.Dir, "opt"), PauseImage, filepath.Join(c.Dir, "runc"), c.cniBin, c.cniConf)
 }
 
 // Crictl runs crictl against this runtime and returns its standard
@@ -408,7 +424,16 @@ func (c *CRI) stop(t testing.TB) {
 			t.Logf("testbed: %v", err)
 		} else {
 			for _, id := range ids {
-				if _, err := c.Crictl("rmp", "-f", id); err != nil {
+				_, err := c.Crictl("rmp", "-f", id)
+				switch {
+				case err != nil && strings.Contains(err.Error(), "cni plugin not initialized"):
+					// The network plugin was uninstalled (its
+					// configuration removed) after the kubelet had
+					// stopped the sandbox and torn its network down;
+					// containerd cannot ask it again. The shims are
+					// killed below.
+					t.Logf("testbed: %v", err)
+				case err != nil:
 					t.Errorf("testbed: %v", err)
 				}
 			}
@@ -542,12 +567,7 @@ func buildPauseArchive() (string, error) {
 		return "", fmt.Errorf("testbed: pause binary: %w", err)
 	}
 	sum := sha256.Sum256(exe)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	cache = filepath.Join(cache, "contiv-testbed")
-	path := filepath.Join(cache, "pause-"+hex.EncodeToString(sum[:8])+".tar")
+	cache, path := imageCachePath("pause-" + hex.EncodeToString(sum[:8]) + ".tar")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
@@ -566,6 +586,18 @@ func buildPauseArchive() (string, error) {
 		return "", fmt.Errorf("testbed: image cache: %w", err)
 	}
 	return path, nil
+}
+
+// imageCachePath is where the image archive name is cached:
+// ~/.cache/contiv-testbed (the temporary folder without a cache folder),
+// returned too.
+func imageCachePath(name string) (dir, path string) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "contiv-testbed")
+	return dir, filepath.Join(dir, name)
 }
 
 // PauseImageArchive packs exe as /pause into a single-layer image named

@@ -78,6 +78,15 @@ type KubeClusterOptions struct {
 	NetpluginArgs []string
 	// NoCoreDNS leaves CoreDNS out.
 	NoCoreDNS bool
+	// ContivFromManifests leaves contiv to the test, which installs it
+	// from packaging/k8s as an operator would (kubeinstall.go): no
+	// testbed netmaster or netplugin (an external etcd is the store),
+	// every node's kubelet and containerd in a mount namespace of their
+	// own with the node's folders at the standard paths, the images of
+	// scripts/build-images.sh imported; StartKubeCluster returns once
+	// the nodes registered (NotReady: no CNI configuration yet) and
+	// CoreDNS is deployed later with DeployCoreDNS.
+	ContivFromManifests bool
 }
 
 // KubeCluster is a running kubelet-managed cluster.
@@ -91,6 +100,7 @@ type KubeCluster struct {
 	controllerManager, scheduler *daemon
 	bins                         map[string]string
 	cs                           kubernetes.Interface
+	fromManifests                bool
 }
 
 // KubeNode is one simulated host as a node: its runtime, kubelet and
@@ -108,6 +118,8 @@ type KubeNode struct {
 	kubelet    *daemon
 	proxy      *daemon
 	cgroupRoot string
+	// fs is the node's mount namespace and folders (ContivFromManifests).
+	fs *nodeFS
 }
 
 // StartKubeCluster builds the cluster: a testbed in kubernetes mode
@@ -147,12 +159,21 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 		}
 		images = append(images, coredns)
 	}
+	cfg := Config{Hosts: opt.Nodes, SkipNetplugin: true, FwdMode: "routing",
+		NetpluginArgs: []string{"--mode", "kubernetes", "--host-access"}}
+	if opt.ContivFromManifests {
+		contiv, err := ContivImagesArchive(t)
+		if err != nil {
+			t.Fatalf("testbed: %v", err)
+		}
+		images = append(images, contiv)
+		cfg = Config{Hosts: opt.Nodes, SkipNetplugin: true, NoNetmaster: true, Store: ExternalEtcd}
+	}
 
-	tb := New(t, Config{Hosts: opt.Nodes, SkipNetplugin: true, FwdMode: "routing",
-		NetpluginArgs: []string{"--mode", "kubernetes", "--host-access"}})
+	tb := New(t, cfg)
 	m := tb.Masters[0]
 	k := StartKubeAPIServer(t, KubeOptions{NS: m.NS, IP: m.IP, Port: KubeAPIPort, EtcdPort: 23790, Cluster: true})
-	c := &KubeCluster{TB: tb, API: k, KubectlBin: bins["kubectl"], bins: bins}
+	c := &KubeCluster{TB: tb, API: k, KubectlBin: bins["kubectl"], bins: bins, fromManifests: opt.ContivFromManifests}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("--- kube-apiserver ---\n%s", k.Logs(30))
@@ -187,7 +208,17 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 
 	for _, h := range tb.Hosts {
 		n := &KubeNode{Name: h.Name, Host: h, Dir: filepath.Join(h.Dir, "kubelet"), cluster: c}
-		n.CRI = h.StartCRI(t, CRIOptions{NoConfig: true})
+		criOpt := CRIOptions{NoConfig: true}
+		if opt.ContivFromManifests {
+			fs, err := newNodeFS(t, h)
+			if err != nil {
+				t.Fatalf("testbed: node %s: %v", h.Name, err)
+			}
+			n.fs = fs
+			criOpt.MountNS, criOpt.Plugins = fs.ns, []string{}
+			criOpt.ConfDir, criOpt.BinDir = fs.HostPath(NodeCNIConfDir), fs.HostPath(NodeCNIBinDir)
+		}
+		n.CRI = h.StartCRI(t, criOpt)
 		for _, a := range images {
 			if err := n.CRI.ImportImage(a); err != nil {
 				t.Fatalf("testbed: %v", err)
@@ -225,6 +256,9 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 		if err != nil {
 			t.Fatalf("testbed: node %s did not register: %v\n--- kubelet ---\n%s", n.Name, err, n.kubelet.logs(40))
 		}
+	}
+	if opt.ContivFromManifests {
+		return c
 	}
 
 	// contiv: the pod network, netplugin, then the CNI configuration.
@@ -357,23 +391,33 @@ func (n *KubeNode) setup() error {
 		}
 		binds = append(binds, fmt.Sprintf("mount --bind %s /proc/sys/%s", f, kv[0]))
 	}
-	if err := syscall.Mount(n.Dir, n.Dir, "", syscall.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind mount %s: %w", n.Dir, err)
-	}
-	if err := syscall.Mount("", n.Dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
-		return fmt.Errorf("make %s shared: %w", n.Dir, err)
-	}
 	cfg := filepath.Join(n.Dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte(n.kubeletConfig()), 0o644); err != nil {
 		return fmt.Errorf("kubelet configuration: %w", err)
 	}
 	kubelet := n.cluster.bins["kubelet"]
-	script := strings.Join(binds, " && ") + ` && exec "$0" "$@"`
-	n.kubelet = nsDaemon("kubelet "+n.Name, n.Host.NS, kubelet, filepath.Join(n.Dir, "kubelet.log"))
-	n.kubelet.direct = []string{"nsenter", "--net=" + filepath.Join(netnsDir(), n.Host.NS),
-		"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", script, kubelet,
-		"--config", cfg, "--kubeconfig", n.cluster.API.Kubeconfig, "--root-dir", n.Dir,
+	kubeletArgs := []string{"--config", cfg, "--kubeconfig", n.cluster.API.Kubeconfig, "--root-dir", n.Dir,
 		"--hostname-override", n.Name, "--node-ip", n.Host.IP, "--v", "1"}
+	n.kubelet = nsDaemon("kubelet "+n.Name, n.Host.NS, kubelet, filepath.Join(n.Dir, "kubelet.log"))
+	if n.fs != nil {
+		// The node's mount namespace holds the sysctl files and
+		// containerd: the kubelet's volumes are mounted where the
+		// runtime sees them.
+		if err := n.fs.bindSysctls(tun, binds); err != nil {
+			return err
+		}
+		n.kubelet.direct = append([]string{"nsenter", "--net=" + filepath.Join(netnsDir(), n.Host.NS), "--mount=" + n.fs.ns, kubelet}, kubeletArgs...)
+	} else {
+		if err := syscall.Mount(n.Dir, n.Dir, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind mount %s: %w", n.Dir, err)
+		}
+		if err := syscall.Mount("", n.Dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("make %s shared: %w", n.Dir, err)
+		}
+		script := strings.Join(binds, " && ") + ` && exec "$0" "$@"`
+		n.kubelet.direct = append([]string{"nsenter", "--net=" + filepath.Join(netnsDir(), n.Host.NS),
+			"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", script, kubelet}, kubeletArgs...)
+	}
 	proxyCfg := filepath.Join(n.Dir, "kube-proxy.yaml")
 	if err := os.WriteFile(proxyCfg, []byte(n.proxyConfig()), 0o644); err != nil {
 		return fmt.Errorf("kube-proxy configuration: %w", err)

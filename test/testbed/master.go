@@ -77,7 +77,9 @@ func (tb *Testbed) addMaster(t testing.TB, i int) {
 	m.proc = &daemon{name: "netmaster " + m.NS, ns: m.NS, bin: tb.Bins.Netmaster, args: args,
 		logPath: filepath.Join(m.Dir, "netmaster.log")}
 	tb.Masters = append(tb.Masters, m)
-	m.Start(t)
+	if !cfg.NoNetmaster {
+		m.Start(t)
+	}
 }
 
 // Addr is the netmaster's "ip:9999".

@@ -120,6 +120,11 @@ type Config struct {
 	// SkipNetplugin builds hosts without starting netplugin (start it
 	// later with Host.StartNetplugin; it is built then).
 	SkipNetplugin bool
+	// NoNetmaster builds the masters' namespaces (the Kubernetes API
+	// server's home in a kubelet cluster) without starting netmaster in
+	// them: the cluster's netmasters run elsewhere, e.g. as pods of the
+	// packaging/k8s manifests (kubeinstall.go). Needs an external store.
+	NoNetmaster bool
 	// NetpluginBinary, when set, is run instead of building
 	// ./cmd/netplugin.
 	NetpluginBinary string
@@ -191,6 +196,8 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("testbed: EtcdMembers %d: want 0, 1, or 3 with ExternalEtcd", c.EtcdMembers)
 	case c.SecureREST && c.Swarm:
 		return fmt.Errorf("testbed: SecureREST does not support Swarm (the managed plugin sees only its own folder)")
+	case c.NoNetmaster && c.Store == Embedded:
+		return fmt.Errorf("testbed: NoNetmaster needs an external store (the embedded one runs in netmaster)")
 	case c.Store == Embedded && c.Netmasters != 1:
 		return fmt.Errorf("testbed: the embedded store runs in the single netmaster: use an external store for %d netmasters", c.Netmasters)
 	}
@@ -320,7 +327,9 @@ func New(t testing.TB, cfg Config) *Testbed {
 	}
 	// Registered last so that it runs first, while OVS still runs.
 	t.Cleanup(func() { tb.DumpOnFailure(t) })
-	tb.waitMasters(t, masterReadyTimeout)
+	if !cfg.NoNetmaster {
+		tb.waitMasters(t, masterReadyTimeout)
+	}
 	if !cfg.SkipNetplugin && !cfg.Swarm {
 		for _, h := range tb.Hosts {
 			h.StartNetplugin(t)
