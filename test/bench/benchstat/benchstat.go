@@ -24,3 +24,27 @@ func Percentile(ds []time.Duration, p int) time.Duration {
 func PercentileMs(ds []time.Duration, p int) float64 {
 	return float64(Percentile(ds, p).Microseconds()) / 1000
 }
+
+// Pair is the p50 and p99 (ms) of two sets of latencies measured side by
+// side, ours (A) against a baseline (B).
+type Pair struct{ A50, A99, B50, B99 float64 }
+
+// Ratio50 and Ratio99 are A / B.
+func (p Pair) Ratio50() float64 { return p.A50 / p.B50 }
+func (p Pair) Ratio99() float64 { return p.A99 / p.B99 }
+
+// Metrics is what a benchmark reports (testing.B.ReportMetric).
+type Metrics interface{ ReportMetric(n float64, unit string) }
+
+// ReportPair reports the p50 and p99 of a (as "<nameA>-ms-p50" …) and b,
+// and the ratios "ratio-p50" and "ratio-p99", and returns them.
+func ReportPair(m Metrics, nameA string, a []time.Duration, nameB string, b []time.Duration) Pair {
+	p := Pair{A50: PercentileMs(a, 50), A99: PercentileMs(a, 99), B50: PercentileMs(b, 50), B99: PercentileMs(b, 99)}
+	m.ReportMetric(p.A50, nameA+"-ms-p50")
+	m.ReportMetric(p.A99, nameA+"-ms-p99")
+	m.ReportMetric(p.B50, nameB+"-ms-p50")
+	m.ReportMetric(p.B99, nameB+"-ms-p99")
+	m.ReportMetric(p.Ratio50(), "ratio-p50")
+	m.ReportMetric(p.Ratio99(), "ratio-p99")
+	return p
+}

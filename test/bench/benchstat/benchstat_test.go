@@ -28,3 +28,28 @@ func TestPercentile(t *testing.T) {
 		t.Fatal("no samples must give 0")
 	}
 }
+
+type metrics map[string]float64
+
+func (m metrics) ReportMetric(n float64, unit string) { m[unit] = n }
+
+func TestReportPair(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	m := metrics{}
+	p := ReportPair(m, "ours", ms(10, 20, 30), "base", ms(5, 10, 20))
+	want := metrics{"ours-ms-p50": 20, "ours-ms-p99": 30, "base-ms-p50": 10, "base-ms-p99": 20, "ratio-p50": 2, "ratio-p99": 1.5}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if p.Ratio50() != 2 || p.Ratio99() != 1.5 || len(m) != len(want) {
+		t.Errorf("pair %+v, metrics %v", p, m)
+	}
+}

@@ -116,15 +116,9 @@ func BenchmarkCNIAdd(b *testing.B) {
 				}
 			}
 		}
-		c50, c99, r50, r99 := benchstat.PercentileMs(tc, 50), benchstat.PercentileMs(tc, 99), benchstat.PercentileMs(tr, 50), benchstat.PercentileMs(tr, 99)
-		b.ReportMetric(c50, "contivk8s-ms-p50")
-		b.ReportMetric(c99, "contivk8s-ms-p99")
-		b.ReportMetric(r50, "bridge-ms-p50")
-		b.ReportMetric(r99, "bridge-ms-p99")
-		b.ReportMetric(c50/r50, "ratio-p50")
-		b.ReportMetric(c99/r99, "ratio-p99")
+		r := benchstat.ReportPair(b, "contivk8s", tc, "bridge", tr)
 		b.Logf("ADD latency over %d runs each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f (goal <= 1.2), p99 %.2f (goal <= 1.5)",
-			runs, c50, c99, r50, r99, c50/r50, c99/r99)
+			runs, r.A50, r.A99, r.B50, r.B99, r.Ratio50(), r.Ratio99())
 	}
 	logPhases(b, "contivk8s", readFile(filepath.Join(h.Dir, "contivk8s.log")), "ADD done")
 	logPhases(b, "netplugin", h.Logs(), "CNI ADD done")

@@ -62,14 +62,8 @@ func BenchmarkCNIAddCRI(b *testing.B) {
 				}
 			}
 		}
-		c50, c99, r50, r99 := benchstat.PercentileMs(tc, 50), benchstat.PercentileMs(tc, 99), benchstat.PercentileMs(tr, 50), benchstat.PercentileMs(tr, 99)
-		b.ReportMetric(c50, "contivk8s-ms-p50")
-		b.ReportMetric(c99, "contivk8s-ms-p99")
-		b.ReportMetric(r50, "bridge-ms-p50")
-		b.ReportMetric(r99, "bridge-ms-p99")
-		b.ReportMetric(c50/r50, "ratio-p50")
-		b.ReportMetric(c99/r99, "ratio-p99")
+		r := benchstat.ReportPair(b, "contivk8s", tc, "bridge", tr)
 		b.Logf("crictl runp (sandbox + CNI ADD) over %d pods each: contivk8s p50 %.1f ms p99 %.1f ms; bridge p50 %.1f ms p99 %.1f ms; ratio p50 %.2f p99 %.2f",
-			criRuns, c50, c99, r50, r99, c50/r50, c99/r99)
+			criRuns, r.A50, r.A99, r.B50, r.B99, r.Ratio50(), r.Ratio99())
 	}
 }

@@ -72,16 +72,9 @@ func BenchmarkPodReady(b *testing.B) {
 				ctn = append(ctn, ds...)
 			}
 		}
-		c50, c99 := benchstat.PercentileMs(ctn, 50), benchstat.PercentileMs(ctn, 99)
-		r50, r99 := benchstat.PercentileMs(brg, 50), benchstat.PercentileMs(brg, 99)
-		b.ReportMetric(c50, "contiv-ms-p50")
-		b.ReportMetric(c99, "contiv-ms-p99")
-		b.ReportMetric(r50, "bridge-ms-p50")
-		b.ReportMetric(r99, "bridge-ms-p99")
-		b.ReportMetric(c50/r50, "ratio-p50")
-		b.ReportMetric(c99/r99, "ratio-p99")
+		r := benchstat.ReportPair(b, "contiv", ctn, "bridge", brg)
 		b.Logf("pod create → Ready, bursts of %d pods per node on %d nodes, two bursts each: contiv p50 %.0f ms p99 %.0f ms; bridge p50 %.0f ms p99 %.0f ms; ratio p50 %.2f p99 %.2f",
-			podsPerNode, len(c.Nodes), c50, c99, r50, r99, c50/r50, c99/r99)
+			podsPerNode, len(c.Nodes), r.A50, r.A99, r.B50, r.B99, r.Ratio50(), r.Ratio99())
 	}
 }
 
