@@ -3,6 +3,7 @@ package attachsvc
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/state"
@@ -61,7 +62,10 @@ func (s *Service) restorePort(ctx context.Context, bridge string, p ovsdriver.En
 		// gone with its container.
 		s.log.WithField("port", p.PortName).Infof("removing stale endpoint port (endpoint %q)", p.EndpointID)
 		if err := s.cfg.Ports.DeleteEndpoint(ctx, bridge, p.PortName); err != nil {
-			s.log.WithError(err).Warnf("remove stale port %s", p.PortName)
+			s.log.WithError(err).Warnf("remove stale port %s (retried)", p.PortName)
+			if s.cfg.Enqueue != nil {
+				s.cfg.Enqueue(KindStalePort, bridge+"/"+p.PortName)
+			}
 		}
 		return nil
 	}
@@ -83,4 +87,28 @@ func (s *Service) groupQoS(ep state.Endpoint) QoS {
 		return QoS{Known: true}
 	}
 	return QoSOf(g)
+}
+
+// KindStalePort is the kind of the reconcile keys staleport/<bridge>/<port>:
+// a port found at start that no endpoint claims, whose deletion failed,
+// retried through the work queue until it is gone.
+const KindStalePort = "staleport"
+
+// ReconcileStalePort deletes the stale port of key <bridge>/<port>, unless
+// a local endpoint uses a port of that name by now (a new attach may have
+// been given the name once the port was gone).
+func (s *Service) ReconcileStalePort(ctx context.Context, key string) error {
+	bridge, port, ok := strings.Cut(key, "/")
+	if !ok || bridge == "" || port == "" {
+		return nil // not a key this service makes: nothing to retry
+	}
+	for _, le := range s.All() {
+		if le.Bridge == bridge && le.Port.PortName == port {
+			return nil
+		}
+	}
+	if err := s.cfg.Ports.DeleteEndpoint(ctx, bridge, port); err != nil {
+		return fmt.Errorf("remove stale port %s of %s: %w", port, bridge, err)
+	}
+	return nil
 }

@@ -97,6 +97,9 @@ type Daemon struct {
 	// guards it.
 	mu      sync.Mutex
 	applied applied
+	// restart is the applied state of finishrestart/ and vrfids/ (under mu;
+	// restartstate.go).
+	restart restartState
 
 	met *metrics // nil when metrics are off
 	// rpcPool is the agents' TLS client pool towards the masters (nil:
@@ -500,37 +503,10 @@ func (d *Daemon) loadVrfIDs(ctx context.Context, bridge string) (map[string]uint
 	return ids, nil
 }
 
-// saveVrfIDs runs under the agent's lock: it only writes to OVSDB.
-func (d *Daemon) saveVrfIDs(ctx context.Context, bridge string, ids map[string]uint8) {
-	b, err := json.Marshal(ids)
-	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		err = d.drv.SetBridgeExternalID(wctx, bridge, vrfIDsKey, string(b))
-	}
-	if err != nil {
-		d.log.WithError(err).Warnf("persist the VRF ids of %s", bridge)
-	}
-}
-
-// finishRestart tells both agents to drop flows left from a previous run
-// once the masters had time to send the remote endpoints again.
-func (d *Daemon) finishRestart(ctx context.Context) {
-	select {
-	case <-d.mastersSeen:
-	case <-ctx.Done():
-		return
-	}
-	if !ctxutil.Sleep(ctx, d.cfg.RestartSettle) {
-		return
-	}
-	for _, a := range []datapath{d.vx, d.vl} {
-		if err := a.FinishRestart(ctx); err != nil && ctx.Err() == nil {
-			d.log.WithError(err).Warn("remove stale flows")
-		}
-	}
-}
-
+// masterAdd and masterDel follow the netmaster.rpc instances. The agents
+// only record a master here: registering with it, and retrying that until
+// it answers, is the agent's push queue (ofnet/agent/masters.go), so the
+// only error is a malformed address, which no retry would fix.
 func (d *Daemon) masterAdd(ctx context.Context, s objdb.ServiceInfo) {
 	n := ofrpc.OfnetNode{HostAddr: s.HostAddr, HostPort: ofrpc.MasterPort}
 	for _, a := range []datapath{d.vx, d.vl} {

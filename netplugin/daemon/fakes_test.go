@@ -213,12 +213,13 @@ type fakeDriver struct {
 	ports    map[string]bool // port name
 	policing map[string]string
 	vteps    map[string]uint32
+	extIDs   map[string]string // bridge/key → value
 	next     uint32
 }
 
 func newFakeDriver() *fakeDriver {
 	return &fakeDriver{faults: newFaults(), ports: map[string]bool{}, policing: map[string]string{},
-		vteps: map[string]uint32{}, next: 10}
+		vteps: map[string]uint32{}, extIDs: map[string]string{}, next: 10}
 }
 
 func (f *fakeDriver) hasPort(name string) bool {
@@ -244,8 +245,20 @@ func (f *fakeDriver) EnsureHostPort(context.Context, string) (ovsdriver.Endpoint
 func (f *fakeDriver) BridgeExternalID(context.Context, string, string) (string, bool, error) {
 	return "", false, f.Call("BridgeExternalID")
 }
-func (f *fakeDriver) SetBridgeExternalID(context.Context, string, string, string) error {
-	return f.Call("SetBridgeExternalID")
+func (f *fakeDriver) SetBridgeExternalID(_ context.Context, bridge, key, value string) error {
+	if err := f.Call("SetBridgeExternalID"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.extIDs[bridge+"/"+key] = value
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeDriver) externalID(bridge, key string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.extIDs[bridge+"/"+key]
 }
 
 func (f *fakeDriver) CreateEndpoint(_ context.Context, spec ovsdriver.EndpointSpec) (ovsdriver.EndpointPort, error) {

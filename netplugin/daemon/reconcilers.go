@@ -126,7 +126,10 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindVtep, d.vtep.Reconcile)
 	d.rec.Handle(kindHostAccess, d.reconcileHostAccess)
 	d.rec.Handle(kindInfraRoute, d.reconcileInfraRoutes)
+	d.rec.Handle(kindFinishRestart, d.reconcileFinishRestart)
+	d.rec.Handle(kindVrfIDs, d.writeVrfIDs)
 	d.rec.Handle(attachsvc.KindOper, d.eps.ReconcileOper)
+	d.rec.Handle(attachsvc.KindStalePort, d.eps.ReconcileStalePort)
 	d.bgp.Register()
 	d.rec.Keys = d.allKeys
 }
