@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/contiv/netplugin/state"
 )
 
 // DefaultTenant gets no "/<tenant>" suffix in docker network names.
@@ -55,6 +57,21 @@ type Spec struct {
 	Gateway     string
 	IPv6Subnet  string // "<base>/<len>" or ""
 	IPv6Gateway string
+}
+
+// SpecOf is the spec of the docker network of contiv network nw (group ""),
+// or of one of its groups: the VNI as the tag of a VXLAN network.
+func SpecOf(nw state.Network, group string) Spec {
+	s := Spec{Tenant: nw.Tenant, Network: nw.NetworkName, Group: group, Encap: nw.PktTagType,
+		PktTag: nw.PktTag, Subnet: fmt.Sprintf("%s/%d", nw.SubnetIP, nw.SubnetLen), Gateway: nw.Gateway}
+	if nw.PktTagType == "vxlan" {
+		s.PktTag = nw.ExtPktTag
+	}
+	if nw.IPv6Subnet != "" {
+		s.IPv6Subnet = fmt.Sprintf("%s/%d", nw.IPv6Subnet, nw.IPv6SubnetLen)
+		s.IPv6Gateway = nw.IPv6Gateway
+	}
+	return s
 }
 
 // Request is the create request for s with plugin as network and IPAM

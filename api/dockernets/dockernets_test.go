@@ -11,6 +11,7 @@ import (
 
 	"github.com/contiv/netplugin/api/dockernets"
 	"github.com/contiv/netplugin/api/dockernets/dockernetstest"
+	"github.com/contiv/netplugin/state"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -189,5 +190,20 @@ func TestNoEngine(t *testing.T) {
 	defer c.Close()
 	if _, err := c.APIVersion(testCtx(t)); err == nil {
 		t.Fatal("APIVersion on a missing socket succeeded")
+	}
+}
+
+func TestSpecOf(t *testing.T) {
+	vx := state.Network{Tenant: "t1", NetworkName: "n1", PktTagType: "vxlan", PktTag: 5, ExtPktTag: 9001,
+		SubnetIP: "198.18.10.0", SubnetLen: 24, Gateway: "198.18.10.254", IPv6Subnet: "2001:db8::", IPv6SubnetLen: 64, IPv6Gateway: "2001:db8::1"}
+	want := dockernets.Spec{Tenant: "t1", Network: "n1", Group: "g1", Encap: "vxlan", PktTag: 9001, Subnet: "198.18.10.0/24",
+		Gateway: "198.18.10.254", IPv6Subnet: "2001:db8::/64", IPv6Gateway: "2001:db8::1"}
+	if got := dockernets.SpecOf(vx, "g1"); got != want {
+		t.Errorf("dockernets.SpecOf(vxlan) = %+v, want %+v", got, want)
+	}
+	vl := state.Network{Tenant: "t1", NetworkName: "n2", PktTagType: "vlan", PktTag: 100, SubnetIP: "198.18.11.0", SubnetLen: 24}
+	want = dockernets.Spec{Tenant: "t1", Network: "n2", Encap: "vlan", PktTag: 100, Subnet: "198.18.11.0/24"}
+	if got := dockernets.SpecOf(vl, ""); got != want {
+		t.Errorf("dockernets.SpecOf(vlan) = %+v, want %+v", got, want)
 	}
 }

@@ -29,28 +29,11 @@ func (m *Objects) pluginName() string {
 	return m.cfg.PluginName
 }
 
-// docknetSpec is the docker network of network state ns (group "" for the
-// network itself).
-func docknetSpec(ns state.Network, group string) dockernets.Spec {
-	s := dockernets.Spec{
-		Tenant: ns.Tenant, Network: ns.NetworkName, Group: group, Encap: ns.PktTagType,
-		PktTag: ns.PktTag, Subnet: fmt.Sprintf("%s/%d", ns.SubnetIP, ns.SubnetLen), Gateway: ns.Gateway,
-	}
-	if ns.PktTagType == "vxlan" {
-		s.PktTag = ns.ExtPktTag
-	}
-	if ns.IPv6Subnet != "" {
-		s.IPv6Subnet = fmt.Sprintf("%s/%d", ns.IPv6Subnet, ns.IPv6SubnetLen)
-		s.IPv6Gateway = ns.IPv6Gateway
-	}
-	return s
-}
-
 // createDocknet creates (or reuses) the docker network of a contiv network
 // or group and records the mapping in oper/docknet; a later abort removes
 // a network it created and restores the mapping key.
 func (m *Objects) createDocknet(ctx context.Context, tx *contivmodel.Tx, ns state.Network, group string) error {
-	spec := docknetSpec(ns, group)
+	spec := dockernets.SpecOf(ns, group)
 	id, created, err := dockernets.Create(ctx, m.docker, m.pluginName(), spec)
 	if errors.Is(err, dockernets.ErrOtherDriver) {
 		return &contivmodel.Error{Msg: dockernets.ErrOtherDriver.Error(), Err: err}

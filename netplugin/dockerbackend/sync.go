@@ -3,7 +3,6 @@ package dockerbackend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -121,7 +120,7 @@ func (s *Sync) apply(ctx context.Context, dn *state.Docknet) error {
 	if err != nil {
 		return err
 	}
-	id, created, err := dockernets.Create(ctx, s.engine, s.pluginName, docknetSpec(nw, dn.ServiceName))
+	id, created, err := dockernets.Create(ctx, s.engine, s.pluginName, dockernets.SpecOf(nw, dn.ServiceName))
 	if errors.Is(err, dockernets.ErrOtherDriver) {
 		s.log.WithError(err).Errorf("docker network %s not created", name)
 		return nil
@@ -130,19 +129,4 @@ func (s *Sync) apply(ctx context.Context, dn *state.Docknet) error {
 		s.log.WithFields(logrus.Fields{"network": name, "id": id}).Info("docker network created")
 	}
 	return err
-}
-
-// docknetSpec is the docker network of network state nw (group "" for the
-// network itself), as netmaster creates it (docs/docker.md).
-func docknetSpec(nw state.Network, group string) dockernets.Spec {
-	s := dockernets.Spec{Tenant: nw.Tenant, Network: nw.NetworkName, Group: group, Encap: nw.PktTagType,
-		PktTag: nw.PktTag, Subnet: fmt.Sprintf("%s/%d", nw.SubnetIP, nw.SubnetLen), Gateway: nw.Gateway}
-	if nw.PktTagType == "vxlan" {
-		s.PktTag = nw.ExtPktTag
-	}
-	if nw.IPv6Subnet != "" {
-		s.IPv6Subnet = fmt.Sprintf("%s/%d", nw.IPv6Subnet, nw.IPv6SubnetLen)
-		s.IPv6Gateway = nw.IPv6Gateway
-	}
-	return s
 }
