@@ -197,6 +197,20 @@ func (o *OVS) pidfile(daemon string) string { return filepath.Join(o.Dir, daemon
 func (o *OVS) ctlfile(daemon string) string { return filepath.Join(o.Dir, daemon+".ctl") }
 func (o *OVS) logfile(daemon string) string { return filepath.Join(o.Dir, daemon+".log") }
 
+// PID is the process id of one of the instance's daemons ("ovsdb-server"
+// or "ovs-vswitchd"), read from its pidfile.
+func (o *OVS) PID(daemon string) (int, error) {
+	b, err := os.ReadFile(o.pidfile(daemon))
+	if err != nil {
+		return 0, fmt.Errorf("ovstest: %s pid: %w", daemon, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("ovstest: %s pidfile %s: %w", daemon, o.pidfile(daemon), err)
+	}
+	return pid, nil
+}
+
 // StartOVSDB starts ovsdb-server on the instance's database file and socket.
 func (o *OVS) StartOVSDB(t testing.TB) {
 	t.Helper()

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,11 @@ func BenchmarkTCPThroughput(b *testing.B) {
 				jumboAsCreated(b, tb, c0, contiv)
 			}
 			rates := map[string]float64{}
+			// ovs-vswitchd CPU time of both hosts per byte received:
+			// the datapath's cost per byte, which the machine's load
+			// moves far less than the rate (docs/traffic.md).
+			cpuTime := map[string]time.Duration{}
+			sent := map[string]float64{}
 			order := []path{contiv, plain, plain, contiv, direct}
 			for _, p := range order[:2*rounds+1] {
 				if err := c0.Ping(p.dst, 1, 30*time.Second); err != nil {
@@ -143,21 +149,25 @@ func BenchmarkTCPThroughput(b *testing.B) {
 					continue
 				}
 				stats0 := clearDPStats(tb, p)
-				r, err := iperf(b, c0, c1, p.dst, false)
+				cpu0 := vswitchdCPU(b, tb)
+				r, bytes, err := iperf(b, c0, c1, p.dst, false)
 				if err != nil {
 					b.Logf("%s/%s TCP: %v", s.name, p.name, err)
 				}
 				if stats0 {
 					b.Logf("%s/%s datapath after TCP: %s", s.name, p.name, dpStats(tb))
 				}
-				b.Logf("%s/%s TCP %.1f Mbit/s", s.name, p.name, r)
+				cpu := vswitchdCPU(b, tb) - cpu0
+				b.Logf("%s/%s TCP %.1f Mbit/s, ovs-vswitchd CPU %.2f s for %.0f MB", s.name, p.name, r, cpu.Seconds(), bytes/1e6)
 				n := 1.0
 				if p.name != "direct" {
 					n = rounds
 				}
 				rates[p.name] += r / n
+				cpuTime[p.name] += cpu
+				sent[p.name] += bytes
 				// UDP: a bounded rate; the check is that it arrives.
-				if u, err := iperf(b, c0, c1, p.dst, true); err != nil || u == 0 {
+				if u, _, err := iperf(b, c0, c1, p.dst, true); err != nil || u == 0 {
 					b.Logf("%s/%s UDP FAILED: %.1f Mbit/s %v", s.name, p.name, u, err)
 				}
 			}
@@ -166,6 +176,22 @@ func BenchmarkTCPThroughput(b *testing.B) {
 			}
 			if rates["plain-ovs"] > 0 {
 				b.ReportMetric(rates["contiv"]/rates["plain-ovs"], s.name+"-ratio-plain-ovs")
+			}
+			cost := func(name string) float64 { // CPU seconds per GB
+				if sent[name] == 0 {
+					return 0
+				}
+				return cpuTime[name].Seconds() / (sent[name] / 1e9)
+			}
+			if cost("contiv") > 0 && cost("plain-ovs") > 0 {
+				b.ReportMetric(cost("contiv"), s.name+"-contiv-cpu-s/GB")
+				b.ReportMetric(cost("plain-ovs"), s.name+"-plain-ovs-cpu-s/GB")
+				// plain / contiv: 1 when contiv's pipeline costs the
+				// datapath nothing per byte; the rate ratio a machine
+				// bound by ovs-vswitchd's CPU would show.
+				b.ReportMetric(cost("plain-ovs")/cost("contiv"), s.name+"-cpu-ratio-plain-ovs")
+				b.Logf("%-9s ovs-vswitchd CPU per GB: contiv %.2f s, plain OVS %.2f s, plain/contiv %.2f",
+					s.name, cost("contiv"), cost("plain-ovs"), cost("plain-ovs")/cost("contiv"))
 			}
 			if rates["direct"] > 0 {
 				b.ReportMetric(rates["contiv"]/rates["direct"], s.name+"-ratio-direct")
@@ -389,8 +415,9 @@ func attachOne(b *testing.B, h *testbed.Host, c *testbed.Container) attach.Resul
 }
 
 // iperf runs iperf3 from → to's address ip and returns the receiver's rate
-// in Mbit/s: TCP for seconds, or UDP at a bounded 100 Mbit/s for 2 s.
-func iperf(b *testing.B, from, to *testbed.Container, ip string, udp bool) (float64, error) {
+// in Mbit/s and the bytes it received: TCP for seconds, or UDP at a bounded
+// 100 Mbit/s for 2 s.
+func iperf(b *testing.B, from, to *testbed.Container, ip string, udp bool) (float64, float64, error) {
 	b.Helper()
 	srv := exec.Command("ip", "netns", "exec", to.NS, "iperf3", "-s", "-1", "-B", ip)
 	if err := srv.Start(); err != nil {
@@ -413,12 +440,13 @@ func iperf(b *testing.B, from, to *testbed.Container, ip string, udp bool) (floa
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("iperf3 to %s: %w\n%s", ip, err, out)
+		return 0, 0, fmt.Errorf("iperf3 to %s: %w\n%s", ip, err, out)
 	}
 	var res struct {
 		End struct {
 			SumReceived struct {
 				BitsPerSecond float64 `json:"bits_per_second"`
+				Bytes         float64 `json:"bytes"`
 			} `json:"sum_received"`
 			Sum struct {
 				BitsPerSecond float64 `json:"bits_per_second"`
@@ -427,16 +455,51 @@ func iperf(b *testing.B, from, to *testbed.Container, ip string, udp bool) (floa
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
-		return 0, fmt.Errorf("iperf3 output (%w):\n%s", err, out)
+		return 0, 0, fmt.Errorf("iperf3 output (%w):\n%s", err, out)
 	}
 	if udp {
 		if res.End.Sum.LostPercent > 50 {
-			return 0, fmt.Errorf("UDP: %.0f %% lost", res.End.Sum.LostPercent)
+			return 0, 0, fmt.Errorf("UDP: %.0f %% lost", res.End.Sum.LostPercent)
 		}
-		return res.End.Sum.BitsPerSecond * (1 - res.End.Sum.LostPercent/100) / 1e6, nil
+		return res.End.Sum.BitsPerSecond * (1 - res.End.Sum.LostPercent/100) / 1e6, 0, nil
 	}
 	if res.End.SumReceived.BitsPerSecond == 0 {
-		return 0, fmt.Errorf("iperf3: nothing received:\n%s", out)
+		return 0, 0, fmt.Errorf("iperf3: nothing received:\n%s", out)
 	}
-	return res.End.SumReceived.BitsPerSecond / 1e6, nil
+	return res.End.SumReceived.BitsPerSecond / 1e6, res.End.SumReceived.Bytes, nil
 }
+
+// vswitchdCPU is the CPU time (user and system, all threads) both hosts'
+// ovs-vswitchd processes have used so far, from /proc/<pid>/stat.
+func vswitchdCPU(b *testing.B, tb *testbed.Testbed) time.Duration {
+	b.Helper()
+	var total time.Duration
+	for _, h := range tb.Hosts {
+		pid, err := h.OVS.PID("ovs-vswitchd")
+		if err != nil {
+			b.Fatal(err)
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatalf("ovs-vswitchd of %s: %v", h.Name, err)
+		}
+		// Fields after the command name, which is in parentheses and may
+		// hold spaces: state is field 3, utime 14 and stime 15.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 13 {
+			b.Fatalf("ovs-vswitchd of %s: short /proc stat %q", h.Name, stat)
+		}
+		for _, v := range f[11:13] {
+			ticks, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatalf("ovs-vswitchd of %s: /proc stat %q: %v", h.Name, stat, err)
+			}
+			total += time.Duration(ticks) * time.Second / clockTicks
+		}
+	}
+	return total
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's times
+// (100 on every Linux architecture Go supports here).
+const clockTicks = 100
