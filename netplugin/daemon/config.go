@@ -98,6 +98,11 @@ type Config struct {
 	RestartSettle   time.Duration // after masters are known, before stale flows are removed (5 s)
 	StoreRetryDelay time.Duration // pause before a failed watch is restarted (1 s)
 	SweepInterval   time.Duration // between sweeps of orphaned endpoints (1 min, sweep.go)
+	// A remote endpoint still held RemoteDelGrace after the store watch
+	// reported its record deleted is removed by an early sweep, at most
+	// one per SweepKickGap (remotesweep.go).
+	RemoteDelGrace time.Duration // 5 s
+	SweepKickGap   time.Duration // 10 s
 	// The reconcilers (netplugin/reconcile): a failed key comes back after
 	// ReconcileBaseDelay, doubling up to ReconcileMaxDelay; every key is
 	// reconciled again every ResyncInterval.
@@ -118,6 +123,8 @@ func (c *Config) setDefaults() {
 	def(&c.RestartSettle, 5*time.Second)
 	def(&c.StoreRetryDelay, time.Second)
 	def(&c.SweepInterval, time.Minute)
+	def(&c.RemoteDelGrace, 5*time.Second)
+	def(&c.SweepKickGap, 10*time.Second)
 	def(&c.ReconcileBaseDelay, 100*time.Millisecond)
 	def(&c.ReconcileMaxDelay, 30*time.Second)
 	def(&c.ResyncInterval, 5*time.Minute)

@@ -72,6 +72,9 @@ type Daemon struct {
 	// unbackedRemotes are the remote endpoints the last sweep found no
 	// endpoint record for (remotesweep.go); owned by sweepLoop.
 	unbackedRemotes map[string]bool
+	// remoteDel drives the early removal of the remote endpoints of
+	// deleted records (remotesweep.go).
+	remoteDel remoteDeletions
 
 	// eps owns the local endpoints and the attaches under way (its own
 	// lock); the others read copies.
@@ -318,7 +321,7 @@ func (d *Daemon) startFollowers(ctx context.Context, wg *sync.WaitGroup) {
 	goRun(ctx, wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	for _, run := range []func(context.Context){masters.Run, peers.Run, w.nodes.Run, w.nets.Run, w.groups.Run,
-		w.eps.Run, w.glob.Run, w.bgp.Run, w.svcs.Run, w.provs.Run, d.finishRestart, d.sweepLoop} {
+		w.eps.Run, w.glob.Run, w.bgp.Run, w.svcs.Run, w.provs.Run, d.finishRestart, d.sweepLoop, d.remoteDelLoop} {
 		goRun(ctx, wg, run)
 	}
 }
@@ -442,6 +445,7 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 	if err := d.drv.EnsureBridge(ctx, bridge, ofPort); err != nil {
 		return nil, err
 	}
+	d.rec.Enqueue(kindOFPortPin, bridge)
 	// OVS connects from this host: the controller port stays on loopback
 	// (docs/security.md, "Listeners").
 	ofl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ofPort)))

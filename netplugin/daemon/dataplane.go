@@ -102,6 +102,7 @@ type switchDriver interface {
 	CreateEndpoint(ctx context.Context, spec ovsdriver.EndpointSpec) (ovsdriver.EndpointPort, error)
 	DeleteEndpoint(ctx context.Context, bridge, portName string) error
 	ExistingEndpoints(ctx context.Context, bridge string) ([]ovsdriver.EndpointPort, error)
+	PinOFPorts(ctx context.Context, bridge string) (int, error)
 	UpdatePolicing(ctx context.Context, portName, bandwidth string, burst int) error
 	EnsureVTEP(ctx context.Context, bridge, remoteIP string, udpPort int) (uint32, error)
 	DeleteVTEP(ctx context.Context, bridge, remoteIP string) error

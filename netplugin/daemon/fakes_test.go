@@ -288,6 +288,10 @@ func (f *fakeDriver) ExistingEndpoints(context.Context, string) ([]ovsdriver.End
 	return nil, f.Call("ExistingEndpoints")
 }
 
+func (f *fakeDriver) PinOFPorts(context.Context, string) (int, error) {
+	return 0, f.Call("PinOFPorts")
+}
+
 func (f *fakeDriver) UpdatePolicing(_ context.Context, portName, bandwidth string, burst int) error {
 	if err := f.Call("UpdatePolicing"); err != nil {
 		return err

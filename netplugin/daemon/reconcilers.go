@@ -71,6 +71,7 @@ func (d *Daemon) newDesired() desired {
 			},
 			Del: func(ctx context.Context, ep state.Endpoint) {
 				d.vtep.EndpointDel(ep)
+				d.noteDeletedRecord(ep)
 				d.endpointNamesDel(ctx, ep)
 				d.netpolPeers.Delete(ep.ID)
 			}}, d.log, retry),
@@ -128,6 +129,7 @@ func (d *Daemon) registerReconcilers() {
 	d.rec.Handle(kindInfraRoute, d.reconcileInfraRoutes)
 	d.rec.Handle(kindFinishRestart, d.reconcileFinishRestart)
 	d.rec.Handle(kindVrfIDs, d.writeVrfIDs)
+	d.rec.Handle(kindOFPortPin, d.reconcileOFPortPin)
 	d.rec.Handle(attachsvc.KindOper, d.eps.ReconcileOper)
 	d.rec.Handle(attachsvc.KindStalePort, d.eps.ReconcileStalePort)
 	d.bgp.Register()

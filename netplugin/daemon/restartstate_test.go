@@ -56,3 +56,18 @@ func TestVrfIDsRetryUntilConverged(t *testing.T) {
 		t.Error("no failed vrfids reconcile: the failures were not retried through the queue")
 	}
 }
+
+// TestOFPortPinRetriedUntilDone: pinning a bridge's existing ports
+// (ofportpin/<bridge>, queued at start) fails three times, e.g. while a
+// port has no number yet; the queue retries until it is done.
+func TestOFPortPinRetriedUntilDone(t *testing.T) {
+	drv := newFakeDriver()
+	td := newTestDaemon(t, newFakeDatapath(), newFakeDatapath(), drv, 0)
+	drv.FailNext("PinOFPorts", 3)
+	td.start(t)
+	td.rec.Enqueue(kindOFPortPin, ovsdriver.VxlanBridge)
+	faulttest.Eventually(t, "the ports pinned", func() bool { return drv.Count("PinOFPorts") == 4 })
+	if td.failed(kindOFPortPin) != 3 {
+		t.Errorf("failed ofportpin reconciles: %d, want 3", td.failed(kindOFPortPin))
+	}
+}

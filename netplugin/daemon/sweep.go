@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/contiv/netplugin/netplugin/masterclient"
 	"github.com/contiv/netplugin/objdb"
@@ -91,24 +92,50 @@ func (d *Daemon) sweepOrphans(ctx context.Context, all []state.Endpoint) (int, e
 }
 
 // sweepLoop lists the store's endpoints now and every interval until ctx
-// ends, and runs sweepOrphans and dropStaleRemotes on the listing.
+// ends, and runs sweepOrphans and dropStaleRemotes on the listing. Between
+// them, an early sweep asked for by markDeletedRemotes (at most one per
+// SweepKickGap) runs dropStaleRemotes only.
 func (d *Daemon) sweepLoop(ctx context.Context) {
+	_, kicked := d.remoteDel.channels()
+	full := true
+	var nextFull, last time.Time
 	for {
+		listed := time.Now()
+		if full {
+			nextFull = listed.Add(d.cfg.SweepInterval)
+		}
+		last = listed
 		all, _, err := d.st.Endpoints.ReadAll(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				d.log.WithError(err).Warn("sweep: list endpoints failed; retrying later")
 			}
 		} else {
-			if _, err := d.sweepOrphans(ctx, all); err != nil && ctx.Err() == nil {
-				d.log.WithError(err).Warn("sweep of orphaned endpoints incomplete; retrying later")
+			if full {
+				if _, err := d.sweepOrphans(ctx, all); err != nil && ctx.Err() == nil {
+					d.log.WithError(err).Warn("sweep of orphaned endpoints incomplete; retrying later")
+				}
 			}
-			if _, err := d.dropStaleRemotes(ctx, all); err != nil && ctx.Err() == nil {
+			if _, err := d.dropStaleRemotes(ctx, all, listed); err != nil && ctx.Err() == nil {
 				d.log.WithError(err).Warn("sweep of stale remote endpoints incomplete; retrying later")
 			}
 		}
-		if !ctxutil.Sleep(ctx, d.cfg.SweepInterval) {
+		t := time.NewTimer(time.Until(nextFull))
+		select {
+		case <-ctx.Done():
+			t.Stop()
 			return
+		case <-t.C:
+			full = true
+		case <-kicked:
+			t.Stop()
+			full = false
+			if gap := time.Until(last.Add(d.cfg.SweepKickGap)); gap > 0 {
+				if !ctxutil.Sleep(ctx, gap) {
+					return
+				}
+			}
+			full = !time.Now().Before(nextFull)
 		}
 	}
 }
