@@ -2,7 +2,9 @@
 // when contiv is uninstalled (docs/k8s.md, "Uninstall"): the contiv OVS
 // bridges with their ports and flows (the infra port contivh1, its address
 // and routes, and contivh0 go with them), the CNI configuration list and
-// the contivk8s plugin, and the CNI server's attachment records. It runs
+// the contivk8s plugin, the CNI server's attachment records, and the
+// node's own records in the cluster store (oper/nodes/<node>,
+// oper/ovs-driver/<node>: the store of contiv-site, node NODE_NAME). It runs
 // as the "cleanup" container of the netplugin DaemonSet
 // (packaging/k8s/contiv.yaml):
 //
@@ -62,6 +64,7 @@ func main() {
 		hostRoot:  envOr("HOST_ROOT", "/host"),
 		daemonSet: envOr("DAEMONSET", "contiv-netplugin"),
 		inspect:   envOr("NETPLUGIN_HEALTHZ", "http://127.0.0.1:9090/healthz"),
+		node:      os.Getenv("NODE_NAME"),
 	}
 	if os.Args[1] == "now" {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -80,6 +83,7 @@ func main() {
 
 type config struct {
 	ovsdb, hostRoot, daemonSet, inspect string
+	node                                string // the node's name: netplugin's host label
 }
 
 func envOr(k, def string) string {
@@ -164,7 +168,8 @@ func waitNetpluginGone(ctx context.Context, url string) {
 	}
 }
 
-// cleanup removes the bridges, the CNI files and the attachment records.
+// cleanup removes the bridges, the CNI files, the attachment records and
+// the node's store records.
 func cleanup(ctx context.Context, cfg config) error {
 	var errs []error
 	c, err := ovsdb.Dial(ctx, "unix:"+cfg.ovsdb)
@@ -200,6 +205,9 @@ func cleanup(ctx context.Context, cfg config) error {
 	}
 	if len(entries) > 0 {
 		log.Printf("/var/run/contiv emptied (%d entries)", len(entries))
+	}
+	if err := cleanStore(ctx, cfg.node); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

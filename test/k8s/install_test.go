@@ -27,8 +27,8 @@ const installTimeout = 4 * time.Minute
 // across nodes, a ClusterIP Service, CoreDNS names from pods, a NodePort
 // from the other node. Workloads and networks deleted, `kubectl delete
 // -f packaging/k8s/` leaves no contiv bridge, port, flow, address, route,
-// CNI file or record on the nodes (the DaemonSet's cleanup container) and
-// no endpoint record in the store.
+// CNI file or record on the nodes and no record of a node or endpoint in
+// the store (the DaemonSet's cleanup container).
 func TestInstallFromManifests(t *testing.T) {
 	start := time.Now()
 	c := testbed.StartKubeCluster(t, testbed.KubeClusterOptions{ContivFromManifests: true, NoCoreDNS: false})
@@ -178,7 +178,7 @@ func uninstall(t *testing.T, c *testbed.KubeCluster, dir string) {
 		}
 	}
 	if left := leftInStore(t, c); len(left) > 0 {
-		t.Errorf("store records of the nodes' endpoints after the uninstall:\n  %s", strings.Join(left, "\n  "))
+		t.Errorf("store records of the nodes or their endpoints after the uninstall:\n  %s", strings.Join(left, "\n  "))
 	}
 }
 
@@ -243,28 +243,39 @@ func leftOnNode(t *testing.T, n *testbed.KubeNode) []string {
 	return left
 }
 
-// leftInStore lists the store's endpoint records; it logs the other
-// records that name a node (netplugin's operational state of the node,
-// oper/nodes and oper/ovs-driver, stays with the store: docs/k8s.md,
-// "Uninstall").
+// leftInStore lists the store records contiv left of the nodes and their
+// endpoints: endpoint records, and any record whose key names a node or
+// one of its addresses (netplugin's oper/nodes/<node> and
+// oper/ovs-driver/<node> go with the DaemonSet's cleanup container,
+// docs/k8s.md "Uninstall"). The cluster-wide records (global settings,
+// the tenant) are the operator's; they are logged.
 func leftInStore(t *testing.T, c *testbed.KubeCluster) []string {
 	st := c.TB.Store(t)
 	kvs, err := st.List(context.Background(), "")
 	if err != nil {
 		return []string{fmt.Sprintf("list the store: %v", err)}
 	}
-	var left []string
+	var left, kept []string
 	for _, kv := range kvs {
 		k := kv.Key
-		if strings.Contains(k, "eps/") || strings.Contains(k, "endpoint") {
+		if strings.Contains(k, "eps/") || strings.Contains(k, "endpoint") || namesNode(c, k) {
 			left = append(left, k)
 			continue
 		}
-		for _, n := range c.Nodes {
-			if strings.Contains(k, n.Name) {
-				t.Logf("store record of node %s kept: %s", n.Name, k)
+		kept = append(kept, k)
+	}
+	t.Logf("cluster-wide store records after the uninstall (the operator's): %s", strings.Join(kept, " "))
+	return left
+}
+
+// namesNode tells whether a store key names a node or its addresses.
+func namesNode(c *testbed.KubeCluster, key string) bool {
+	for _, n := range c.Nodes {
+		for _, s := range []string{n.Name, n.Host.IP, n.Host.CtrlIP} {
+			if strings.Contains(key, s) {
+				return true
 			}
 		}
 	}
-	return left
+	return false
 }

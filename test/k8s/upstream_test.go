@@ -21,7 +21,8 @@ import (
 // per NetworkPolicy shape, the granular pod checks, Services and DNS: a
 // few minutes once e2e.test is built; scripts/test.sh builds it in the
 // background). CONTIV_K8S_E2E_FOCUS replaces the suite's focus by one
-// regular expression, to run a long suite in chunks:
+// regular expression, to run a long suite in chunks; CONTIV_K8S_E2E_SKIP
+// adds one --ginkgo.skip expression (the cases a cut-short chunk ran):
 //
 //	CONTIV_K8S_E2E=netpol flock /tmp/contiv-nettest.lock go test ./test/k8s -run TestKubernetesUpstreamSuites -timeout 90m -v
 func TestKubernetesUpstreamSuites(t *testing.T) {
@@ -74,6 +75,11 @@ func TestKubernetesUpstreamSuites(t *testing.T) {
 	if f := os.Getenv("CONTIV_K8S_E2E_FOCUS"); f != "" {
 		args = append(args, "-f", f)
 	}
+	var extra []string
+	if sk := os.Getenv("CONTIV_K8S_E2E_SKIP"); sk != "" {
+		// One more --ginkgo.skip: the rest of a chunk that was cut short.
+		extra = append(extra, "--ginkgo.skip", sk)
+	}
 	// Ginkgo stops in time for the report, the counts and this test's
 	// cleanup (a go test timeout would leave the cluster behind).
 	if dl, ok := t.Deadline(); ok {
@@ -81,7 +87,10 @@ func TestKubernetesUpstreamSuites(t *testing.T) {
 		if left < time.Minute {
 			t.Fatalf("%v left before the test deadline: too little for the suite", time.Until(dl))
 		}
-		args = append(args, "--", "--ginkgo.timeout", left.Round(time.Second).String())
+		extra = append(extra, "--ginkgo.timeout", left.Round(time.Second).String())
+	}
+	if len(extra) > 0 {
+		args = append(append(args, "--"), extra...)
 	}
 	run := exec.CommandContext(ctx, "ip", args...)
 	run.Env = append(os.Environ(), "NO_IMAGES=1", "PATH="+path)

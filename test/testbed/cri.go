@@ -70,6 +70,9 @@ type CRI struct {
 	mu              sync.Mutex
 	sandbox         map[string]bool // pod sandbox ids run by this test
 	stopOnce        sync.Once
+	// mountNS is the node's mount namespace containerd runs in ("" for
+	// the machine's).
+	mountNS string
 }
 
 // CRIOptions set up a host's runtime.
@@ -176,6 +179,7 @@ func (h *Host) StartCRI(t testing.TB, opt CRIOptions) *CRI {
 	// bind-mounts under /run/netns would not be seen outside it.
 	c.daemon = nsDaemon("containerd", h.NS, containerd, filepath.Join(dir, "containerd.log"))
 	c.daemon.direct = []string{"nsenter", "--net=" + filepath.Join(netnsDir(), h.NS), containerd, "--config", conf}
+	c.mountNS = opt.MountNS
 	if opt.MountNS != "" {
 		c.daemon.direct = []string{"nsenter", "--net=" + filepath.Join(netnsDir(), h.NS), "--mount=" + opt.MountNS, containerd, "--config", conf}
 	}
@@ -382,6 +386,36 @@ func (c *CRI) inspect(id string) (ip, netns string, err error) {
 	return v.Status.Network.IP, netns, nil
 }
 
+// sandboxNetNS is the path of a sandbox's network namespace when it is
+// one containerd made under the machine's netns folder (cni-<uuid>); ""
+// otherwise (not found, or in a node's own mount namespace, whose folder
+// goes with the node).
+func (c *CRI) sandboxNetNS(id string) string {
+	out, err := c.Crictl("inspectp", "-o", "json", id)
+	if err != nil {
+		return ""
+	}
+	var v struct {
+		Info struct {
+			RuntimeSpec struct {
+				Linux struct {
+					Namespaces []struct{ Type, Path string } `json:"namespaces"`
+				} `json:"linux"`
+			} `json:"runtimeSpec"`
+		} `json:"info"`
+	}
+	if json.Unmarshal([]byte(out), &v) != nil {
+		return ""
+	}
+	for _, ns := range v.Info.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" && c.mountNS == "" &&
+			filepath.Dir(ns.Path) == netnsDir() && strings.HasPrefix(filepath.Base(ns.Path), "cni-") {
+			return ns.Path
+		}
+	}
+	return ""
+}
+
 // Stop stops the sandbox ("crictl stopp": the runtime's first CNI DEL).
 func (p *Pod) Stop() error {
 	_, err := p.cri.Crictl("stopp", p.ID)
@@ -419,11 +453,18 @@ func (c *CRI) Stop(t testing.TB) {
 }
 
 func (c *CRI) stop(t testing.TB) {
+	// The sandboxes' network namespaces (cni-<uuid> under /run/netns):
+	// one whose sandbox could not be removed (its CNI DEL failed, the
+	// runtime was stuck) is removed below, so no empty namespace stays.
+	var netnss []string
 	if c.daemon.running() {
 		if ids, err := c.Sandboxes(); err != nil {
 			t.Logf("testbed: %v", err)
 		} else {
 			for _, id := range ids {
+				if p := c.sandboxNetNS(id); p != "" {
+					netnss = append(netnss, p)
+				}
 				_, err := c.Crictl("rmp", "-f", id)
 				switch {
 				case err != nil && strings.Contains(err.Error(), "cni plugin not initialized"):
@@ -446,6 +487,17 @@ func (c *CRI) stop(t testing.TB) {
 	// line.
 	for _, pid := range shimPids(c.Socket) {
 		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, p := range netnss {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		syscall.Unmount(p, syscall.MNT_DETACH)
+		if err := os.Remove(p); err != nil {
+			t.Logf("testbed: pod network namespace %s: %v", p, err)
+		} else {
+			t.Logf("testbed: pod network namespace %s left by the runtime removed", p)
+		}
 	}
 	for _, m := range mountsUnder(c.Dir) {
 		syscall.Unmount(m, syscall.MNT_DETACH)

@@ -257,6 +257,9 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 			t.Fatalf("testbed: node %s did not register: %v\n--- kubelet ---\n%s", n.Name, err, n.kubelet.logs(40))
 		}
 	}
+	if err := c.routeAPIToPods(c.Nodes[0]); err != nil {
+		t.Fatalf("testbed: %v", err)
+	}
 	if opt.ContivFromManifests {
 		return c
 	}
@@ -442,6 +445,33 @@ func (n *KubeNode) routePods() error {
 		}
 		return nil
 	})
+}
+
+// routeAPIToPods gives the control plane's namespace (the API server's
+// pod and service proxy, docs/testbed.md "Kubernetes cluster") a route to
+// the pod subnet through node n's management address. The node forwards
+// the packets into its contivh1 port (its route to the pods, routePods)
+// and masquerades them to that port's address, so the pods see them as
+// they see the kubelet's probes and answer through the node. A real
+// control-plane host is a node or routes to the pods the same way. The
+// route and the rule go with the namespaces.
+func (c *KubeCluster) routeAPIToPods(n *KubeNode) error {
+	if _, err := nsExec(n.Host.NS, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
+		return fmt.Errorf("node %s: ip_forward: %w", n.Name, err)
+	}
+	src := c.TB.Masters[0].IP + "/32"
+	rule := []string{"-t", "nat", "POSTROUTING", "-s", src, "-d", KubePodSubnet, "-j", "MASQUERADE"}
+	check := append([]string{"-w", "5", rule[0], rule[1], "-C"}, rule[2:]...)
+	if _, err := nsExec(n.Host.NS, "iptables", check...); err != nil {
+		add := append([]string{"-w", "5", rule[0], rule[1], "-A"}, rule[2:]...)
+		if out, err := nsExec(n.Host.NS, "iptables", add...); err != nil {
+			return fmt.Errorf("node %s: masquerade of the API server: %w: %s", n.Name, err, out)
+		}
+	}
+	if err := ipIn(c.API.NS, "route", "replace", KubePodSubnet, "via", n.Host.CtrlIP, "dev", MgmtIf); err != nil {
+		return fmt.Errorf("route from the API server to the pods: %w", err)
+	}
+	return nil
 }
 
 // kubeletConfig is the kubelet's KubeletConfiguration: the host's
