@@ -202,8 +202,19 @@ func buildContivImages() (string, error) {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "build-images.sh"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "IMAGE_ARCHIVE="+tmp)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	// The output goes to a file, not a pipe: a process the build leaves
+	// behind holding its stdout (seen once: Wait blocked 20 minutes after
+	// the script had exited) cannot hold up the wait.
+	logf, err := os.CreateTemp("", "contiv-build-images-*.log")
+	if err != nil {
+		return "", fmt.Errorf("testbed: image build log: %w", err)
+	}
+	defer os.Remove(logf.Name())
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
 		os.Remove(tmp)
+		out, _ := os.ReadFile(logf.Name())
 		return "", fmt.Errorf("testbed: scripts/build-images.sh: %w\n%s", err, out)
 	}
 	if err := os.Rename(tmp, path); err != nil {
