@@ -64,7 +64,9 @@ func (m *fakeMaster) DeleteEndpoint(context.Context, masterclient.DeleteEndpoint
 	return m.ep, nil
 }
 
-func (m *fakeMaster) UpdateEndpoint(context.Context, masterclient.UpdateEndpointRequest) error { return nil }
+func (m *fakeMaster) UpdateEndpoint(context.Context, masterclient.UpdateEndpointRequest) error {
+	return nil
+}
 
 // groupCluster knows network n1.t1 (VXLAN, tag 10) and group g1:t1 (tag 20).
 type groupCluster struct{ vxlanCluster }
@@ -72,7 +74,7 @@ type groupCluster struct{ vxlanCluster }
 var earlyNet = state.Network{Common: state.Common{ID: "n1.t1"}, NetworkName: "n1", Tenant: "t1", PktTagType: "vxlan", PktTag: 10, SubnetLen: 24}
 
 func (groupCluster) Network(context.Context, string) (state.Network, error) { return earlyNet, nil }
-func (groupCluster) KnownNetwork(id string) (state.Network, bool)         { return earlyNet, id == earlyNet.ID }
+func (groupCluster) KnownNetwork(id string) (state.Network, bool)           { return earlyNet, id == earlyNet.ID }
 func (groupCluster) Group(id string) (state.EndpointGroup, bool) {
 	switch id {
 	case "g1:t1":
