@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -21,38 +22,140 @@ import (
 // AddLocal creates the OVS port of an endpoint and announces it to its
 // datapath; on failure nothing is left behind.
 func (s *Service) AddLocal(ctx context.Context, ep state.Endpoint, nw state.Network) (*Local, error) {
-	return s.addLocal(ctx, ep, nw, podNS{})
+	return s.addLocal(ctx, ep, nw, podNS{}, nil)
 }
 
 // podNS is the pod namespace an attach creates the container side of the
 // veth in (with its final name), or none: then it stays in this namespace.
 type podNS struct{ path, ifName string }
 
-func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Network, into podNS) (*Local, error) {
-	g, hasGroup := s.cfg.Cluster.Group(ep.EndpointGroupKey)
-	tag := nw.PktTag
-	spec := ovsdriver.EndpointSpec{EndpointID: ep.ID, Bridge: BridgeFor(nw), NetNS: into.path, NetNSIfName: into.ifName}
+// portSpec is the OVS port of endpoint epID (container endpointID) of
+// group groupKey on nw, its container side created in into, without the
+// MAC, and the QoS it gets.
+func (s *Service) portSpec(epID, endpointID, groupKey string, nw state.Network, into podNS) (ovsdriver.EndpointSpec, QoS) {
+	spec := ovsdriver.EndpointSpec{EndpointID: epID, Bridge: BridgeFor(nw), NetNS: into.path, NetNSIfName: into.ifName, Tag: nw.PktTag}
 	qos := QoS{Known: true}
-	if hasGroup {
+	if g, ok := s.cfg.Cluster.Group(groupKey); ok {
 		if g.PktTag != 0 {
-			tag = g.PktTag
+			spec.Tag = g.PktTag
 		}
 		spec.Bandwidth, spec.Burst = g.Bandwidth, g.Burst
 		qos = QoSOf(g)
 	}
-	spec.Tag = tag
-	if nw.NwType == "infra" && ep.EndpointID == s.cfg.Host { // the host's own port on the network (infra.go)
+	if nw.NwType == "infra" && endpointID == s.cfg.Host { // the host's own port on the network (infra.go)
 		spec.Infra, spec.InfraName = true, nw.NetworkName
 	}
+	return spec, qos
+}
+
+// earlyPort is a pod's OVS port (veth, OVSDB port, OpenFlow number)
+// created while netmaster creates its endpoint: the port needs the
+// network and the group, which the agent knows, not the address, and the
+// MAC is set with the address in the pod's namespace (docs/scale.md, "CNI
+// ADD against the bridge plugin"). The attach that started it takes it or
+// drops it (deletes the port); it never outlives the attach.
+type earlyPort struct {
+	spec  ovsdriver.EndpointSpec
+	done  chan struct{}
+	port  ovsdriver.EndpointPort // valid once done is closed
+	err   error
+	steps []phase.Step
+	taken bool // the endpoint owns the port now
+}
+
+// startEarlyPort starts creating the port of a pod (into names its
+// namespace) when the agent knows the network (not an infra one) and the
+// group the request names; nil when it does not start.
+func (s *Service) startEarlyPort(ctx context.Context, req attach.HostRequest, epID string, into podNS) *earlyPort {
+	if into.path == "" {
+		return nil
+	}
+	nw, ok := s.cfg.Cluster.KnownNetwork(state.NetworkID(req.Tenant, req.Network))
+	if !ok || nw.NwType == "infra" {
+		return nil
+	}
+	groupKey := ""
+	if req.Group != "" {
+		if groupKey = state.GroupID(req.Tenant, req.Group); !s.knownGroup(groupKey) {
+			return nil
+		}
+	}
+	spec, _ := s.portSpec(epID, req.ContainerID, groupKey, nw, into)
+	p := &earlyPort{spec: spec, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		pctx, rec := phase.With(ctx) // its own steps, added to the ADD's by wait
+		p.port, p.err = s.cfg.Ports.CreateEndpoint(pctx, spec)
+		p.steps = rec.Steps()
+	}()
+	return p
+}
+
+func (s *Service) knownGroup(id string) bool {
+	_, ok := s.cfg.Cluster.Group(id)
+	return ok
+}
+
+// wait waits for the port and adds its steps to those of ctx.
+func (p *earlyPort) wait(ctx context.Context) {
+	<-p.done
+	rec := phase.From(ctx)
+	for _, st := range p.steps {
+		rec.Add(st.Name, st.D)
+	}
+	p.steps = nil
+}
+
+// dropEarlyPort deletes p's port unless the endpoint took it; nil does
+// nothing.
+func (s *Service) dropEarlyPort(ctx context.Context, p *earlyPort) {
+	if p == nil {
+		return
+	}
+	p.wait(ctx)
+	if p.taken || p.err != nil {
+		return
+	}
+	p.taken = true
+	if err := s.cfg.Ports.DeleteEndpoint(ctx, p.spec.Bridge, p.port.PortName); err != nil {
+		s.log.WithError(err).Warnf("delete port %s made for endpoint %s", p.port.PortName, p.spec.EndpointID)
+	}
+}
+
+// sameSpec reports whether early port spec a is the port spec b asks
+// for, the MAC aside.
+func sameSpec(a, b ovsdriver.EndpointSpec) bool {
+	a.MAC, b.MAC = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// addLocal creates the endpoint's port, or takes early (when not nil) if
+// it was made as the endpoint needs it (the caller sets the MAC then), and
+// announces the endpoint to its datapath. An early port it does not take
+// it deletes.
+func (s *Service) addLocal(ctx context.Context, ep state.Endpoint, nw state.Network, into podNS, early *earlyPort) (*Local, error) {
+	spec, qos := s.portSpec(ep.ID, ep.EndpointID, ep.EndpointGroupKey, nw, into)
 	mac, err := net.ParseMAC(ep.MacAddress)
 	if err != nil {
+		s.dropEarlyPort(context.WithoutCancel(ctx), early)
 		return nil, fmt.Errorf("endpoint %s has a bad MAC %q: %w", ep.ID, ep.MacAddress, err)
 	}
 	spec.MAC = mac
 	t0 := time.Now()
-	port, err := s.cfg.Ports.CreateEndpoint(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("create the OVS port of endpoint %s: %w", ep.ID, err)
+	var port ovsdriver.EndpointPort
+	if early != nil {
+		early.wait(ctx)
+		phase.Mark(ctx, "port.wait")
+		if early.err == nil && sameSpec(early.spec, spec) {
+			port, early.taken = early.port, true
+		} else {
+			s.dropEarlyPort(context.WithoutCancel(ctx), early)
+		}
+	}
+	if port.PortName == "" {
+		if port, err = s.cfg.Ports.CreateEndpoint(ctx, spec); err != nil {
+			return nil, fmt.Errorf("create the OVS port of endpoint %s: %w", ep.ID, err)
+		}
 	}
 	tPort := time.Since(t0)
 	le := &Local{EP: ep, Port: port, Bridge: spec.Bridge, QoS: qos}
@@ -153,7 +256,9 @@ func (s *Service) attach(ctx context.Context, req attach.Request) (res attach.Re
 		req.IfName = attach.DefaultIfName
 	}
 	// The container side is created in the pod's namespace under its
-	// final name, MAC and MTU (no move, docs/scale.md).
+	// final name and MTU (no move, docs/scale.md), while netmaster creates
+	// the endpoint when it can (earlyPort): then it gets its MAC with the
+	// address below.
 	res, err = s.attachHost(ctx, attach.HostRequest{Tenant: req.Tenant, Network: req.Network, Group: req.Group,
 		ContainerID: req.ContainerID, Name: req.Name, PodNamespace: req.PodNamespace, PodName: req.PodName},
 		podNS{path: req.NetNS, ifName: req.IfName})
@@ -252,13 +357,21 @@ func (s *Service) attachHost(ctx context.Context, req attach.HostRequest, into p
 	}()
 	t0 := time.Now()
 	var tMaster, tLocal time.Duration
+	// A pod's port is made while netmaster creates the endpoint; every
+	// failure below deletes it unless the endpoint took it.
+	early := s.startEarlyPort(ctx, req, epID, into)
+	undoCtx := context.WithoutCancel(ctx)
+	defer func() {
+		if err != nil {
+			s.dropEarlyPort(undoCtx, early)
+		}
+	}()
 	ep, err := s.cfg.Master.CreateEndpoint(ctx, masterclient.CreateEndpointRequest{
 		TenantName: req.Tenant, NetworkName: req.Network, ServiceName: req.Group,
 		EndpointID: req.ContainerID, EPCommonName: req.Name,
 		ConfigEP: masterclient.ConfigEP{Container: req.ContainerID, Host: s.cfg.Host, ServiceName: req.Group,
 			IPAddress: req.IPAddress, IPv6Address: req.IPv6Address, PodNamespace: req.PodNamespace, PodName: req.PodName},
 	})
-	undoCtx := context.WithoutCancel(ctx)
 	if err != nil {
 		// netmaster may have created the endpoint all the same (the
 		// answer was lost or came after the request timed out).
@@ -293,7 +406,7 @@ func (s *Service) attachHost(ctx context.Context, req attach.HostRequest, into p
 	}
 	phase.Mark(ctx, "network")
 	tMaster = time.Since(t0)
-	le, err := s.addLocal(ctx, ep, nw, into)
+	le, err := s.addLocal(ctx, ep, nw, into, early)
 	if err != nil {
 		return res, err
 	}

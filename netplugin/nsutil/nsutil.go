@@ -8,6 +8,7 @@
 package nsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -153,12 +154,13 @@ func MoveAndConfigure(cfg LinkConfig) (err error) {
 }
 
 // ConfigureInNS configures cfg.IfName, a link already in the namespace
-// under that name with its MTU and MAC (created there, not moved in): it
-// adds the addresses, sets the link up and adds the default route(s).
-// cfg.HostIfName, MTU and MAC are ignored. On failure the caller removes
-// the link (deleting the veth's other end does).
+// under that name with its MTU (created there, not moved in): it sets the
+// MAC when given and the link has another, adds the addresses, sets the
+// link up and adds the default route(s). cfg.HostIfName and MTU are
+// ignored. On failure the caller removes the link (deleting the veth's
+// other end does).
 func ConfigureInNS(cfg LinkConfig) error {
-	cfg.HostIfName, cfg.MTU, cfg.MAC = cfg.IfName, 0, nil
+	cfg.HostIfName, cfg.MTU = cfg.IfName, 0
 	target, err := openTarget(cfg)
 	if err != nil {
 		return err
@@ -168,6 +170,9 @@ func ConfigureInNS(cfg LinkConfig) error {
 		l, err := netlink.LinkByName(cfg.IfName)
 		if err != nil {
 			return fmt.Errorf("find link %q in netns: %w", cfg.IfName, err)
+		}
+		if bytes.Equal(l.Attrs().HardwareAddr, cfg.MAC) {
+			cfg.MAC = nil // created with it
 		}
 		return configure(l, cfg)
 	})

@@ -159,6 +159,13 @@ func (d *Driver) CreateEndpoint(ctx context.Context, spec EndpointSpec) (res End
 	ids := map[string]string{endpointIDKey: spec.EndpointID}
 	ps := ovsdb.PortSpec{Name: res.PortName, Tag: spec.Tag, ExternalIDs: ids, InterfaceExternalIDs: ids,
 		IngressPolicingRate: rate, IngressPolicingBurst: int64(spec.Burst)}
+	if n <= ovsdb.MaxOFPortRequest {
+		// Pinned as it is created (ofport): no second write, and no second
+		// reconfiguration of every bridge by ovs-vswitchd. N is unique
+		// among the endpoints' ports; a number another port holds is not
+		// granted, and ofport pins the one given instead.
+		ps.OFPortRequest = int64(n)
+	}
 	if err := d.ovs.CreatePort(ctx, spec.Bridge, ps); err != nil {
 		return fail(err)
 	}

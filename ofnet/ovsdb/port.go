@@ -36,7 +36,17 @@ type PortSpec struct {
 	// port at this MTU; without it, it lowers the port to its bridge's
 	// smallest MTU whenever the bridge's ports change.
 	MTURequest int64
+	// OFPortRequest is the Interface's ofport_request for a port created
+	// here (0: none); an existing port's request is left as it is.
+	// ovs-vswitchd gives the port that OpenFlow number unless another
+	// port has it, and then picks one itself.
+	OFPortRequest int64
 }
+
+// MaxOFPortRequest is the largest OpenFlow port number ovs-vswitchd
+// grants on request (OFPP_MAX - 1; its bridges have at most OFPP_MAX
+// ports).
+const MaxOFPortRequest = 0xfeff
 
 func (s PortSpec) validate(bridge string) error {
 	if bridge == "" {
@@ -53,6 +63,9 @@ func (s PortSpec) validate(bridge string) error {
 	}
 	if s.MTURequest < 0 || s.MTURequest > 65535 {
 		return fmt.Errorf("%w: port %q: MTU request %d out of range 0..65535", ErrInvalid, s.Name, s.MTURequest)
+	}
+	if s.OFPortRequest < 0 || s.OFPortRequest > MaxOFPortRequest {
+		return fmt.Errorf("%w: port %q: ofport request %d out of range 0..%d", ErrInvalid, s.Name, s.OFPortRequest, MaxOFPortRequest)
 	}
 	return nil
 }
@@ -108,6 +121,9 @@ func portOpsFromView(v View, bridge string, spec PortSpec) ([]Operation, error) 
 		}
 		if spec.MTURequest > 0 {
 			iface["mtu_request"] = spec.MTURequest
+		}
+		if spec.OFPortRequest > 0 {
+			iface["ofport_request"] = spec.OFPortRequest
 		}
 		p := Row{"name": spec.Name, "interfaces": Set{NamedUUID("newiface")}}
 		if spec.Tag != 0 {

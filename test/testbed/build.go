@@ -99,15 +99,17 @@ func buildNetprobe() (string, error) {
 	return filepath.Join(dir, "netprobe"), nil
 }
 
-// BuildCNIPlugin builds the contivk8s CNI plugin (once) and returns its
-// path; its folder serves as CNI_PATH.
+// BuildCNIPlugin builds the contivk8s CNI plugin (once) as the images ship
+// it (scripts/build-images.sh: static, CGO_ENABLED=0, -trimpath, -s -w;
+// a dynamically linked binary costs the loader on each of its execs, one
+// per CNI call) and returns its path; its folder serves as CNI_PATH.
 func BuildCNIPlugin() (string, error) {
 	dir, err := buildDir()
 	if err != nil {
 		return "", err
 	}
 	builds.cni.once.Do(func() {
-		builds.cni.err = goBuild(dir, "./cmd/contivk8s")
+		builds.cni.err = goBuildShipped(dir, "./cmd/contivk8s")
 	})
 	if builds.cni.err != nil {
 		return "", builds.cni.err
@@ -161,6 +163,15 @@ func binDir() (string, error) {
 // the version, commit and build time scripts/version.sh prints, as every
 // build of the project is (docs/operations.md).
 func goBuild(dir string, pkgs ...string) error {
+	return goBuildWith(dir, false, pkgs...)
+}
+
+// goBuildShipped is goBuild with the flags of scripts/build-images.sh.
+func goBuildShipped(dir string, pkgs ...string) error {
+	return goBuildWith(dir, true, pkgs...)
+}
+
+func goBuildWith(dir string, shipped bool, pkgs ...string) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -178,8 +189,15 @@ func goBuild(dir string, pkgs ...string) error {
 	if err != nil {
 		return fmt.Errorf("testbed: scripts/version.sh: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, goBin, append([]string{"build", "-ldflags", strings.TrimSpace(string(stamp)), "-o", dir + "/"}, pkgs...)...)
+	args := []string{"build", "-ldflags", strings.TrimSpace(string(stamp)), "-o", dir + "/"}
+	if shipped {
+		args = []string{"build", "-trimpath", "-ldflags", "-s -w " + strings.TrimSpace(string(stamp)), "-o", dir + "/"}
+	}
+	cmd := exec.CommandContext(ctx, goBin, append(args, pkgs...)...)
 	cmd.Dir = root
+	if shipped {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("testbed: go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)

@@ -64,6 +64,24 @@ func (r *Recorder) Mark(name string) {
 	r.steps = append(r.steps, Step{Name: name, D: d})
 }
 
+// Add adds d to step name without ending a step: the time of work done
+// alongside the marked steps (by another goroutine, with its own
+// Recorder). A nil Recorder does nothing.
+func (r *Recorder) Add(name string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.steps {
+		if r.steps[i].Name == name {
+			r.steps[i].D += d
+			return
+		}
+	}
+	r.steps = append(r.steps, Step{Name: name, D: d})
+}
+
 // Steps returns the steps marked so far, in the order first marked.
 func (r *Recorder) Steps() []Step {
 	if r == nil {

@@ -38,3 +38,20 @@ func TestWithoutRecorder(t *testing.T) {
 		t.Fatal("a context without a recorder has steps")
 	}
 }
+
+func TestAddKeepsTheMarkClock(t *testing.T) {
+	ctx, r := phase.With(context.Background())
+	r.Add("side", time.Hour)
+	time.Sleep(2 * time.Millisecond)
+	phase.Mark(ctx, "a")
+	r.Add("side", time.Hour)
+	steps := r.Steps()
+	if len(steps) != 2 || steps[0].Name != "side" || steps[0].D != 2*time.Hour {
+		t.Fatalf("steps %+v, want side (2h) then a", steps)
+	}
+	if steps[1].D < 2*time.Millisecond || steps[1].D > time.Minute {
+		t.Errorf("a took %v: Add moved the clock of Mark", steps[1].D)
+	}
+	var nilRec *phase.Recorder
+	nilRec.Add("x", time.Second) // does nothing
+}
