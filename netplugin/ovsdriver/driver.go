@@ -274,3 +274,16 @@ func portBridge(v ovsdb.View, name string) (string, bool) {
 	}
 	return "", true
 }
+
+// rowsOf returns the rows of table that ids name and v holds, in the order
+// of ids: a bridge's ports (rowsOf(v, "Port", br.UUIDs("ports"))) or a
+// port's interfaces.
+func rowsOf(v ovsdb.View, table string, ids []ovsdb.UUID) []ovsdb.Row {
+	rows := make([]ovsdb.Row, 0, len(ids))
+	for _, id := range ids {
+		if r, ok := v.Row(table, id); ok {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}

@@ -384,11 +384,7 @@ func (d *Driver) ExistingEndpoints(ctx context.Context, bridge string) ([]Endpoi
 		if !ok {
 			return
 		}
-		for _, id := range br.UUIDs("ports") {
-			p, ok := v.Row("Port", id)
-			if !ok {
-				continue
-			}
+		for _, p := range rowsOf(v, "Port", br.UUIDs("ports")) {
 			epID := p.StringMap("external_ids")[endpointIDKey]
 			if epID == "" || epID == uplinkEndpointID || epID == hostEndpointID {
 				continue

@@ -45,16 +45,8 @@ func (d *Driver) PinOFPorts(ctx context.Context, bridge string) (int, error) {
 		if !ok {
 			return
 		}
-		for _, pid := range br.UUIDs("ports") {
-			p, ok := v.Row("Port", pid)
-			if !ok {
-				continue
-			}
-			for _, iid := range p.UUIDs("interfaces") {
-				i, ok := v.Row("Interface", iid)
-				if !ok {
-					continue
-				}
+		for _, p := range rowsOf(v, "Port", br.UUIDs("ports")) {
+			for _, i := range rowsOf(v, "Interface", p.UUIDs("interfaces")) {
 				n, numbered := i.Int("ofport")
 				req, _ := i.Int("ofport_request")
 				switch {

@@ -85,9 +85,8 @@ func removeUplinkOps(v ovsdb.View, bridge, keep string, members []string) ([]ovs
 		}
 	}
 	var ops []ovsdb.Operation
-	for _, id := range br.UUIDs("ports") {
-		p, ok := v.Row("Port", id)
-		if !ok || p.String("name") == keep {
+	for _, p := range rowsOf(v, "Port", br.UUIDs("ports")) {
+		if p.String("name") == keep {
 			continue
 		}
 		if isUplinkPort(p) || slices.Contains(members, p.String("name")) {
