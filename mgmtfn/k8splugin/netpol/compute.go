@@ -208,7 +208,8 @@ type peerAddr struct {
 
 // ruleAllows expands one rule. target is the selected pod for ingress rules
 // (named ports resolve against it) and nil for egress rules (named ports
-// resolve against each peer pod).
+// resolve against each peer pod; for a prefix peer, against each running pod
+// inside it).
 func ruleAllows(ns string, peers []networkingv1.NetworkPolicyPeer, ports []networkingv1.NetworkPolicyPort,
 	target *podInfo, running []podInfo, nsLabels map[string]labels.Set) ([]Allow, []error) {
 	var warns []error
@@ -286,6 +287,21 @@ func ruleAllows(ns string, peers []networkingv1.NetworkPolicyPeer, ports []netwo
 			continue
 		}
 		for _, p := range ports {
+			if target == nil && a.pod == nil && p.Port != nil && p.Port.Type == intstr.String {
+				// An egress named port to a prefix (no "to", or an ipBlock):
+				// the pods inside the prefix that name that port, each on its
+				// own number (docs/k8s.md "NetworkPolicy").
+				for _, pi := range running {
+					if !a.prefix.Contains(pi.ip) {
+						continue
+					}
+					if al, ok, _ := portAllow(p, pi.pod); ok {
+						al.Peer = netip.PrefixFrom(pi.ip, 32)
+						out = append(out, al)
+					}
+				}
+				continue
+			}
 			portPod := a.pod
 			if target != nil {
 				portPod = target.pod
@@ -304,8 +320,7 @@ func ruleAllows(ns string, peers []networkingv1.NetworkPolicyPeer, ports []netwo
 }
 
 // portAllow resolves one NetworkPolicyPort. A named port resolves against
-// pod's container ports (nil pod, e.g. an ipBlock peer of an egress rule:
-// unresolvable, allows nothing).
+// pod's container ports (nil pod: unresolvable, allows nothing).
 func portAllow(p networkingv1.NetworkPolicyPort, pod *corev1.Pod) (Allow, bool, error) {
 	proto := ProtoTCP
 	if p.Protocol != nil {

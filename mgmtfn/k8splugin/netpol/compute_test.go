@@ -107,6 +107,23 @@ func TestCompute(t *testing.T) {
 					Ports: []networkingv1.NetworkPolicyPort{{Port: &named}}}}})},
 			want: Result{ipA: {Namespace: "default", Name: "a", EgressIsolated: true,
 				Egress: []Allow{{Peer: pfx("198.19.0.2/32"), Proto: ProtoTCP, PortMin: 8080, PortMax: 8080}}}}},
+		{name: "egress named port without peers resolves against every pod naming it",
+			pols: []*networkingv1.NetworkPolicy{pol("p", networkingv1.NetworkPolicySpec{
+				PodSelector: *sel("app", "a"), PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+				Egress: []networkingv1.NetworkPolicyEgressRule{{
+					Ports: []networkingv1.NetworkPolicyPort{{Port: &named}}}}})},
+			want: Result{ipA: {Namespace: "default", Name: "a", EgressIsolated: true,
+				Egress: []Allow{{Peer: pfx("198.19.0.2/32"), Proto: ProtoTCP, PortMin: 8080, PortMax: 8080}}}}},
+		{name: "egress named port to an ipBlock resolves against the pods inside it",
+			pols: []*networkingv1.NetworkPolicy{pol("p", networkingv1.NetworkPolicySpec{
+				PodSelector: *sel("app", "a"), PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+				Egress: []networkingv1.NetworkPolicyEgressRule{
+					{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "198.19.0.2/32"}}},
+						Ports: []networkingv1.NetworkPolicyPort{{Port: &named}}},
+					{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "198.19.0.3/32"}}},
+						Ports: []networkingv1.NetworkPolicyPort{{Port: &named}}}}})},
+			want: Result{ipA: {Namespace: "default", Name: "a", EgressIsolated: true,
+				Egress: []Allow{{Peer: pfx("198.19.0.2/32"), Proto: ProtoTCP, PortMin: 8080, PortMax: 8080}}}}},
 		{name: "egress default deny",
 			pols: []*networkingv1.NetworkPolicy{pol("p", networkingv1.NetworkPolicySpec{
 				PodSelector: *sel("app", "a"), PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}})},
