@@ -34,7 +34,7 @@ func (d *Daemon) startNetpol(ctx context.Context, wg *sync.WaitGroup, cs kuberne
 			dps = append(dps, a)
 		}
 	}
-	d.netpol = netpolrec.New(cs, dps, d.netpolPeers, d.log)
+	d.netpol = netpolrec.New(cs, dps, d.netpolPeers, d.log, d.met.netpolApplyObserver())
 	goRun(ctx, wg, d.netpol.Run)
 }
 

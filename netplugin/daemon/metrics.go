@@ -12,6 +12,7 @@ type metrics struct {
 	attach    *prometheus.HistogramVec
 	resyncs   *prometheus.CounterVec
 	reconcile *prometheus.CounterVec
+	netpol    prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
@@ -32,8 +33,13 @@ func newMetrics(reg prometheus.Registerer, d *Daemon) *metrics {
 			Namespace: "contiv", Subsystem: "netplugin", Name: "reconcile_failures_total",
 			Help: "Failed attempts to converge the datapath to the desired state, by kind of object; each is retried with backoff.",
 		}, []string{"kind"}),
+		netpol: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "contiv", Subsystem: "netplugin", Name: "networkpolicy_apply_duration_seconds",
+			Help:    "Time from the first NetworkPolicy, pod or namespace change a new NetworkPolicy result covers to its flows written on every bridge.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
 	}
-	reg.MustRegister(m.attach, m.resyncs, m.reconcile, newDataplaneCollector(d))
+	reg.MustRegister(m.attach, m.resyncs, m.reconcile, m.netpol, newDataplaneCollector(d))
 	return m
 }
 
@@ -46,6 +52,14 @@ func (m *metrics) observeAttach(op string, start time.Time, err error) {
 		result = "error"
 	}
 	m.attach.WithLabelValues(op, result).Observe(time.Since(start).Seconds())
+}
+
+// netpolApplyObserver records NetworkPolicy apply latencies (nil when off).
+func (m *metrics) netpolApplyObserver() func(time.Duration) {
+	if m == nil {
+		return nil
+	}
+	return func(d time.Duration) { m.netpol.Observe(d.Seconds()) }
 }
 
 // reconcileFailed counts one failed reconcile of kind.

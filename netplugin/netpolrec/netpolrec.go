@@ -34,7 +34,10 @@ type Enforcer struct {
 
 // New makes the enforcer over the API server cs; peers are the pods of the
 // store's endpoint records. Run serves it.
-func New(cs kubernetes.Interface, datapaths []Datapath, peers *netpol.Peers, log logrus.FieldLogger) *Enforcer {
+// Each applied result is logged with its latency (from the first change
+// it covers to the flows written on every bridge) and handed to observe
+// (nil: none).
+func New(cs kubernetes.Interface, datapaths []Datapath, peers *netpol.Peers, log logrus.FieldLogger, observe func(time.Duration)) *Enforcer {
 	log = log.WithField("api", "networkpolicy")
 	c := netpol.NewController(cs, func(ctx context.Context, r netpol.Result) error {
 		pods := toAgentRules(r)
@@ -43,9 +46,14 @@ func New(cs kubernetes.Interface, datapaths []Datapath, peers *netpol.Peers, log
 				return err
 			}
 		}
-		log.WithField("pods", len(r)).Info("networkpolicy applied")
 		return nil
 	}, func(format string, args ...any) { log.Warnf(format, args...) })
+	c.ObserveApplies(func(latency time.Duration, pods int) {
+		log.WithFields(logrus.Fields{"pods": pods, "latency": latency.Round(time.Microsecond)}).Info("networkpolicy applied")
+		if observe != nil {
+			observe(latency)
+		}
+	})
 	c.FollowPeers(peers)
 	return &Enforcer{c: c, log: log}
 }

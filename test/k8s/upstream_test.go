@@ -100,6 +100,15 @@ func TestKubernetesUpstreamSuites(t *testing.T) {
 	if cmd, rerr := os.ReadFile(filepath.Join(out, "command")); rerr == nil {
 		t.Logf("command: %s", cmd)
 	}
+	// NetworkPolicy enforcement time under the suite's load: each
+	// netplugin logs every applied result with its latency (docs/k8s.md
+	// "NetworkPolicy").
+	var lats []time.Duration
+	for _, n := range c.Nodes {
+		lats = append(lats, netpolApplyLatencies(n.Host.Logs(), start)...)
+	}
+	t.Logf("networkpolicy apply latency during the suite (%d results on %d nodes): %s",
+		len(lats), len(c.Nodes), latencySummary(lats))
 	if m := regexp.MustCompile(`pass=\d+ fail=\d+ skip=\d+`).Find(b); m == nil {
 		t.Errorf("no counts in the output (e2e.test log: %s)", filepath.Join(out, "e2e.log"))
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/contiv/netplugin/utils/runtest"
@@ -74,5 +75,62 @@ func TestPodAttachedBeforeStatus(t *testing.T) {
 			t.Fatalf("detached pod still in the result: %+v", applied())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Every applied result is reported with its latency and pod count; a
+// result the sink refused is reported when a later attempt applies it,
+// with the latency counted from the first change it covers.
+func TestObserveApplies(t *testing.T) {
+	cs := fake.NewSimpleClientset(podA, podB, nsDef)
+	var mu sync.Mutex
+	var lats []time.Duration
+	var pods []int
+	fail := true
+	c := NewController(cs, func(_ context.Context, r Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail && len(r) > 0 {
+			fail = false
+			return context.DeadlineExceeded // refused once
+		}
+		return nil
+	}, t.Logf)
+	c.ObserveApplies(func(d time.Duration, n int) {
+		mu.Lock()
+		lats = append(lats, d)
+		pods = append(pods, n)
+		mu.Unlock()
+	})
+	runtest.GoLoop(t, c.Run)
+	t0 := time.Now()
+	if _, err := cs.NetworkingV1().NetworkPolicies("default").Create(t.Context(),
+		pol("deny", networkingv1.NetworkPolicySpec{}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(pods)
+		last := 0
+		if n > 0 {
+			last = pods[n-1]
+		}
+		mu.Unlock()
+		if last == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no applied result isolating both pods observed: pods %v", pods)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := lats[len(lats)-1]; got <= 0 || got > time.Since(t0) {
+		t.Fatalf("latency %v: want within (0, %v]", got, time.Since(t0))
+	}
+	if fail {
+		t.Fatal("the sink never refused: the retry path was not taken")
 	}
 }

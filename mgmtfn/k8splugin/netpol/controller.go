@@ -22,6 +22,11 @@ type Sink func(ctx context.Context, r Result) error
 // Logger receives the controller's warnings.
 type Logger func(format string, args ...any)
 
+// ApplyObserver is told of every result the sink applied: how long since
+// the first change it covers (an informer event, an attach or detach, a
+// peer) was seen, and how many pods the result holds.
+type ApplyObserver func(latency time.Duration, pods int)
+
 // Controller follows NetworkPolicies, pods and namespaces with informers and
 // recomputes the allow sets after each change, through a rate-limited
 // workqueue of one key: bursts of events collapse into one computation.
@@ -47,6 +52,10 @@ type Controller struct {
 	// peers are the pods attached anywhere in the cluster (FollowPeers);
 	// nil: none. attached wins over them for a pod of this host.
 	peers *Peers
+	// dirtySince is when the oldest change not yet in an applied result
+	// was seen (zero: none); observe hears each applied result.
+	dirtySince time.Time
+	observe    ApplyObserver
 }
 
 const queueKey = "all"
@@ -67,9 +76,9 @@ func NewController(client kubernetes.Interface, sink Sink, log Logger) *Controll
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "netpol"}),
 	}
 	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.queue.Add(queueKey) },
-		UpdateFunc: func(any, any) { c.queue.Add(queueKey) },
-		DeleteFunc: func(any) { c.queue.Add(queueKey) },
+		AddFunc:    func(any) { c.changed() },
+		UpdateFunc: func(any, any) { c.changed() },
+		DeleteFunc: func(any) { c.changed() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{
 		f.Networking().V1().NetworkPolicies().Informer(),
@@ -82,6 +91,25 @@ func NewController(client kubernetes.Interface, sink Sink, log Logger) *Controll
 		c.synced = append(c.synced, inf.HasSynced)
 	}
 	return c
+}
+
+// ObserveApplies has f told of every applied result (nil: none). Call it
+// before Run.
+func (c *Controller) ObserveApplies(f ApplyObserver) {
+	c.mu.Lock()
+	c.observe = f
+	c.mu.Unlock()
+}
+
+// changed queues a computation and notes when the oldest change not yet
+// applied was seen.
+func (c *Controller) changed() {
+	c.mu.Lock()
+	if c.dirtySince.IsZero() {
+		c.dirtySince = time.Now()
+	}
+	c.mu.Unlock()
+	c.queue.Add(queueKey)
 }
 
 // Run runs the informers and the worker until ctx ends, then stops both.
@@ -131,6 +159,9 @@ func (c *Controller) sync(ctx context.Context) error {
 		return fmt.Errorf("list namespaces: %w", err)
 	}
 	c.mu.Lock()
+	// Changes seen from here on are computed again after this one.
+	since, observe := c.dirtySince, c.observe
+	c.dirtySince = time.Time{}
 	var known map[string]netip.Addr
 	if c.peers != nil {
 		known = c.peers.Known()
@@ -148,9 +179,17 @@ func (c *Controller) sync(ctx context.Context) error {
 	c.computes++
 	if c.last == nil || !c.last.Equal(res) {
 		if err := c.sink(ctx, res); err != nil {
+			c.mu.Lock()
+			if !since.IsZero() && (c.dirtySince.IsZero() || since.Before(c.dirtySince)) {
+				c.dirtySince = since // still not applied
+			}
+			c.mu.Unlock()
 			return fmt.Errorf("apply networkpolicy result: %w", err)
 		}
 		c.last = res
+		if observe != nil && !since.IsZero() {
+			observe(time.Since(since), len(res))
+		}
 	}
 	// Release the ADDs whose pod this result covered: the pod was in the
 	// cache (its labels counted) with the address it was attached with.
@@ -180,7 +219,7 @@ func (c *Controller) FollowPeers(p *Peers) {
 	c.mu.Lock()
 	c.peers = p
 	c.mu.Unlock()
-	p.subscribe(func() { c.queue.Add(queueKey) })
+	p.subscribe(c.changed)
 }
 
 // PodAttached tells the controller that pod namespace/name has address ip
@@ -196,6 +235,9 @@ func (c *Controller) PodAttached(ctx context.Context, namespace, name string, ip
 	c.mu.Lock()
 	c.attached[key] = ip
 	c.waiters[key] = append(c.waiters[key], done)
+	if c.dirtySince.IsZero() {
+		c.dirtySince = time.Now()
+	}
 	c.mu.Unlock()
 	c.queue.Add(queueKey)
 	select {
@@ -226,6 +268,6 @@ func (c *Controller) PodDetached(namespace, name string) {
 	delete(c.attached, key)
 	c.mu.Unlock()
 	if had {
-		c.queue.Add(queueKey)
+		c.changed()
 	}
 }
