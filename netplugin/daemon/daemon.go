@@ -38,6 +38,7 @@ import (
 
 	"github.com/contiv/netplugin/utils/ctxutil"
 	"github.com/contiv/netplugin/utils/daemonflags"
+	"github.com/contiv/netplugin/utils/multilisten"
 )
 
 // Daemon is one running netplugin.
@@ -453,8 +454,8 @@ func (d *Daemon) startAgent(ctx context.Context, wg *sync.WaitGroup, bridge stri
 		return nil, fmt.Errorf("OpenFlow listener of %s: %w", bridge, err)
 	}
 	// The masters call the control address (AddMaster) and the VTEP
-	// address (after RegisterNode).
-	rpcl, err := listenRPC([]string{d.cfg.VtepIP, d.cfg.CtrlIP}, rpcPort, d.cfg.RPCServerTLS)
+	// address (after RegisterNode); never every interface (docs/security.md).
+	rpcl, err := multilisten.Listen([]string{d.cfg.VtepIP, d.cfg.CtrlIP}, rpcPort, d.cfg.RPCServerTLS)
 	if err != nil {
 		ofl.Close()
 		return nil, fmt.Errorf("RPC listener of %s: %w", bridge, err)

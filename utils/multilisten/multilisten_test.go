@@ -1,4 +1,4 @@
-package daemon
+package multilisten
 
 import (
 	"errors"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestListenRPC: the agent RPC listens on each given address once (not on
-// every interface) and accepts from all of them; Close ends everything.
-func TestListenRPC(t *testing.T) {
-	ln, err := listenRPC([]string{"127.0.0.1", "127.0.0.2", "127.0.0.1", ""}, 0, nil)
+// TestListen: the listener opens each given address once (not every
+// interface) and accepts from all of them; Close ends everything.
+func TestListen(t *testing.T) {
+	ln, err := Listen([]string{"127.0.0.1", "127.0.0.2", "127.0.0.1", ""}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestListenRPC(t *testing.T) {
 	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Accept after Close: %v", err)
 	}
-	if _, err := listenRPC(nil, 0, nil); err == nil {
+	if _, err := Listen(nil, 0, nil); err == nil {
 		t.Error("no address accepted")
 	}
 }

@@ -1,4 +1,8 @@
-package daemon
+// Package multilisten listens on one port of several addresses as one
+// net.Listener: netplugin's agent RPC port opens on the control and VTEP
+// addresses only, never on every interface (docs/security.md,
+// "Listeners").
+package multilisten
 
 import (
 	"crypto/tls"
@@ -9,10 +13,10 @@ import (
 	"sync"
 )
 
-// listenRPC opens the agent RPC port on each distinct address of ips (the
-// control and VTEP addresses, never every interface; docs/security.md),
-// each wrapped in tlsCfg when set, as one listener.
-func listenRPC(ips []string, port int, tlsCfg *tls.Config) (net.Listener, error) {
+// Listen opens port on each distinct, non-empty address of ips, each
+// wrapped in tlsCfg when set, as one listener; it fails when one of them
+// cannot be opened (closing the others) or there is no address.
+func Listen(ips []string, port int, tlsCfg *tls.Config) (net.Listener, error) {
 	seen := map[string]bool{}
 	var lns []net.Listener
 	for _, ip := range ips {
