@@ -97,10 +97,10 @@ type Config struct {
 	SwitchWait      time.Duration // wait for each bridge to connect (20 s)
 	RestartSettle   time.Duration // after masters are known, before stale flows are removed (5 s)
 	StoreRetryDelay time.Duration // pause before a failed watch is restarted (1 s)
-	SweepInterval   time.Duration // between sweeps of orphaned endpoints (1 min, sweep.go)
+	SweepInterval   time.Duration // between sweeps of orphaned endpoints and remote endpoints (1 min, sweep.go)
 	// A remote endpoint still held RemoteDelGrace after the store watch
 	// reported its record deleted is removed by an early sweep, at most
-	// one per SweepKickGap (remotesweep.go).
+	// one per SweepKickGap (netplugin/remotesweep).
 	RemoteDelGrace time.Duration // 5 s
 	SweepKickGap   time.Duration // 10 s
 	// The reconcilers (netplugin/reconcile): a failed key comes back after

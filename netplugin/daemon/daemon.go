@@ -28,6 +28,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/nameserver"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
 	"github.com/contiv/netplugin/netplugin/reconcile"
+	"github.com/contiv/netplugin/netplugin/remotesweep"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/objdb/dial"
@@ -70,12 +71,10 @@ type Daemon struct {
 	// netpolPeers: the pods of the endpoint records; set by newDesired.
 	netpolPeers *netpol.Peers
 
-	// unbackedRemotes are the remote endpoints the last sweep found no
-	// endpoint record for (remotesweep.go); owned by sweepLoop.
-	unbackedRemotes map[string]bool
-	// remoteDel drives the early removal of the remote endpoints of
-	// deleted records (remotesweep.go).
-	remoteDel remoteDeletions
+	// remotes removes the remote endpoints the store no longer holds, and
+	// runs the orphan sweep on its listings (netplugin/remotesweep); set by
+	// newReconcilers.
+	remotes *remotesweep.Sweeper
 
 	// eps owns the local endpoints and the attaches under way (its own
 	// lock); the others read copies.
@@ -322,7 +321,7 @@ func (d *Daemon) startFollowers(ctx context.Context, wg *sync.WaitGroup) {
 	goRun(ctx, wg, func(ctx context.Context) { d.rec.Run(ctx, reconcile.Workers) })
 	goRun(ctx, wg, func(ctx context.Context) { d.checkPathMTU(ctx, d.pmtuPeers) })
 	for _, run := range []func(context.Context){masters.Run, peers.Run, w.nodes.Run, w.nets.Run, w.groups.Run,
-		w.eps.Run, w.glob.Run, w.bgp.Run, w.svcs.Run, w.provs.Run, d.finishRestart, d.sweepLoop, d.remoteDelLoop} {
+		w.eps.Run, w.glob.Run, w.bgp.Run, w.svcs.Run, w.provs.Run, d.finishRestart, d.remotes.Run} {
 		goRun(ctx, wg, run)
 	}
 }

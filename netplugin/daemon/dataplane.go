@@ -8,6 +8,7 @@ import (
 
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/ovsdriver"
+	"github.com/contiv/netplugin/netplugin/remotesweep"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/ofnet/agent"
 	"github.com/contiv/netplugin/ofnet/ofrpc"
@@ -55,8 +56,7 @@ type hostAccessDatapath interface {
 type clusterDatapath interface {
 	AddMaster(ctx context.Context, n ofrpc.OfnetNode) error
 	RemoveMaster(ctx context.Context, n ofrpc.OfnetNode) error
-	RemoteEndpoints() []ofrpc.OfnetEndpoint
-	RemoveRemoteEndpoint(ctx context.Context, ep ofrpc.OfnetEndpoint) error
+	remotesweep.Agent
 	FinishRestart(ctx context.Context) error
 }
 

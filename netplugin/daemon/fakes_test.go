@@ -29,13 +29,11 @@ type fakeDatapath struct {
 	services  map[string]agent.ServiceSpec
 	providers map[string][]string
 	arpMode   string
-	remotes   map[string]ofrpc.OfnetEndpoint // what masters sent
 }
 
 func newFakeDatapath() *fakeDatapath {
 	return &fakeDatapath{faults: newFaults(), networks: map[uint16]uint32{}, locals: map[uint32]agent.EndpointInfo{},
-		vteps: map[string]uint32{}, services: map[string]agent.ServiceSpec{}, providers: map[string][]string{},
-		remotes: map[string]ofrpc.OfnetEndpoint{}}
+		vteps: map[string]uint32{}, services: map[string]agent.ServiceSpec{}, providers: map[string][]string{}}
 }
 
 func (a *fakeDatapath) hasNetwork(vlan uint16) bool {
@@ -105,26 +103,11 @@ func (a *fakeDatapath) AddVtepPort(_ context.Context, portNo uint32, ip net.IP) 
 	return nil
 }
 
-func (a *fakeDatapath) RemoteEndpoints() []ofrpc.OfnetEndpoint {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]ofrpc.OfnetEndpoint, 0, len(a.remotes))
-	for _, r := range a.remotes {
-		out = append(out, r)
-	}
-	return out
-}
-
-func (a *fakeDatapath) RemoveRemoteEndpoint(_ context.Context, ep ofrpc.OfnetEndpoint) error {
-	if err := a.Call("RemoveRemoteEndpoint"); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if old, ok := a.remotes[ep.EndpointID]; ok && !old.Timestamp.After(ep.Timestamp) {
-		delete(a.remotes, ep.EndpointID)
-	}
-	return nil
+// The remote sweep's tests (netplugin/remotesweep) have their own agent
+// with remote endpoints; the daemon's hold none.
+func (a *fakeDatapath) RemoteEndpoints() []ofrpc.OfnetEndpoint { return nil }
+func (a *fakeDatapath) RemoveRemoteEndpoint(context.Context, ofrpc.OfnetEndpoint) error {
+	return a.Call("RemoveRemoteEndpoint")
 }
 
 func (a *fakeDatapath) RemoveVtepPort(_ context.Context, _ uint32, ip net.IP) error {

@@ -130,7 +130,7 @@ func (c *dataplaneCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // agents are the running ofnet agents. They are set before the inspect
-// server (the only reader) starts.
+// server and the sweeps (their readers) start.
 func (d *Daemon) agents() []datapath {
 	var out []datapath
 	for _, a := range []datapath{d.vx, d.vl} {

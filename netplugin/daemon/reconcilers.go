@@ -9,6 +9,7 @@ import (
 	"github.com/contiv/netplugin/netplugin/bgprec"
 	"github.com/contiv/netplugin/netplugin/follow"
 	"github.com/contiv/netplugin/netplugin/netrec"
+	"github.com/contiv/netplugin/netplugin/remotesweep"
 	"github.com/contiv/netplugin/netplugin/svcrec"
 	"github.com/contiv/netplugin/netplugin/vteprec"
 	"github.com/contiv/netplugin/state"
@@ -71,7 +72,7 @@ func (d *Daemon) newDesired() desired {
 			},
 			Del: func(ctx context.Context, ep state.Endpoint) {
 				d.vtep.EndpointDel(ep)
-				d.noteDeletedRecord(ep)
+				d.remotes.NoteDeleted(ep)
 				d.endpointNamesDel(ctx, ep)
 				d.netpolPeers.Delete(ep.ID)
 			}}, d.log, retry),
@@ -102,6 +103,9 @@ func (d *Daemon) newReconcilers() {
 	d.vtep = vteprec.New(vteprec.Config{VtepIP: d.cfg.VtepIP, VxlanPort: d.cfg.VxlanPort, Datapath: d.vx,
 		Tunnels: d.drv, Enqueue: d.rec.Enqueue, NewPeer: d.newPeer, Log: d.log})
 	d.want = d.newDesired()
+	d.remotes = remotesweep.New(remotesweep.Config{HostLabel: d.cfg.HostLabel, Agents: d.sweptAgents,
+		Records: d.st.Endpoints, Cached: d.want.eps, Periodic: d.sweepPeriodic, Interval: d.cfg.SweepInterval,
+		Grace: d.cfg.RemoteDelGrace, KickGap: d.cfg.SweepKickGap, Log: d.log})
 	d.nets = netrec.New(netrec.Config{Networks: d.want.nets, Groups: d.want.groups, Store: d.st.Networks,
 		Datapath: func(nw state.Network) netrec.Datapath { return d.agentFor(nw) }, Locals: d.eps, Policing: d.drv,
 		Meters: d.cfg.OVSDatapath == "netdev", Log: d.log,

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/contiv/netplugin/netplugin/masterclient"
+	"github.com/contiv/netplugin/netplugin/remotesweep"
 	"github.com/contiv/netplugin/objdb"
 	"github.com/contiv/netplugin/state"
-	"github.com/contiv/netplugin/utils/ctxutil"
 )
 
 // Orphaned endpoints (docs/dataplane-scale.md): an endpoint homed on this
@@ -19,7 +18,8 @@ import (
 // or can have created the endpoint after the request timed out, and a
 // netplugin that crashed mid-attach undoes nothing. The sweep asks
 // netmaster to delete such endpoints (their addresses go with them) at
-// start and every SweepInterval.
+// start and every SweepInterval, on the listings of the remote sweep
+// (netplugin/remotesweep, which calls sweepPeriodic).
 
 // orphanLocked reports whether ep is homed here with no local port and no
 // attach under way.
@@ -91,51 +91,19 @@ func (d *Daemon) sweepOrphans(ctx context.Context, all []state.Endpoint) (int, e
 	return n, errors.Join(errs...)
 }
 
-// sweepLoop lists the store's endpoints now and every interval until ctx
-// ends, and runs sweepOrphans and dropStaleRemotes on the listing. Between
-// them, an early sweep asked for by markDeletedRemotes (at most one per
-// SweepKickGap) runs dropStaleRemotes only.
-func (d *Daemon) sweepLoop(ctx context.Context) {
-	_, kicked := d.remoteDel.channels()
-	full := true
-	var nextFull, last time.Time
-	for {
-		listed := time.Now()
-		if full {
-			nextFull = listed.Add(d.cfg.SweepInterval)
-		}
-		last = listed
-		all, _, err := d.st.Endpoints.ReadAll(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.WithError(err).Warn("sweep: list endpoints failed; retrying later")
-			}
-		} else {
-			if full {
-				if _, err := d.sweepOrphans(ctx, all); err != nil && ctx.Err() == nil {
-					d.log.WithError(err).Warn("sweep of orphaned endpoints incomplete; retrying later")
-				}
-			}
-			if _, err := d.dropStaleRemotes(ctx, all, listed); err != nil && ctx.Err() == nil {
-				d.log.WithError(err).Warn("sweep of stale remote endpoints incomplete; retrying later")
-			}
-		}
-		t := time.NewTimer(time.Until(nextFull))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-			full = true
-		case <-kicked:
-			t.Stop()
-			full = false
-			if gap := time.Until(last.Add(d.cfg.SweepKickGap)); gap > 0 {
-				if !ctxutil.Sleep(ctx, gap) {
-					return
-				}
-			}
-			full = !time.Now().Before(nextFull)
-		}
+// sweepPeriodic is the remote sweep's Periodic: the orphan sweep of the
+// store's endpoint records all.
+func (d *Daemon) sweepPeriodic(ctx context.Context, all []state.Endpoint) {
+	if _, err := d.sweepOrphans(ctx, all); err != nil && ctx.Err() == nil {
+		d.log.WithError(err).Warn("sweep of orphaned endpoints incomplete; retrying later")
 	}
+}
+
+// sweptAgents are the running agents as the remote sweep sees them.
+func (d *Daemon) sweptAgents() []remotesweep.Agent {
+	var out []remotesweep.Agent
+	for _, a := range d.agents() {
+		out = append(out, a)
+	}
+	return out
 }
