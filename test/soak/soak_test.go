@@ -83,7 +83,7 @@ const (
 	settleAfter   = 10 * time.Second // quiet time after each fault's recovery
 	churnLive     = 3                // churned workloads kept per host
 	churnEvery    = 2 * time.Second
-	cleanWithin   = 250 * time.Second // leak checks after everything is deleted (a stale remote endpoint goes on the second netplugin sweep that finds it, remotesweep.go; 144 s seen under cpuhog load)
+	cleanWithin   = 250 * time.Second // leak checks after everything is deleted (a stale remote endpoint goes on the second netplugin sweep that finds it, netplugin/remotesweep; 144 s seen under cpuhog load)
 )
 
 // TestSoak: three hosts in docker mode (hosts 0 and 1 run Docker

@@ -35,14 +35,7 @@ var sizeLimited = []string{"netmaster", "netplugin", "mgmtfn"}
 // oversize lists the packages known to be above maxLines, each with the
 // plan that brings it under. An entry whose package is under the limit (or
 // gone) fails the test, so the list only shrinks.
-var oversize = map[string]string{
-	// 2731 lines: the early remote sweep (remotesweep.go) and the start-up
-	// port pinning (ofportpin.go) of issue 23 landed here. Plan: the remote
-	// sweep and its deletion marks move into their own package under
-	// netplugin/ behind a small interface of the agents, and listen.go
-	// (the RPC listeners, no daemon state) into utils/.
-	"netplugin/daemon": "the remote sweep moves out (issue 23 follow-up)",
-}
+var oversize = map[string]string{}
 
 // never lists imports forbidden even in test files: the two daemons stand
 // side by side, and the front ends see netplugin only through api/attach.
