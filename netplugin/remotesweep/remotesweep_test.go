@@ -2,7 +2,9 @@ package remotesweep
 
 import (
 	"context"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,11 +30,7 @@ func newFakeAgent() *fakeAgent { return &fakeAgent{remotes: map[string]ofrpc.Ofn
 func (a *fakeAgent) RemoteEndpoints() []ofrpc.OfnetEndpoint {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]ofrpc.OfnetEndpoint, 0, len(a.remotes))
-	for _, r := range a.remotes {
-		out = append(out, r)
-	}
-	return out
+	return slices.Collect(maps.Values(a.remotes))
 }
 
 func (a *fakeAgent) RemoveRemoteEndpoint(_ context.Context, ep ofrpc.OfnetEndpoint) error {
@@ -67,21 +65,13 @@ type fakeRecords struct {
 func (f *fakeRecords) ReadAll(context.Context) ([]state.Endpoint, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]state.Endpoint, 0, len(f.recs))
-	for _, ep := range f.recs {
-		out = append(out, ep)
-	}
-	return out, 1, nil
+	return slices.Collect(maps.Values(f.recs)), 1, nil
 }
 
 func (f *fakeRecords) IDs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]string, 0, len(f.recs))
-	for id := range f.recs {
-		out = append(out, id)
-	}
-	return out
+	return slices.Collect(maps.Keys(f.recs))
 }
 
 func (f *fakeRecords) Get(id string) (state.Endpoint, bool) {
