@@ -1,8 +1,11 @@
 package k8s
 
 import (
+	"crypto/sha512"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +149,7 @@ func TestHostPort(t *testing.T) {
 		}
 		var left []string
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
-			left = portmapLeftovers(natRules(t, n0), podIP)
+			left = portmapLeftovers(natRules(t, n0), nil, slices.Collect(maps.Values(podIP)))
 			if len(left) == 0 || time.Now().After(deadline) {
 				break
 			}
@@ -167,15 +170,19 @@ func natRules(t *testing.T, n *testbed.KubeNode) string {
 	return out
 }
 
-// portmapLeftovers lists the nat rules that belong to a pod's port
-// mappings: a per-sandbox chain (CNI-DN-…) or its jump, or a rule naming
-// one of the pods' addresses. The shared chains (CNI-HOSTPORT-DNAT,
+// portmapLeftovers lists the nat rules that belong to the port mappings
+// of the sandboxes ids (the jumps carry the container id in their
+// comment; nil: any sandbox, i.e. every per-sandbox chain CNI-DN-…) or
+// name one of the addresses ips. The shared chains (CNI-HOSTPORT-DNAT,
 // -SETMARK, -MASQ) and their fixed rules stay, as portmap leaves them.
-func portmapLeftovers(nat string, podIP map[string]string) []string {
+func portmapLeftovers(nat string, ids, ips []string) []string {
 	var left []string
 	for _, l := range strings.Split(nat, "\n") {
-		hit := strings.Contains(l, "CNI-DN-")
-		for _, ip := range podIP {
+		hit := ids == nil && strings.Contains(l, "CNI-DN-")
+		for _, id := range ids {
+			hit = hit || strings.Contains(l, id)
+		}
+		for _, ip := range ips {
 			hit = hit || strings.Contains(l, ip+":") || strings.Contains(l, ip+"/32")
 		}
 		if hit {
@@ -263,11 +270,18 @@ func chainCheckDel(t *testing.T, n0, n1 *testbed.KubeNode) {
 	if out, err := cnitool("check"); err != nil {
 		t.Errorf("cnitool check: %v\n%s", err, out)
 	}
+	// cnitool's container id: "cnitool-" and the first 10 bytes of the
+	// SHA-512 of the namespace path, in hex.
+	sum := sha512.Sum512([]byte(ctr.NSPath()))
+	id := fmt.Sprintf("cnitool-%x", sum[:10])
+	if nat := natRules(t, n0); !strings.Contains(nat, id) {
+		t.Errorf("no rule of sandbox %s (the test's idea of cnitool's container id is wrong?)", id)
+	}
 	if out, err := cnitool("del"); err != nil {
 		t.Fatalf("cnitool del: %v\n%s", err, out)
 	}
 	deleted = true
-	if left := portmapLeftovers(natRules(t, n0), map[string]string{"hp-cnitool": ctr.IP}); len(left) > 0 {
+	if left := portmapLeftovers(natRules(t, n0), []string{id}, []string{ctr.IP}); len(left) > 0 {
 		t.Errorf("portmap rules left after DEL:\n  %s", strings.Join(left, "\n  "))
 	}
 	if err := n1.Host.AsContainer().CheckNoTraffic(n0.Host.IP, cnitoolHostPort, 3*time.Second); err != nil {

@@ -159,10 +159,9 @@ func TestInstallFromManifests(t *testing.T) {
 		if _, err := c.Kubectl("delete", "pod", "install-hp", "--wait=true", "--timeout=120s"); err != nil {
 			t.Fatal(err)
 		}
-		ips := map[string]string{"install-hp": ready[0].Status.PodIP}
 		var left []string
 		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
-			if left = portmapLeftovers(natRules(t, n0), ips); len(left) == 0 || time.Now().After(deadline) {
+			if left = portmapLeftovers(natRules(t, n0), nil, []string{ready[0].Status.PodIP}); len(left) == 0 || time.Now().After(deadline) {
 				break
 			}
 		}
