@@ -11,6 +11,8 @@ build:
 	$(GO) build ./...
 	@mkdir -p $(BIN)
 	@for d in cmd/*/ ; do [ ! -d "$$d" ] || $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./$$d || exit 1; done
+	@# the portmap CNI plugin chained after contivk8s (docs/k8s.md, "Host ports")
+	@CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/contiv-portmap github.com/containernetworking/plugins/plugins/meta/portmap
 
 test:
 	bash scripts/test.sh

@@ -36,11 +36,15 @@ for bin in netmaster netplugin; do
 	echo "$prefix$bin:$tag"
 done
 # The netplugin DaemonSet's init and cleanup containers
-# (packaging/k8s/contiv.yaml): contivk8s, contiv-node-cleanup and the
-# static busybox of Debian's busybox-static.
+# (packaging/k8s/contiv.yaml): contivk8s, contiv-node-cleanup, the
+# reference portmap CNI plugin chained after contivk8s for pods' hostPorts
+# (installed as contiv-portmap; the version go.mod pins, a tool of the
+# module) and the static busybox of Debian's busybox-static.
 for bin in contivk8s contiv-node-cleanup; do
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$ctx/$bin" "./cmd/$bin"
 done
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ctx/contiv-portmap" \
+	github.com/containernetworking/plugins/plugins/meta/portmap
 docker build -q -f packaging/docker/Dockerfile.cni-install --build-arg VERSION="$version" \
 	-t "${prefix}cni-install:$tag" "$ctx" >/dev/null
 images+=("${prefix}cni-install:$tag")

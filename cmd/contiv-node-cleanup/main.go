@@ -2,9 +2,10 @@
 // when contiv is uninstalled (docs/k8s.md, "Uninstall"): the contiv OVS
 // bridges with their ports and flows (the infra port contivh1, its address
 // and routes, and contivh0 go with them), the CNI configuration list and
-// the contivk8s plugin, the CNI server's attachment records, and the
-// node's own records in the cluster store (oper/nodes/<node>,
-// oper/ovs-driver/<node>: the store of contiv-site, node NODE_NAME). It runs
+// the contivk8s and contiv-portmap plugins, the CNI server's attachment
+// records, and the node's own records in the cluster store
+// (oper/nodes/<node>, oper/ovs-driver/<node>: the store of contiv-site,
+// node NODE_NAME). It runs
 // as the "cleanup" container of the netplugin DaemonSet
 // (packaging/k8s/contiv.yaml):
 //
@@ -186,7 +187,8 @@ func cleanup(ctx context.Context, cfg config) error {
 		c.Close()
 	}
 	root := cfg.hostRoot
-	for _, f := range []string{"etc/cni/net.d/10-contiv.conflist", "opt/cni/bin/contivk8s"} {
+	// The list first: the runtime must not call a plugin that is gone.
+	for _, f := range []string{"etc/cni/net.d/10-contiv.conflist", "opt/cni/bin/contivk8s", "opt/cni/bin/contiv-portmap"} {
 		p := filepath.Join(root, f)
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/containernetworking/cni/libcni"
 
 	"github.com/contiv/netplugin/test/testbed"
 )
@@ -288,6 +291,101 @@ func TestManifestsContent(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestManifestsCNIChain checks the CNI configuration list the DaemonSet
+// installs (docs/k8s.md, "Host ports"): contivk8s, then portmap with the
+// portMappings capability, its iptables backend with snat and masqAll;
+// every plugin it names is in the cni-install image, copied onto the node
+// by the init container and removed by contiv-node-cleanup; the example
+// list of cmd/contivk8s names the same plugins.
+func TestManifestsCNIChain(t *testing.T) {
+	objs, _ := readManifestDir(t)
+	var cfg, ds *unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ConfigMap" && o.GetName() == "contiv-config":
+			cfg = o
+		case o.GetKind() == "DaemonSet" && o.GetName() == "contiv-netplugin":
+			ds = o
+		}
+	}
+	if cfg == nil || ds == nil {
+		t.Fatal("no ConfigMap contiv-config or DaemonSet contiv-netplugin")
+	}
+	raw, _, _ := unstructured.NestedString(cfg.Object, "data", "10-contiv.conflist")
+	list, err := libcni.ConfListFromBytes([]byte(raw))
+	if err != nil {
+		t.Fatalf("10-contiv.conflist: %v", err)
+	}
+	types := func(l *libcni.NetworkConfigList) []string {
+		var out []string
+		for _, p := range l.Plugins {
+			out = append(out, p.Network.Type)
+		}
+		return out
+	}
+	if got := types(list); !slices.Equal(got, []string{"contivk8s", "contiv-portmap"}) {
+		t.Fatalf("plugins %v, want contivk8s then contiv-portmap", got)
+	}
+	var pm struct {
+		Capabilities map[string]bool `json:"capabilities"`
+		Backend      string          `json:"backend"`
+		SNAT         *bool           `json:"snat"`
+		MasqAll      bool            `json:"masqAll"`
+	}
+	if err := json.Unmarshal(list.Plugins[1].Bytes, &pm); err != nil {
+		t.Fatal(err)
+	}
+	if !pm.Capabilities["portMappings"] || pm.Backend != "iptables" || pm.SNAT == nil || !*pm.SNAT || !pm.MasqAll {
+		t.Errorf("portmap configuration %s: want capabilities.portMappings, backend iptables, snat and masqAll", list.Plugins[1].Bytes)
+	}
+	example, err := libcni.ConfListFromFile("../../cmd/contivk8s/10-contiv.conflist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(types(example), types(list)) || example.CNIVersion != list.CNIVersion {
+		t.Errorf("cmd/contivk8s/10-contiv.conflist: %s %v, the manifests' %s %v", example.CNIVersion, types(example), list.CNIVersion, types(list))
+	}
+
+	inits, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "initContainers")
+	var install string
+	for _, x := range inits {
+		if m := x.(map[string]any); m["name"] == "install-cni" {
+			args, _, _ := unstructured.NestedStringSlice(m, "args")
+			install = strings.Join(args, " ")
+		}
+	}
+	dockerfile, err := os.ReadFile("../../packaging/docker/Dockerfile.cni-install")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../../scripts/build-images.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup, err := os.ReadFile("../../cmd/contiv-node-cleanup/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range types(list) {
+		if !strings.Contains(string(dockerfile), fmt.Sprintf("COPY %s /%s\n", p, p)) {
+			t.Errorf("the cni-install image does not hold /%s", p)
+		}
+		if !strings.Contains(string(script), `"$ctx/`+p+`"`) && !regexp.MustCompile(`for bin in [^;]*\b`+p+`\b`).Match(script) {
+			t.Errorf("scripts/build-images.sh does not build %s", p)
+		}
+		if !strings.Contains(install, "/host/opt/cni/bin/"+p+" ") && !strings.HasSuffix(install, "/host/opt/cni/bin/"+p) {
+			t.Errorf("the install-cni init container does not install %s", p)
+		}
+		if !strings.Contains(string(cleanup), `"opt/cni/bin/`+p+`"`) {
+			t.Errorf("contiv-node-cleanup does not remove /opt/cni/bin/%s", p)
+		}
+	}
+	// The list goes last, once the plugins it names are in place.
+	if i, j := strings.Index(install, "10-contiv.conflist"), strings.LastIndex(install, "/host/opt/cni/bin/"); i < j {
+		t.Errorf("the install-cni init container installs the list before a plugin: %s", install)
 	}
 }
 

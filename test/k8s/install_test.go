@@ -25,9 +25,10 @@ const installTimeout = 4 * time.Minute
 // `kubectl apply -f packaging/k8s/`, the two networks with netctl — and
 // then serves pods at default settings: probes, TCP and UDP pod ↔ pod
 // across nodes, a ClusterIP Service, CoreDNS names from pods, a NodePort
-// from the other node. Workloads and networks deleted, `kubectl delete
-// -f packaging/k8s/` leaves no contiv bridge, port, flow, address, route,
-// CNI file or record on the nodes and no record of a node or endpoint in
+// from the other node, a pod's hostPort (the image's portmap plugin).
+// Workloads and networks deleted, `kubectl delete -f packaging/k8s/`
+// leaves no contiv bridge, port, flow, address, route, CNI file (the
+// conflist, contivk8s, contiv-portmap) or record on the nodes and no record of a node or endpoint in
 // the store (the DaemonSet's cleanup container).
 func TestInstallFromManifests(t *testing.T) {
 	start := time.Now()
@@ -123,6 +124,49 @@ func TestInstallFromManifests(t *testing.T) {
 			if err := reach(pair[0].Host.AsContainer(), pair[1].Host.IP, echoNodePort, 30*time.Second); err != nil {
 				t.Error(err)
 			}
+		}
+	})
+
+	// The image's portmap, chained by the installed list (docs/k8s.md
+	// "Host ports"): a pod's hostPort from its node (127.0.0.1) and from
+	// the other node, then no rule of it once deleted.
+	t.Run("host port", func(t *testing.T) {
+		for _, n := range c.Nodes {
+			for _, p := range []string{"contivk8s", testbed.PortmapPlugin} {
+				if _, err := os.Stat(filepath.Join(n.HostPath(testbed.NodeCNIBinDir), p)); err != nil {
+					t.Errorf("node %s: %v", n.Name, err)
+				}
+			}
+		}
+		pod := hostPortPod("install-hp", n0.Name,
+			fmt.Sprintf("{name: echo, containerPort: 7000, hostPort: %d}", anyHostPort),
+			fmt.Sprintf("{name: echo-udp, containerPort: 7000, protocol: UDP, hostPort: %d}", anyHostPort))
+		if err := c.KubectlApply(pod); err != nil {
+			t.Fatal(err)
+		}
+		ready, err := c.WaitPodsReady("default", "app=hostport", 1, podsTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []struct {
+			from *testbed.KubeNode
+			addr string
+		}{{n0, "127.0.0.1"}, {n1, n0.Host.IP}} {
+			if err := reach(x.from.Host.AsContainer(), x.addr, anyHostPort, 30*time.Second); err != nil {
+				t.Errorf("from %s: %v", x.from.Name, err)
+			}
+		}
+		if _, err := c.Kubectl("delete", "pod", "install-hp", "--wait=true", "--timeout=120s"); err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+			if left = portmapLeftovers(natRules(t, n0), nil, []string{ready[0].Status.PodIP}); len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(left) > 0 {
+			t.Errorf("portmap rules left on %s after the pod was deleted:\n  %s", n0.Name, strings.Join(left, "\n  "))
 		}
 	})
 

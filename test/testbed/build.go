@@ -30,7 +30,7 @@ type Binaries struct {
 // builds caches the result of building each group of commands once per
 // test process.
 var builds struct {
-	master, plugin, probe, cni, mesos struct {
+	master, plugin, probe, cni, mesos, portmap struct {
 		once sync.Once
 		err  error
 	}
@@ -115,6 +115,37 @@ func BuildCNIPlugin() (string, error) {
 		return "", builds.cni.err
 	}
 	return filepath.Join(dir, "contivk8s"), nil
+}
+
+// PortmapPackage is the reference portmap CNI plugin, a tool of this
+// module (go.mod pins its version), which the images ship as
+// contiv-portmap (scripts/build-images.sh).
+const PortmapPackage = "github.com/containernetworking/plugins/plugins/meta/portmap"
+
+// PortmapPlugin is the name contiv installs the portmap plugin under.
+const PortmapPlugin = "contiv-portmap"
+
+// BuildPortmapPlugin builds the portmap plugin (once) as the images ship
+// it and returns its path, named PortmapPlugin.
+func BuildPortmapPlugin() (string, error) {
+	dir, err := buildDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "portmap")
+	builds.portmap.once.Do(func() {
+		if builds.portmap.err = os.MkdirAll(out, 0o755); builds.portmap.err != nil {
+			return
+		}
+		if builds.portmap.err = goBuildShipped(out, PortmapPackage); builds.portmap.err != nil {
+			return
+		}
+		builds.portmap.err = os.Rename(filepath.Join(out, "portmap"), filepath.Join(out, PortmapPlugin))
+	})
+	if builds.portmap.err != nil {
+		return "", builds.portmap.err
+	}
+	return filepath.Join(out, PortmapPlugin), nil
 }
 
 // BuildMesosPlugin builds the Mesos CNI plugin netcontiv (once) and

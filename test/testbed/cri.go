@@ -105,6 +105,15 @@ func ContivConfList(h *Host, cniVersion string) []byte {
 		cniVersion, h.CNISocket(), filepath.Join(h.Dir, "contivk8s.log"))
 }
 
+// ContivPortmapConfList is ContivConfList with the portmap plugin chained
+// after contivk8s as packaging/k8s/contiv.yaml installs it (type
+// PortmapPlugin, BuildPortmapPlugin; docs/k8s.md "Host ports").
+func ContivPortmapConfList(h *Host, cniVersion string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":%q,"name":"contiv-net","plugins":[{"type":"contivk8s","socket":%q,"logFile":%q},`+
+		`{"type":%q,"capabilities":{"portMappings":true},"backend":"iptables","snat":true,"masqAll":true}]}`,
+		cniVersion, h.CNISocket(), filepath.Join(h.Dir, "contivk8s.log"), PortmapPlugin)
+}
+
 // StartCRI starts a containerd inside the host's namespace, imports the
 // pause image and waits until crictl gets an answer. When the test ends,
 // every sandbox is stopped and removed (the CNI DELs go to the host's

@@ -206,9 +206,22 @@ func StartKubeCluster(t testing.TB, opt KubeClusterOptions) *KubeCluster {
 	tb.Config.NetpluginArgs = append(tb.Config.NetpluginArgs, "--k8s-config", k.Kubeconfig)
 	tb.Config.NetpluginArgs = append(tb.Config.NetpluginArgs, opt.NetpluginArgs...)
 
+	var plugins []string
+	if !opt.ContivFromManifests {
+		cni, err := BuildCNIPlugin()
+		if err != nil {
+			t.Fatalf("testbed: %v", err)
+		}
+		portmap, err := BuildPortmapPlugin()
+		if err != nil {
+			t.Fatalf("testbed: %v", err)
+		}
+		plugins = []string{cni, portmap}
+	}
 	for _, h := range tb.Hosts {
 		n := &KubeNode{Name: h.Name, Host: h, Dir: filepath.Join(h.Dir, "kubelet"), cluster: c}
-		criOpt := CRIOptions{NoConfig: true}
+		// contivk8s and portmap, as the DaemonSet installs them.
+		criOpt := CRIOptions{NoConfig: true, Plugins: plugins, ConfList: ContivPortmapConfList(h, "1.0.0")}
 		if opt.ContivFromManifests {
 			fs, err := newNodeFS(t, h)
 			if err != nil {
