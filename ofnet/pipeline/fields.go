@@ -49,3 +49,16 @@ func (f MetadataField) Value(v uint64) (uint64, error) {
 
 // Get extracts the field's value from metadata.
 func (f MetadataField) Get(metadata uint64) uint64 { return metadata >> f.Shift & f.Max() }
+
+// Registers (NXM_NX_REG<n>) the pipelines use. They are zero when a packet enters
+// the pipeline and survive recirculation through the connection tracker.
+//
+//	reg0  SvcAffinityIPReg    provider IPv4 address a session-affinity binding names
+//	reg1  SvcAffinityPortReg  that provider's port (low 16 bits)
+//
+// Both are written by the affinity table (learned flows) or a select-group bucket
+// and read by the affinity DNAT table (docs/services.md, "Session affinity").
+const (
+	SvcAffinityIPReg   = 0
+	SvcAffinityPortReg = 1
+)
