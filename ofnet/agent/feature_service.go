@@ -432,7 +432,18 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 				// 2'. Session affinity: a new connection looks its client up in
 				// the affinity table (a learned flow loads the bound provider
 				// into the registers) and goes on to the affinity DNAT table.
-				sf(i, "", roleNew)(newConn.Resubmit(pipeline.SrvAffinityTable).GotoTable(pipeline.SrvAffinityDNATTable).Done())
+				// The move makes OVS's cached datapath flow of this step depend
+				// on the client's source port: the select group below picks by a
+				// hash the datapath computes after a recirculation, so without it
+				// one cached flow, made before the client's binding was learned,
+				// would take the client's next connections to the group again
+				// until OVS revalidated it (docs/services.md).
+				sport := of.NXMOfTCPSrc
+				if proto == pipeline.ProtoUDP {
+					sport = of.NXMOfUDPSrc
+				}
+				sf(i, "", roleNew)(newConn.Move(of.LearnField{Header: sport}, of.LearnField{Header: of.NXMReg(pipeline.SvcAffinitySrcPortReg)}, 16).
+					Resubmit(pipeline.SrvAffinityTable).GotoTable(pipeline.SrvAffinityDNATTable).Done())
 				t15 := s.table(pipeline.SrvAffinityDNATTable)
 				// 2'b. No binding (or one to a provider that left): the select
 				// group picks a provider, whose bucket loads it into the

@@ -338,3 +338,48 @@ func learnValueString(f valueFormat, imm []byte, nbits int) string {
 	}
 	return hexBytes(v)
 }
+
+// NXASTRegMove is the Nicira subtype of move (NXAST_REG_MOVE).
+const NXASTRegMove uint16 = 6
+
+// ActionRegMove is OVS's move action: copy NBits bits of Src to Dst (fields by their
+// 32-bit NXM/OXM headers). Besides moving data it makes OVS's cached datapath flow
+// depend on the source bits (the service load balancer uses that, docs/services.md).
+// Wire body: vendor, subtype 6, n_bits(2) src_ofs(2) dst_ofs(2) src(4) dst(4).
+type ActionRegMove struct {
+	NBits uint16
+	Src   LearnField
+	Dst   LearnField
+}
+
+func (ActionRegMove) ActionType() uint16 { return OFPATExperimenter }
+
+func (a ActionRegMove) appendBody(b []byte) ([]byte, error) {
+	if a.NBits == 0 {
+		return b, fmt.Errorf("openflow13: move of 0 bits")
+	}
+	b = be.AppendUint32(b, NXVendorID)
+	b = be.AppendUint16(b, NXASTRegMove)
+	b = be.AppendUint16(b, a.NBits)
+	b = be.AppendUint16(b, a.Src.Ofs)
+	b = be.AppendUint16(b, a.Dst.Ofs)
+	b = be.AppendUint32(b, a.Src.Header)
+	return be.AppendUint32(b, a.Dst.Header), nil
+}
+
+// decodeRegMove decodes a move action's body (vendor id on, padding included).
+func decodeRegMove(body []byte) Action {
+	if len(body) != 20 {
+		return nil
+	}
+	a := ActionRegMove{NBits: be.Uint16(body[6:]), Src: LearnField{Header: be.Uint32(body[12:]), Ofs: be.Uint16(body[8:])},
+		Dst: LearnField{Header: be.Uint32(body[16:]), Ofs: be.Uint16(body[10:])}}
+	if a.NBits == 0 {
+		return nil
+	}
+	return a
+}
+
+func (a ActionRegMove) String() string {
+	return "move:" + a.Src.subfieldString(a.NBits) + "->" + a.Dst.subfieldString(a.NBits)
+}

@@ -209,3 +209,80 @@ func TestDecodeOVSLearn(t *testing.T) {
 		}
 	}
 }
+
+// moveFlow is the service load balancer's new-connection flow with session affinity.
+func moveFlow() *FlowMod {
+	fm := NewFlowMod(3, 100, 0)
+	fm.Xid = 1
+	fm.Match = NewMatch(OXMEthType(0x0800), OXMIPProto(6), OXMIPv4Dst(net.ParseIP("198.19.9.9"), nil), OXMTCPDst(80))
+	fm.Instructions = []Instruction{apply(ActionRegMove{NBits: 16, Src: LearnField{Header: NXMOfTCPSrc}, Dst: LearnField{Header: NXMReg(2)}},
+		ActionResubmit{InPort: OFPPInPortNX, Table: 14}), gotoT(15)}
+	return fm
+}
+
+const moveFlowText = "table=3, priority=100,tcp,nw_dst=198.19.9.9,tp_dst=80 actions=move:NXM_OF_TCP_SRC[]->NXM_NX_REG2[0..15],resubmit(,14),goto_table:15"
+
+// TestRegMove: the move action's bytes, text and round trip; a move of 0 bits is
+// refused, and a body of another length stays unknown.
+func TestRegMove(t *testing.T) {
+	mv := ActionRegMove{NBits: 16, Src: LearnField{Header: NXMOfTCPSrc}, Dst: LearnField{Header: NXMReg(2)}}
+	b, err := MarshalActions([]Action{mv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hex.EncodeToString(b), "ffff0018"+"00002320"+"0006"+"0010"+"0000"+"0000"+"00001202"+"00010404"; got != want {
+		t.Errorf("move encoding:\n got %s\nwant %s", got, want)
+	}
+	if got := moveFlow().String(); got != moveFlowText {
+		t.Errorf("flow:\n got %s\nwant %s", got, moveFlowText)
+	}
+	acts, err := UnmarshalActions(b)
+	if err != nil || len(acts) != 1 || acts[0] != Action(mv) {
+		t.Errorf("decoded %v %v", acts, err)
+	}
+	if _, err := MarshalActions([]Action{ActionRegMove{Src: mv.Src, Dst: mv.Dst}}); err == nil {
+		t.Error("a move of 0 bits encoded")
+	}
+	long := append(bytes.Clone(b), make([]byte, 8)...)
+	long[3] = 32
+	if acts, err := UnmarshalActions(long); err != nil || len(acts) != 1 {
+		t.Fatalf("decode: %v %v", acts, err)
+	} else if _, ok := acts[0].(ActionUnknown); !ok {
+		t.Errorf("a 32-byte move decoded as %T", acts[0])
+	}
+	zero := bytes.Clone(b)
+	zero[11] = 0
+	if acts, _ := UnmarshalActions(zero); len(acts) != 1 {
+		t.Fatal("decode of a 0-bit move failed")
+	} else if _, ok := acts[0].(ActionUnknown); !ok {
+		t.Errorf("a 0-bit move decoded as %T", acts[0])
+	}
+}
+
+// TestOVSAgreesOnMove: ovs-ofctl reads our move flow as its own text, and its bytes
+// for that text are ours.
+func TestOVSAgreesOnMove(t *testing.T) {
+	needOVS(t)
+	out := ofpPrint(t, mustMarshal(t, moveFlow()))
+	if want := ofpPrintFlowMod(moveFlow()); !strings.Contains(out, want) {
+		t.Errorf("ovs-ofctl ofp-print:\n got %s\nwant %s", out, want)
+	}
+	file := filepath.Join(t.TempDir(), "flows")
+	if err := os.WriteFile(file, []byte(moveFlowText+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := newFakeSwitch(t, nil)
+	_, msgs := fs.run(t, "--no-names", "add-flows", "SWITCH", file)
+	if len(msgs) != 1 {
+		t.Fatalf("switch got %d messages", len(msgs))
+	}
+	fm := msgs[0].(*FlowMod)
+	if fm.String() != moveFlowText {
+		t.Errorf("decoded OVS flow mod:\n got %s\nwant %s", fm.String(), moveFlowText)
+	}
+	ours := moveFlow()
+	ours.Xid = fm.Xid
+	if a, b := mustMarshal(t, canonFlowMod(fm)), mustMarshal(t, canonFlowMod(ours)); !bytes.Equal(a, b) {
+		t.Errorf("OVS's bytes differ from ours:\novs  %x\nours %x", a, b)
+	}
+}

@@ -196,6 +196,10 @@ func decodeNicira(body []byte, depth int) Action {
 		if a = decodeLearn(body); a == nil {
 			return nil
 		}
+	case NXASTRegMove:
+		if a = decodeRegMove(body); a == nil {
+			return nil
+		}
 	case NXASTNAT:
 		if len(body) < 12 {
 			return nil

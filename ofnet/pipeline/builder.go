@@ -405,6 +405,13 @@ func (a *ActionBuilder) Learn(l of.ActionLearn) *ActionBuilder {
 	return a
 }
 
+// Move copies nbits of field src to field dst (OVS move; fields by their NXM
+// headers). OVS's cached datapath flow then depends on the bits of src.
+func (a *ActionBuilder) Move(src, dst of.LearnField, nbits uint16) *ActionBuilder {
+	a.b.actions = append(a.b.actions, of.ActionRegMove{NBits: nbits, Src: src, Dst: dst})
+	return a
+}
+
 // Group sends the packet to a group.
 func (a *ActionBuilder) Group(id uint32) *ActionBuilder {
 	a.b.actions = append(a.b.actions, of.ActionGroup{GroupID: id})
