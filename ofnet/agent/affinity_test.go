@@ -124,6 +124,14 @@ func testServiceAffinity(t *testing.T, datapath string) {
 			st[0].Ports[0].Providers[bound].Connections == 20 && st[0].Ports[0].PacketsOut > 0
 	}, func() string { return fmt.Sprintf("%+v", st) })
 
+	// Traces name the learned flows' cookie and the tables.
+	if cat, obj := h.agent.DescribeCookie(affinityCookie("web:t1")); cat != "service-affinity" || obj != "web:t1" {
+		t.Errorf("DescribeCookie(learned) = %q %q", cat, obj)
+	}
+	if n := pipeline.SrvAffinityDNATTable.String(); n != "SrvAffinityDNAT" {
+		t.Errorf("table 15 is named %q", n)
+	}
+
 	// 2. A resync of the agent (the restart clean-up) leaves the learned flows.
 	if err := h.agent.FinishRestart(ctx); err != nil {
 		t.Fatal(err)
