@@ -218,8 +218,9 @@ func TestServiceAffinityVxlanBridge(t *testing.T)  { testServiceAffinity(t, Data
 func TestServiceAffinityVxlanRouting(t *testing.T) { testServiceAffinity(t, DatapathVrouter) }
 func TestServiceAffinityVlanBridge(t *testing.T)   { testServiceAffinity(t, DatapathVlan) }
 
-// TestServiceAffinityTimeout: a binding the client does not use for the affinity
-// timeout expires: the switch removes its learned flow.
+// TestServiceAffinityTimeout: each new connection refreshes a binding; one the
+// client does not use for the affinity timeout expires: the switch removes its
+// learned flow.
 func TestServiceAffinityTimeout(t *testing.T) {
 	h, cs := serviceTrio(t, DatapathVxlan)
 	ctx := testCtx(t)
@@ -238,6 +239,18 @@ func TestServiceAffinityTimeout(t *testing.T) {
 	}
 	if l := h.learnedFlows(t); len(l) != 1 || !strings.Contains(l[0], "hard_timeout=2") {
 		t.Fatalf("learned flows:\n%s", strings.Join(l, "\n"))
+	}
+	// Each new connection refreshes the binding: one every 0.5 s for 4 s (twice
+	// the timeout) keeps it, on the same provider.
+	got := map[string]int{}
+	for i := 0; i < 8; i++ {
+		time.Sleep(500 * time.Millisecond)
+		for k, n := range countVIP(t, h, cs[0], "198.18.10.100:80", 1) {
+			got[k] += n
+		}
+	}
+	if only(got) == "" || len(h.learnedFlows(t)) != 1 {
+		t.Fatalf("connections refreshing the binding reached %v; learned flows:\n%s", got, strings.Join(h.learnedFlows(t), "\n"))
 	}
 	waitFor(t, "the learned flow to expire", func() bool { return len(h.learnedFlows(t)) == 0 },
 		func() string { return strings.Join(h.learnedFlows(t), "\n") })
