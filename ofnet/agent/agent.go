@@ -40,34 +40,35 @@ type Agent struct {
 	// replayed: the owner said the local state is complete (FinishRestart
 	// was called); until then a registration sends no EndpointSync, which
 	// would make a master drop endpoints the replay has not re-added yet.
-	replayed bool
-	networks map[uint16]*network
-	vrfs     map[string]*vrfRef
-	vrfPref  map[string]uint8          // every VRF id given out, also by a previous run
-	locals   map[uint32]*localEndpoint // by port
-	remotes  map[string]ofrpc.OfnetEndpoint
-	vteps    map[string]uint32 // peer IP → VTEP port
-	uplinks  map[uint32]string // port → link name
-	rules    map[string]ofrpc.OfnetPolicyRule
-	refused  map[string]string   // rule id → why AddRule refused it (inspect)
-	services map[string]*service // by name (<svc>:<tenant>)
-	netpol   *netpolState        // Kubernetes NetworkPolicy; nil: not enforced
-	arpFlood bool
-	host     *HostAccess // contivh0 host access (VXLAN routing), nil when off
-	bgp      bgpState    // VLAN routing: BGP port, peer and learned routes
-	masters  map[string]ofrpc.OfnetNode
-	cache    map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
-	groups   map[uint32]ofctrl.Group                   // installed flood groups
-	meters   map[uint32]ofctrl.Meter                   // installed endpoint meters
+	replayed  bool
+	networks  map[uint16]*network
+	vrfs      map[string]*vrfRef
+	vrfPref   map[string]uint8          // every VRF id given out, also by a previous run
+	locals    map[uint32]*localEndpoint // by port
+	remotes   map[string]ofrpc.OfnetEndpoint
+	vteps     map[string]uint32 // peer IP → VTEP port
+	uplinks   map[uint32]string // port → link name
+	rules     map[string]ofrpc.OfnetPolicyRule
+	refused   map[string]string   // rule id → why AddRule refused it (inspect)
+	services  map[string]*service // by name (<svc>:<tenant>)
+	netpol    *netpolState        // Kubernetes NetworkPolicy; nil: not enforced
+	arpFlood  bool
+	host      *HostAccess // contivh0 host access (VXLAN routing), nil when off
+	bgp       bgpState    // VLAN routing: BGP port, peer and learned routes
+	masters   map[string]ofrpc.OfnetNode
+	cache     map[string]map[ofctrl.FlowKey]ofctrl.Flow // object → installed flows
+	groups    map[uint32]ofctrl.Group                   // installed flood groups
+	meters    map[uint32]ofctrl.Meter                   // installed endpoint meters
+	firstConn chan struct{}                             // signalled on the first connect
+	runDone   chan struct{}
+
 	// affinity holds, per learned-flow cookie of a service with session affinity,
 	// the affinity's signature as last synced: a cookie that goes or whose
 	// signature changes has its learned flows deleted (feature_service.go).
 	affinity map[uint64]string
 	// learned is the set of learned-flow cookies a resync must keep (those of
 	// affinity, read without mu by the controller's KeepUnrecorded).
-	learned   atomic.Pointer[map[uint64]bool]
-	firstConn chan struct{} // signalled on the first connect
-	runDone   chan struct{}
+	learned atomic.Pointer[map[uint64]bool]
 }
 
 // New validates cfg and builds an agent; nothing runs until Run.
