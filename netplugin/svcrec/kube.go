@@ -47,7 +47,7 @@ func (s *KubeSink) Put(ctx context.Context, lb k8ssvc.LB) error {
 		}
 		return nil // no provider and never had one: nothing to serve
 	}
-	spec := agent.ServiceSpec{Vrf: tenant, IpAddress: lb.VIP}
+	spec := agent.ServiceSpec{Vrf: tenant, IpAddress: lb.VIP, AffinityTimeout: lb.AffinityTimeout}
 	for _, p := range lb.Ports {
 		spec.Ports = append(spec.Ports, agent.ServicePort{Protocol: p.Protocol, SvcPort: p.SvcPort, ProvPort: p.ProvPort})
 	}

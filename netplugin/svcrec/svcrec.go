@@ -129,7 +129,8 @@ func (r *Reconciler) ReconcileService(ctx context.Context, id string) error {
 }
 
 func sameServiceSpec(a, b agent.ServiceSpec) bool {
-	return a.Vrf == b.Vrf && a.IpAddress == b.IpAddress && slices.Equal(a.Ports, b.Ports)
+	return a.Vrf == b.Vrf && a.IpAddress == b.IpAddress && slices.Equal(a.Ports, b.Ports) &&
+		a.AffinityTimeout == b.AffinityTimeout
 }
 
 // ReconcileProviders gives both datapaths a service's provider list; a

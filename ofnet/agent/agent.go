@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contiv/netplugin/ofnet/ofctrl"
@@ -60,6 +61,14 @@ type Agent struct {
 	meters    map[uint32]ofctrl.Meter                   // installed endpoint meters
 	firstConn chan struct{}                             // signalled on the first connect
 	runDone   chan struct{}
+
+	// affinity holds, per learned-flow cookie of a service with session affinity,
+	// the affinity's signature as last synced: a cookie that goes or whose
+	// signature changes has its learned flows deleted (feature_service.go).
+	affinity map[uint64]string
+	// learned is the set of learned-flow cookies a resync must keep (those of
+	// affinity, read without mu by the controller's KeepUnrecorded).
+	learned atomic.Pointer[map[uint64]bool]
 }
 
 // New validates cfg and builds an agent; nothing runs until Run.
@@ -87,6 +96,7 @@ func New(cfg Config) (*Agent, error) {
 		cache:     map[string]map[ofctrl.FlowKey]ofctrl.Flow{},
 		groups:    map[uint32]ofctrl.Group{},
 		meters:    map[uint32]ofctrl.Meter{},
+		affinity:  map[uint64]string{},
 		firstConn: make(chan struct{}, 1),
 		runDone:   make(chan struct{}),
 		garps:     make(chan garpRequest, 64),
@@ -101,6 +111,7 @@ func New(cfg Config) (*Agent, error) {
 		Listener:         cfg.OFListener,
 		Logger:           cfg.Logger,
 		DeferFirstResync: true,
+		KeepUnrecorded:   a.keepLearned,
 		OnConnect:        a.onConnect,
 		OnDisconnect:     a.onDisconnect,
 		OnPacketIn:       a.onPacketIn,

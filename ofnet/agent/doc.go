@@ -24,6 +24,9 @@
 // and flood group ids are deterministic, so replayed flows are identical). After the
 // replay the owner calls FinishRestart, which runs the Resync that deletes whatever
 // is stale; if nobody calls it, a timer does RestartGrace after the first connect.
+// Flows the switch learns for a service's session affinity are not the agent's:
+// resyncs keep those of current services (ofctrl Config.KeepUnrecorded) and the
+// agent deletes them by cookie when a service's affinity goes (feature_service.go).
 //
 // Out of scope here (extension points are features): DNS interception, the service
 // load balancer, VLAN routing/BGP, host NAT and the stats poller.

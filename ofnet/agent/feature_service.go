@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -28,7 +29,17 @@ type ServiceSpec struct {
 	Vrf       string
 	IpAddress string
 	Ports     []ServicePort
+	// AffinityTimeout, when not zero, gives the service ClientIP session affinity
+	// (docs/services.md, "Session affinity"; Kubernetes sessionAffinity: ClientIP):
+	// a client's new connection to a VIP:port goes to the provider its previous
+	// one went to, unless that one left or the client opened none for
+	// AffinityTimeout seconds (the switch holds at most MaxAffinityTimeout).
+	AffinityTimeout uint32
 }
+
+// MaxAffinityTimeout is the longest session affinity the switch keeps: a learned
+// flow's hard timeout is 16 bits of seconds (longer ones are cut to it).
+const MaxAffinityTimeout = 65535
 
 // service is one service known to the agent: its spec (nil until AddSvcSpec), its
 // providers and the select group of each port.
@@ -150,7 +161,8 @@ func (a *Agent) AddSvcSpec(ctx context.Context, name string, spec ServiceSpec) e
 }
 
 func sameSpec(a, b ServiceSpec) bool {
-	return a.Vrf == b.Vrf && a.IpAddress == b.IpAddress && slices.Equal(a.Ports, b.Ports)
+	return a.Vrf == b.Vrf && a.IpAddress == b.IpAddress && slices.Equal(a.Ports, b.Ports) &&
+		a.AffinityTimeout == b.AffinityTimeout
 }
 
 // DelSvcSpec removes a service and all its flows and groups. Unknown names are a
@@ -225,13 +237,14 @@ func serviceProxyMAC(vip net.IP) net.HardwareAddr {
 
 // Roles of service flows, for the counters.
 const (
-	roleLookup  = iota + 1 // client → VIP, every packet (before conntrack)
-	roleNew                // client → VIP, new connection → select group
-	roleProvIn             // client → provider, after translation
-	roleProvOut            // provider → anyone, before conntrack
-	roleReply              // provider → client, translated back to the VIP
-	roleDropInv            // invalid conntrack state
-	roleDirect             // client → provider directly (tracked, not counted)
+	roleLookup      = iota + 1 // client → VIP, every packet (before conntrack)
+	roleNew                    // client → VIP, new connection → select group
+	roleProvIn                 // client → provider, after translation
+	roleProvOut                // provider → anyone, before conntrack
+	roleReply                  // provider → client, translated back to the VIP
+	roleDropInv                // invalid conntrack state
+	roleDirect                 // client → provider directly (tracked, not counted)
+	roleAffinityNAT            // new connection bound to a provider (session affinity)
 )
 
 // svcFlow is one flow of the service feature with what it counts.
@@ -262,6 +275,78 @@ func (featureService) flows(s *snapshot, d *desiredState) {
 	for _, f := range flows {
 		d.add(f.obj, f.flow, f.err)
 	}
+	s.a.affinityLocked(d.affinity)
+}
+
+// affinityCookie is the cookie of the flows the switch learns for a service's
+// session affinity.
+func affinityCookie(name string) uint64 { return pipeline.CookieOf(pipeline.CatSvcAffinity, name) }
+
+// affinityTimeout is the hard timeout of a service's learned flows.
+func (sp ServiceSpec) affinityTimeout() uint16 {
+	return uint16(min(sp.AffinityTimeout, MaxAffinityTimeout))
+}
+
+// affinityLocked puts, for each active service with session affinity whose VRF is
+// on this bridge, its learned-flow cookie and the signature of what its learned
+// flows hold (VRF, VIP, ports, timeout) into out.
+func (a *Agent) affinityLocked(out map[uint64]string) {
+	for name, svc := range a.services {
+		if !svc.active() || svc.spec.AffinityTimeout == 0 {
+			continue
+		}
+		vrfID, ok := a.vrfIDLocked(svc.spec.Vrf)
+		if !ok {
+			continue
+		}
+		out[affinityCookie(name)] = fmt.Sprintf("%d/%s/%v/%d", vrfID, svc.vip, svc.spec.Ports, svc.spec.affinityTimeout())
+	}
+}
+
+// syncAffinityLocked deletes the learned flows of every service whose affinity went
+// (service deleted, affinity off, no providers or network left) or changed, and
+// records want as the affinity now installed. A failed deletion is kept for the
+// next sync.
+func (a *Agent) syncAffinityLocked(ctx context.Context, want map[uint64]string) error {
+	keep := map[uint64]bool{}
+	for c := range want {
+		keep[c] = true
+	}
+	for c := range a.affinity {
+		keep[c] = true
+	}
+	a.learned.Store(&keep)
+	var errs []error
+	for c, sig := range a.affinity {
+		if w, ok := want[c]; ok && w == sig {
+			continue
+		}
+		if err := a.sw.DeleteFlowsByCookie(ctx, c, ^uint64(0)); err != nil {
+			errs = append(errs, fmt.Errorf("delete learned flows %#x: %w", c, err))
+			continue
+		}
+		delete(a.affinity, c)
+	}
+	for c, sig := range want {
+		a.affinity[c] = sig
+	}
+	keep = map[uint64]bool{}
+	for c := range a.affinity {
+		keep[c] = true
+	}
+	a.learned.Store(&keep)
+	return errors.Join(errs...)
+}
+
+// keepLearned tells the controller's resync which unrecorded flows are learned
+// affinity flows of a current service (ofctrl Config.KeepUnrecorded). Learned
+// flows of services this agent does not have (a previous run's) are stale.
+func (a *Agent) keepLearned(f ofctrl.Flow) bool {
+	if f.Table != uint8(pipeline.SrvAffinityTable) || pipeline.CookieCategory(f.Cookie) != pipeline.CatSvcAffinity {
+		return false
+	}
+	m := a.learned.Load()
+	return m != nil && (*m)[f.Cookie]
 }
 
 // serviceFlowsLocked computes the flows and select groups of every active service.
@@ -337,19 +422,68 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 			sf(i, "", roleLookup)(toVIP(prioSvcVIP).MatchCtState(0, of.CtStateTrk).Action().
 				Conntrack(of.ActionConntrack{Zone: zone, RecircTable: uint8(pipeline.SrvProxyDNATTable),
 					Actions: []of.Action{of.ActionNAT{}}}).Done())
-			// 2. A new connection: the select group picks a provider.
-			sf(i, "", roleNew)(toVIP(prioSvcVIP).MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).
-				MatchCtZone(zone).Action().Group(svc.groups[i]).Done())
+			affinity := svc.spec.AffinityTimeout > 0
+			newConn := toVIP(prioSvcVIP).MatchCtState(of.CtStateTrk|of.CtStateNew, of.CtStateTrk|of.CtStateNew).
+				MatchCtZone(zone).Action()
+			if !affinity {
+				// 2. A new connection: the select group picks a provider.
+				sf(i, "", roleNew)(newConn.Group(svc.groups[i]).Done())
+			} else {
+				// 2'. Session affinity: a new connection looks its client up in
+				// the affinity table (a learned flow loads the bound provider
+				// into the registers) and goes on to the affinity DNAT table.
+				// The move makes OVS's cached datapath flow of this step depend
+				// on the client's source port: the select group below picks by a
+				// hash the datapath computes after a recirculation, so without it
+				// one cached flow, made before the client's binding was learned,
+				// would take the client's next connections to the group again
+				// until OVS revalidated it (docs/services.md).
+				sport := of.NXMOfTCPSrc
+				if proto == pipeline.ProtoUDP {
+					sport = of.NXMOfUDPSrc
+				}
+				sf(i, "", roleNew)(newConn.Move(of.LearnField{Header: sport}, of.LearnField{Header: of.NXMReg(pipeline.SvcAffinitySrcPortReg)}, 16).
+					Resubmit(pipeline.SrvAffinityTable).GotoTable(pipeline.SrvAffinityDNATTable).Done())
+				t15 := s.table(pipeline.SrvAffinityDNATTable)
+				// 2'b. No binding (or one to a provider that left): the select
+				// group picks a provider, whose bucket loads it into the
+				// registers and comes back to this table (2'c).
+				sf(i, "", roleNew)(l4dst(t15.BuildFlow(prioSvcAffinityPick).Cookie(cookie).MatchIPv4Dst(svc.vip, nil).MatchIPProto(proto), p.SvcPort).
+					MatchMetadata(pipeline.VRFField, vrfMeta).Action().Group(svc.groups[i]).Done())
+				// The affinity table's miss: no binding, nothing loaded.
+				miss, err := s.table(pipeline.SrvAffinityTable).BuildFlow(pipeline.MissPriority).
+					Cookie(pipeline.CookieOf(pipeline.CatService, "affinity")).Action().Drop().Done()
+				add(svcFlow{obj: "service-affinity", flow: miss, err: err, service: name, port: -1, role: roleNew})
+			}
 			g := ofctrl.Group{ID: svc.groups[i], Type: of.GroupTypeSelect}
 			for _, prov := range svc.providers {
 				var acts []of.Action
 				ep, known := byIP[svc.spec.Vrf+"/"+prov.String()]
-				if known {
-					acts = append(acts, of.ActionSetField{Field: of.OXMEthDst(ep.MAC)})
+				if affinity {
+					// 2'c. The provider picked or bound: learn (or refresh) the
+					// client's binding, then commit the connection with the
+					// destination NAT to it, as the bucket does without affinity.
+					acts = []of.Action{of.ActionSetField{Field: of.OXMReg(pipeline.SvcAffinityIPReg, ipUint(prov), 0xffffffff)},
+						of.ActionSetField{Field: of.OXMReg(pipeline.SvcAffinityPortReg, uint32(p.ProvPort), 0xffffffff)},
+						of.ActionResubmit{InPort: of.OFPPInPortNX, Table: uint8(pipeline.SrvAffinityDNATTable)}}
+					ab := l4dst(s.table(pipeline.SrvAffinityDNATTable).BuildFlow(prioSvcAffinityBound).Cookie(cookie).
+						MatchIPv4Dst(svc.vip, nil).MatchIPProto(proto), p.SvcPort).MatchMetadata(pipeline.VRFField, vrfMeta).
+						MatchReg(pipeline.SvcAffinityIPReg, ipUint(prov)).MatchReg(pipeline.SvcAffinityPortReg, uint32(p.ProvPort)).
+						Action().Learn(affinityLearn(name, *svc.spec, proto, prov, p.ProvPort))
+					if known {
+						ab = ab.SetEthDst(ep.MAC)
+					}
+					sf(i, prov.String(), roleAffinityNAT)(ab.Conntrack(of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone,
+						RecircTable: uint8(pipeline.DstGroupTable), Actions: []of.Action{
+							of.ActionNAT{Flags: of.NXNATFlagDst, IPv4Min: prov, ProtoMin: p.ProvPort}}}).Done())
+				} else {
+					if known {
+						acts = append(acts, of.ActionSetField{Field: of.OXMEthDst(ep.MAC)})
+					}
+					acts = append(acts, of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone,
+						RecircTable: uint8(pipeline.DstGroupTable), Actions: []of.Action{
+							of.ActionNAT{Flags: of.NXNATFlagDst, IPv4Min: prov, ProtoMin: p.ProvPort}}})
 				}
-				acts = append(acts, of.ActionConntrack{Flags: of.NXCTFlagCommit, Zone: zone,
-					RecircTable: uint8(pipeline.DstGroupTable), Actions: []of.Action{
-						of.ActionNAT{Flags: of.NXNATFlagDst, IPv4Min: prov, ProtoMin: p.ProvPort}}})
 				g.Buckets = append(g.Buckets, of.Bucket{Weight: 100, WatchPort: of.OFPPAny, WatchGroup: of.OFPGAny, Actions: acts})
 				// 3. Later packets of a connection to this provider, translated by
 				// the lookup: send them to the provider's MAC.
@@ -391,6 +525,38 @@ func (a *Agent) serviceFlowsLocked(s *snapshot) ([]svcFlow, []ofctrl.Group) {
 		}
 	}
 	return out, groups
+}
+
+// ipUint is an IPv4 address as a register value.
+func ipUint(ip net.IP) uint32 {
+	v := ip.To4()
+	return uint32(v[0])<<24 | uint32(v[1])<<16 | uint32(v[2])<<8 | uint32(v[3])
+}
+
+// affinityLearn is the learn action of a service's session affinity: the switch
+// adds (or refreshes) in the affinity table a flow matching the client's address,
+// the VIP, the protocol, the service port and the VRF, which loads the provider and
+// its port into the affinity registers, for the affinity timeout. delete_learned
+// drops the learned flows once no flow of the service holds the learn action; the
+// agent also deletes them by cookie (syncAffinityLocked).
+func affinityLearn(name string, spec ServiceSpec, proto uint8, prov net.IP, provPort uint16) of.ActionLearn {
+	dport := of.NXMOfTCPDst
+	if proto == pipeline.ProtoUDP {
+		dport = of.NXMOfUDPDst
+	}
+	vrf := pipeline.VRFField
+	return of.ActionLearn{HardTimeout: spec.affinityTimeout(), Priority: prioSvcAffinityLearned,
+		Cookie: affinityCookie(name), Flags: of.NXLearnFlagDeleteLearned, Table: uint8(pipeline.SrvAffinityTable),
+		Specs: []of.LearnSpec{
+			of.LearnMatchValue(of.LearnField{Header: of.NXMOfEthType}, 16, uint64(pipeline.EthTypeIPv4)),
+			of.LearnMatchValue(of.LearnField{Header: of.NXMOfIPProto}, 8, uint64(proto)),
+			of.LearnMatchField(of.LearnField{Header: of.OXMOfMetadata, Ofs: uint16(vrf.Shift)}, uint16(vrf.Bits)),
+			of.LearnMatchField(of.LearnField{Header: of.NXMOfIPSrc}, 32),
+			of.LearnMatchField(of.LearnField{Header: of.NXMOfIPDst}, 32),
+			of.LearnMatchField(of.LearnField{Header: dport}, 16),
+			of.LearnLoadValue(uint64(ipUint(prov)), of.LearnField{Header: of.NXMReg(pipeline.SvcAffinityIPReg)}, 32),
+			of.LearnLoadValue(uint64(provPort), of.LearnField{Header: of.NXMReg(pipeline.SvcAffinityPortReg)}, 32),
+		}}
 }
 
 // ServiceStats are the datapath counters of one service on one bridge.
@@ -474,7 +640,7 @@ func (a *Agent) ServiceStats(ctx context.Context) ([]ServiceStats, error) {
 				ProvPort: p.ProvPort, Providers: map[string]ProviderStats{}})
 		}
 		a.mu.Lock()
-		if svc, ok := a.services[m.name]; ok && svc.spec != nil {
+		if svc, ok := a.services[m.name]; ok && svc.spec != nil && svc.spec.AffinityTimeout == 0 {
 			for i, gid := range svc.groups {
 				if i >= len(st.Ports) {
 					break
@@ -519,6 +685,13 @@ func (a *Agent) ServiceStats(ctx context.Context) ([]ServiceStats, error) {
 			pv.PacketsIn += c.PacketCount
 			pv.BytesIn += c.ByteCount
 			ps.Providers[f.prov] = pv
+		case roleAffinityNAT: // every new connection of an affinity port passes here once
+			pv := ps.Providers[f.prov]
+			pv.Connections += c.PacketCount
+			pv.PacketsIn += c.PacketCount
+			pv.BytesIn += c.ByteCount
+			ps.Providers[f.prov] = pv
+			ps.Connections += c.PacketCount
 		case roleProvOut:
 			pv := ps.Providers[f.prov]
 			pv.PacketsOut += c.PacketCount

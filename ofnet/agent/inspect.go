@@ -185,6 +185,11 @@ func (a *Agent) DescribeCookie(cookie uint64) (category, object string) {
 		}
 	case pipeline.CatInit:
 		keys = append(keys, "base")
+	case pipeline.CatService, pipeline.CatSvcAffinity:
+		keys = append(keys, "affinity")
+		for k := range a.services {
+			keys = append(keys, k)
+		}
 	}
 	for _, k := range keys {
 		if pipeline.CookieOf(cat, k) == cookie {

@@ -52,6 +52,20 @@ const (
 	prioSvcVIP uint16 = 100
 )
 
+// SrvAffinityTable (14): the flows the switch learns for session affinity
+// (one per client, VIP and port), above the table's miss flow.
+const prioSvcAffinityLearned uint16 = 100
+
+// SrvAffinityDNATTable (15): session affinity's DNAT.
+const (
+	// prioSvcAffinityBound: a connection whose registers name a provider of
+	// the port (bound, or just picked by the group) is committed to it.
+	prioSvcAffinityBound uint16 = 100
+	// prioSvcAffinityPick: otherwise the select group picks one; below the
+	// bound flows.
+	prioSvcAffinityPick uint16 = 90
+)
+
 // DstGroupTable (4): destination address → destination EPG.
 const prioDstGroup uint16 = 100
 

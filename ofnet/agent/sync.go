@@ -15,7 +15,10 @@ type desiredState struct {
 	flows  map[string][]ofctrl.Flow // object key → flows
 	groups map[uint32]ofctrl.Group
 	meters map[uint32]ofctrl.Meter
-	err    error
+	// affinity: learned-flow cookie → signature of each service with session
+	// affinity (feature_service.go).
+	affinity map[uint64]string
+	err      error
 }
 
 func (d *desiredState) add(obj string, f ofctrl.Flow, err error) {
@@ -98,7 +101,8 @@ func (a *Agent) networkByVniLocked(vni uint32) *network {
 
 // desiredLocked computes every feature's flows and groups from the current state.
 func (a *Agent) desiredLocked() (*desiredState, error) {
-	d := &desiredState{flows: map[string][]ofctrl.Flow{}, groups: map[uint32]ofctrl.Group{}, meters: map[uint32]ofctrl.Meter{}}
+	d := &desiredState{flows: map[string][]ofctrl.Flow{}, groups: map[uint32]ofctrl.Group{}, meters: map[uint32]ofctrl.Meter{},
+		affinity: map[uint64]string{}}
 	s := &snapshot{a: a, locals: a.localEndpointsLocked(), remotes: a.remoteEndpointsLocked()}
 	for _, f := range a.features {
 		f.flows(s, d)
@@ -223,7 +227,7 @@ func (a *Agent) syncLocked(ctx context.Context) error {
 			delete(a.meters, id)
 		}
 	}
-	return nil
+	return a.syncAffinityLocked(ctx, d.affinity)
 }
 
 // cacheKeep records a flow that could not be deleted under an orphan key.

@@ -48,6 +48,11 @@ type Config struct {
 	// Switch.Resync to delete what is stale. Later reconnects of that datapath (e.g.
 	// after ovs-vswitchd restarts) run the full Resync as usual.
 	DeferFirstResync bool
+	// KeepUnrecorded, when set, names flows on the switch that are not recorded but
+	// are not stale either, such as those a learn action installs: Resync leaves
+	// them. It runs with the switch's locks held: it must not call back into the
+	// switch or wait for its owner.
+	KeepUnrecorded func(f Flow) bool
 
 	// OnConnect is called after a switch connected and was resynchronised to its
 	// recorded state (also after every reconnect). It runs on the connection's

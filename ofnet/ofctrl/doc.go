@@ -26,6 +26,8 @@
 // With Config.DeferFirstResync the first connection of a datapath in this process
 // only pushes the record and deletes nothing, so flows left by a previous run keep
 // forwarding until the owner has replayed its state and calls Resync itself.
+// Config.KeepUnrecorded names unrecorded flows Resync leaves (flows the switch
+// learned with a learn action).
 //
 // A flow's identity is table + priority + match as OVS defines it (FlowKey: the match
 // canonicalised — fields sorted, values masked, redundant masks dropped, tcp_flags in

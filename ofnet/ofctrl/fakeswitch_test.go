@@ -344,3 +344,41 @@ func TestUnencodableFlowNotRecorded(t *testing.T) {
 		t.Fatalf("unencodable instructions: err %v, %d recorded; want an error and nothing recorded", err, len(sw.Flows()))
 	}
 }
+
+// TestResyncKeepsUnrecorded: flows Config.KeepUnrecorded names (learned flows) stay
+// through Resync; other unrecorded flows are deleted as before.
+func TestResyncKeepsUnrecorded(t *testing.T) {
+	connected := make(chan struct{}, 4)
+	learned := Flow{Table: 14, Priority: 100, Cookie: 0x0c00000000000007, Match: of.NewMatch(of.OXMInPort(5))}
+	c, addr := startCtrl(t, Config{EchoInterval: time.Second, DeadTimeout: time.Second,
+		OnConnect:      func(*Switch) { connected <- struct{}{} },
+		KeepUnrecorded: func(f Flow) bool { return f.Table == 14 && f.Cookie>>56 == 0x0c }})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sw := c.Switch(43)
+	if err := sw.InstallFlows(ctx, testFlows(2, 0x100, nil)...); err != nil {
+		t.Fatal(err)
+	}
+	fs := dialFake(t, addr, 43, of.Version)
+	select {
+	case <-connected:
+	case <-ctx.Done():
+		t.Fatal("no connect")
+	}
+	stray := Flow{Table: 14, Priority: 100, Cookie: 0x0900000000000007, Match: of.NewMatch(of.OXMInPort(6))}
+	fs.mu.Lock()
+	fs.flows[learned.Key()] = of.FlowStats{TableID: 14, Priority: 100, Cookie: learned.Cookie, Match: learned.Match}
+	fs.flows[stray.Key()] = of.FlowStats{TableID: 14, Priority: 100, Cookie: stray.Cookie, Match: stray.Match}
+	fs.mu.Unlock()
+	res, err := sw.Resync(ctx)
+	if err != nil || res != (ResyncResult{FlowsDeleted: 1}) {
+		t.Fatalf("Resync = %v, %v; want the stray flow deleted and nothing else", res, err)
+	}
+	fs.mu.Lock()
+	_, kept := fs.flows[learned.Key()]
+	_, strayLeft := fs.flows[stray.Key()]
+	fs.mu.Unlock()
+	if !kept || strayLeft {
+		t.Errorf("after Resync: learned flow kept %v, stray flow left %v; want true, false", kept, strayLeft)
+	}
+}

@@ -700,7 +700,8 @@ func (r ResyncResult) String() string {
 }
 
 // Resync brings the switch to the recorded state: it dumps the switch's flows and
-// groups, deletes (strictly) the flows that are not recorded and the groups that are
+// groups, deletes (strictly) the flows that are not recorded (except those
+// Config.KeepUnrecorded keeps) and the groups that are
 // not recorded, adds or modifies the recorded groups that are missing or differ, and
 // adds the recorded flows that are missing or whose cookie or instructions differ; all
 // in one batch with one barrier. It runs automatically when a switch (re)connects
@@ -752,7 +753,7 @@ func (s *Switch) resync(ctx context.Context, prune bool) (ResyncResult, error) {
 		k := f.Key()
 		r, ok := want[k]
 		switch {
-		case !ok && !prune:
+		case !ok && (!prune || (s.ctrl.cfg.KeepUnrecorded != nil && s.ctrl.cfg.KeepUnrecorded(f))):
 		case !ok:
 			msgs, what = append(msgs, f.deleteStrict()), append(what, f)
 			res.FlowsDeleted++

@@ -192,6 +192,14 @@ func decodeNicira(body []byte, depth int) Action {
 		}
 		ct.Actions = nested
 		a = ct
+	case NXASTLearn:
+		if a = decodeLearn(body); a == nil {
+			return nil
+		}
+	case NXASTRegMove:
+		if a = decodeRegMove(body); a == nil {
+			return nil
+		}
 	case NXASTNAT:
 		if len(body) < 12 {
 			return nil

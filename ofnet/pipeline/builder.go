@@ -254,6 +254,16 @@ func (b *FlowBuilder) MatchMetadata(f MetadataField, v uint64) *FlowBuilder {
 	return b
 }
 
+// MatchReg matches register n (0..15) equal to v.
+func (b *FlowBuilder) MatchReg(n int, v uint32) *FlowBuilder {
+	if n < 0 || n > 15 {
+		b.fail("match reg%d: %w: registers are 0..15", n, ErrInconsistent)
+		return b
+	}
+	b.fields = append(b.fields, of.OXMReg(n, v, 0xffffffff))
+	return b
+}
+
 // Action ends the match and starts the actions.
 func (b *FlowBuilder) Action() *ActionBuilder { return &ActionBuilder{b: b} }
 
@@ -373,6 +383,32 @@ func (a *ActionBuilder) Conntrack(ct of.ActionConntrack) *ActionBuilder {
 // with the next action; unlike GotoTable, t may come before the flow's table.
 func (a *ActionBuilder) Resubmit(t TableID) *ActionBuilder {
 	a.b.actions = append(a.b.actions, of.ActionResubmit{InPort: of.OFPPInPortNX, Table: uint8(t)})
+	return a
+}
+
+// SetReg writes v into register n (0..15).
+func (a *ActionBuilder) SetReg(n int, v uint32) *ActionBuilder {
+	if n < 0 || n > 15 {
+		a.b.fail("set reg%d: %w: registers are 0..15", n, ErrInconsistent)
+		return a
+	}
+	return a.setField(of.OXMReg(n, v, 0xffffffff))
+}
+
+// Learn has the switch add (or refresh) the flow l describes (OVS learn); the flow
+// must match eth_type ip or ipv6, as the learned matches copy L3 fields here.
+func (a *ActionBuilder) Learn(l of.ActionLearn) *ActionBuilder {
+	if !a.b.isIP() {
+		a.b.fail("learn without an ip/ipv6 match: %w", ErrInconsistent)
+	}
+	a.b.actions = append(a.b.actions, l)
+	return a
+}
+
+// Move copies nbits of field src to field dst (OVS move; fields by their NXM
+// headers). OVS's cached datapath flow then depends on the bits of src.
+func (a *ActionBuilder) Move(src, dst of.LearnField, nbits uint16) *ActionBuilder {
+	a.b.actions = append(a.b.actions, of.ActionRegMove{NBits: nbits, Src: src, Dst: dst})
 	return a
 }
 

@@ -22,12 +22,17 @@ const (
 	CatService        Category = 9 // service load balancer (docs/services.md)
 	CatDNS            Category = 10
 	CatNetpol         Category = 11 // Kubernetes NetworkPolicy (docs/k8s.md)
+	// CatSvcAffinity marks the flows the switch learns for a service's session
+	// affinity (docs/services.md): they are the switch's, never recorded by the
+	// agent, so a resync must leave them and a service's removal deletes them by
+	// cookie.
+	CatSvcAffinity Category = 12
 )
 
 var catNames = map[Category]string{CatInit: "init", CatNetwork: "network",
 	CatLocalEndpoint: "local-endpoint", CatRemoteEndpoint: "remote-endpoint", CatVtep: "vtep",
 	CatRule: "rule", CatUplink: "uplink", CatArpMode: "arp-mode", CatService: "service", CatDNS: "dns",
-	CatNetpol: "netpol"}
+	CatNetpol: "netpol", CatSvcAffinity: "service-affinity"}
 
 func (c Category) String() string {
 	if n, ok := catNames[c]; ok {

@@ -49,3 +49,20 @@ func (f MetadataField) Value(v uint64) (uint64, error) {
 
 // Get extracts the field's value from metadata.
 func (f MetadataField) Get(metadata uint64) uint64 { return metadata >> f.Shift & f.Max() }
+
+// Registers (NXM_NX_REG<n>) the pipelines use. They are zero when a packet enters
+// the pipeline and survive recirculation through the connection tracker.
+//
+//	reg0  SvcAffinityIPReg    provider IPv4 address a session-affinity binding names
+//	reg1  SvcAffinityPortReg  that provider's port (low 16 bits)
+//	reg2  SvcAffinitySrcPortReg  the client's L4 source port (low 16 bits)
+//
+// reg0 and reg1 are written by the affinity table (learned flows) or a select-group
+// bucket and read by the affinity DNAT table; reg2 is written only so that OVS's
+// cached datapath flow of a new affinity connection depends on the source port
+// (docs/services.md, "Session affinity").
+const (
+	SvcAffinityIPReg      = 0
+	SvcAffinityPortReg    = 1
+	SvcAffinitySrcPortReg = 2
+)

@@ -31,6 +31,14 @@ const (
 	NetpolEgressTable  TableID = 11 // new connections from isolated local pods
 	NetpolIngressTable TableID = 12 // new connections to isolated local pods
 	NetpolCommitTable  TableID = 13 // commit allowed connections, back to bridging
+
+	// Service session affinity (docs/services.md, "Session affinity"): a new
+	// connection to a VIP:port with ClientIP affinity looks its client up in the
+	// affinity table (by resubmit from SrvProxyDNAT), whose flows the switch learns
+	// and which loads the bound provider into registers, then goes on to the
+	// affinity DNAT table: the bound provider, or the select group.
+	SrvAffinityTable     TableID = 14 // learned client → provider bindings
+	SrvAffinityDNATTable TableID = 15 // binding → ct nat to the provider; none → select group
 )
 
 var tableNames = map[TableID]string{
@@ -39,6 +47,7 @@ var tableNames = map[TableID]string{
 	SrvProxySNATTable: "SrvProxySNAT", IPTable: "IP", HostSNATTable: "HostSNAT",
 	MacDestTable: "MacDest", NetpolStateTable: "NetpolState", NetpolEgressTable: "NetpolEgress",
 	NetpolIngressTable: "NetpolIngress", NetpolCommitTable: "NetpolCommit",
+	SrvAffinityTable: "SrvAffinity", SrvAffinityDNATTable: "SrvAffinityDNAT",
 }
 
 // String returns the table's name, e.g. "Policy".

@@ -196,12 +196,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if prev, had := c.applied[key]; !had || !sameLB(prev, lb) {
-		c.log.Infof("k8s service %s: VIP %s ports %v providers %v", key, lb.VIP, lb.Ports, lb.Providers)
+		c.log.Infof("k8s service %s: VIP %s ports %v providers %v affinity %ds", key, lb.VIP, lb.Ports, lb.Providers, lb.AffinityTimeout)
 	}
 	c.applied[key] = lb
 	return nil
 }
 
 func sameLB(a, b LB) bool {
-	return a.VIP == b.VIP && fmt.Sprint(a.Ports) == fmt.Sprint(b.Ports) && fmt.Sprint(a.Providers) == fmt.Sprint(b.Providers)
+	return a.VIP == b.VIP && fmt.Sprint(a.Ports) == fmt.Sprint(b.Ports) && fmt.Sprint(a.Providers) == fmt.Sprint(b.Providers) &&
+		a.AffinityTimeout == b.AffinityTimeout
 }

@@ -32,6 +32,11 @@ type LB struct {
 	Ports []Port
 	// Providers are the IPv4 addresses of the ready endpoints, sorted.
 	Providers []string
+	// AffinityTimeout is, for a Service with sessionAffinity ClientIP, how long
+	// (seconds) a client stays with the provider it got: the Service's
+	// sessionAffinityConfig.clientIP.timeoutSeconds, 10800 when unset. 0: no
+	// session affinity (docs/k8s.md, "Services").
+	AffinityTimeout uint32
 }
 
 // Key is the "<namespace>/<name>" a Service's load balancer is known by.
@@ -58,6 +63,7 @@ func Translate(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (LB, bo
 		return lb, false
 	}
 	lb.VIP = vip.String()
+	lb.AffinityTimeout = affinityTimeout(svc.Spec)
 	var ports []svcPort
 	for _, p := range svc.Spec.Ports {
 		proto := strings.ToUpper(string(p.Protocol))
@@ -136,6 +142,18 @@ func Translate(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) (LB, bo
 		})
 	}
 	return lb, true
+}
+
+// affinityTimeout is a Service's ClientIP session affinity in seconds (0: none).
+func affinityTimeout(spec corev1.ServiceSpec) uint32 {
+	if spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+		return 0
+	}
+	if c := spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil &&
+		*c.ClientIP.TimeoutSeconds > 0 {
+		return uint32(*c.ClientIP.TimeoutSeconds)
+	}
+	return uint32(corev1.DefaultClientIPServiceAffinitySeconds)
 }
 
 // svcPort is a port of the Service with its name (the key of the

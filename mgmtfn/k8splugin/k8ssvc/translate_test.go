@@ -160,3 +160,37 @@ func TestTranslate(t *testing.T) {
 		})
 	}
 }
+
+// TestTranslateAffinity: sessionAffinity ClientIP gives the load balancer its
+// timeout (10800 s when the Service names none); None or unset gives none.
+func TestTranslateAffinity(t *testing.T) {
+	secs := func(n int32) *corev1.SessionAffinityConfig {
+		return &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &n}}
+	}
+	for _, tc := range []struct {
+		name     string
+		affinity corev1.ServiceAffinity
+		config   *corev1.SessionAffinityConfig
+		want     uint32
+	}{
+		{"unset", "", nil, 0},
+		{"None", corev1.ServiceAffinityNone, secs(60), 0},
+		{"ClientIP, default timeout", corev1.ServiceAffinityClientIP, nil, 10800},
+		{"ClientIP, config without clientIP", corev1.ServiceAffinityClientIP, &corev1.SessionAffinityConfig{}, 10800},
+		{"ClientIP, 10 s", corev1.ServiceAffinityClientIP, secs(10), 10},
+		{"ClientIP, a day", corev1.ServiceAffinityClientIP, secs(86400), 86400},
+		{"ClientIP, 0 s (invalid): default", corev1.ServiceAffinityClientIP, secs(0), 10800},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := service("ns", "web", "198.19.200.20", svcPortOf("http", corev1.ProtocolTCP, 80, intstr.FromInt32(8080)))
+			svc.Spec.SessionAffinity, svc.Spec.SessionAffinityConfig = tc.affinity, tc.config
+			lb, ok := Translate(svc, []*discoveryv1.EndpointSlice{slice("ns", "web", "a", discoveryv1.AddressTypeIPv4,
+				[]slicePort{{"http", corev1.ProtocolTCP, 8080}}, ep{"198.19.1.3", ready})})
+			want := LB{Name: "ns/web", VIP: "198.19.200.20", Ports: []Port{{"TCP", 80, 8080}},
+				Providers: []string{"198.19.1.3"}, AffinityTimeout: tc.want}
+			if !ok || !reflect.DeepEqual(lb, want) {
+				t.Errorf("Translate = %+v, %v; want %+v", lb, ok, want)
+			}
+		})
+	}
+}
