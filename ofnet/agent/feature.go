@@ -100,9 +100,9 @@ func selectFeatures(datapath string) (*pipeline.Registry, []feature) {
 	}
 }
 
-// featureBase holds the fixed flows every datapath has: table misses and (VXLAN
-// datapaths) the drop of frames with a multicast source MAC and of router-only
-// IPv6 multicast (feature_llnoise.go).
+// featureBase holds the fixed flows every datapath has: table misses and (every
+// datapath but VLAN bridging) the drop of frames with a multicast source MAC and
+// of router-only IPv6 multicast (feature_llnoise.go; docs/compat.md NS3).
 type featureBase struct{ mcastDrop bool }
 
 func (featureBase) name() string { return "base" }
