@@ -96,7 +96,8 @@ dockerLibraryRegistry: $reg/library
 cloudProviderGcpRegistry: $reg/cloud-provider-gcp
 YAML
 # The versions e2e.test names (test/utils/image/manifest.go of the release).
-manifest=$(cd test/tools/k8s-e2e && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/utils/image/manifest.go
+kdir=$(cd test/tools/k8s-e2e && go list -m -f '{{.Dir}}' k8s.io/kubernetes)
+manifest=$kdir/test/utils/image/manifest.go
 imgver() { sed -n "s/.*configs\[$1\] = Config{[^,]*, \"[^\"]*\", \"\([^\"]*\)\"}.*/\1/p" "$manifest"; }
 agnhost_ref=$reg/e2e-test-images/agnhost:$(imgver Agnhost)
 busybox_ref=$reg/e2e-test-images/busybox:$(imgver BusyBox)
@@ -136,6 +137,11 @@ if [ "${NO_IMAGES:-0}" != 1 ]; then
 	trap 'rm -rf "$ctx"' EXIT
 	rootfs "$ctx/agnhost"
 	cp "$cache/agnhost" "$ctx/agnhost/agnhost"
+	# As the upstream image: porter's TLS certificate and key in the
+	# working directory (its SERVE_TLS_PORT_* ports load them from
+	# there), netexec's upload folder.
+	cp "$kdir/test/images/agnhost/porter/localhost.crt" "$kdir/test/images/agnhost/porter/localhost.key" "$ctx/agnhost/"
+	mkdir -p "$ctx/agnhost/uploads"
 	printf 'FROM scratch\nCOPY . /\nENTRYPOINT ["/agnhost"]\nCMD ["pause"]\n' >"$ctx/agnhost/Dockerfile"
 	docker build -q -t "$agnhost_ref" "$ctx/agnhost" >/dev/null
 	mkdir -p "$ctx/busybox/bin"
