@@ -64,13 +64,8 @@ func regHex(ip string) string { return fmt.Sprintf("%#x", ipUint(net.ParseIP(ip)
 // turning affinity off removes the learned flows and spreads connections again;
 // deleting the service removes the learned flows.
 func testServiceAffinity(t *testing.T, datapath string) {
-	h, cs := serviceTrio(t, datapath)
+	h, client, _, _ := servingTrio(t, datapath)
 	ctx := testCtx(t)
-	client, p1, p2 := cs[0], cs[1], cs[2]
-	for _, p := range []*container{p1, p2} {
-		p.serveIdentity(t, 8080)
-		p.serveUDPIdentity(t, 5301)
-	}
 	const vip, tcpAddr, udpAddr = "198.18.10.100", "198.18.10.100:80", "198.18.10.100:5300"
 	provs := []string{"198.18.10.2", "198.18.10.3"}
 	spec := ServiceSpec{Vrf: "t1", IpAddress: vip, Ports: []ServicePort{{"TCP", 80, 8080}, {"UDP", 5300, 5301}},

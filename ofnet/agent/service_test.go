@@ -31,6 +31,18 @@ func serviceTrio(t *testing.T, datapath string) (*host, []*container) {
 	return h, cs
 }
 
+// servingTrio is serviceTrio with both providers answering TCP on 8080 and UDP
+// on 5301 with their address.
+func servingTrio(t *testing.T, datapath string) (h *host, client, p1, p2 *container) {
+	h, cs := serviceTrio(t, datapath)
+	client, p1, p2 = cs[0], cs[1], cs[2]
+	for _, p := range []*container{p1, p2} {
+		p.serveIdentity(t, 8080)
+		p.serveUDPIdentity(t, 5301)
+	}
+	return h, client, p1, p2
+}
+
 // serveIdentity answers every TCP connection on port in the container's namespace with
 // the container's address and a newline, until the test ends.
 func (c *container) serveIdentity(t *testing.T, port int) {
@@ -123,13 +135,8 @@ func (c *container) dial(addr string, timeout time.Duration) (string, error) {
 // two providers, a removed provider gets no new connections, the counters count,
 // and deleting the service removes its flows and group.
 func testServiceLBLocal(t *testing.T, datapath string) {
-	h, cs := serviceTrio(t, datapath)
+	h, client, _, _ := servingTrio(t, datapath)
 	ctx := testCtx(t)
-	client, p1, p2 := cs[0], cs[1], cs[2]
-	for _, p := range []*container{p1, p2} {
-		p.serveIdentity(t, 8080)
-		p.serveUDPIdentity(t, 5301)
-	}
 	spec := ServiceSpec{Vrf: "t1", IpAddress: "198.18.10.100", Ports: []ServicePort{{"TCP", 80, 8080}, {"udp", 5300, 5301}}}
 	if err := h.agent.AddSvcSpec(ctx, "web:t1", spec); err != nil {
 		t.Fatal(err)
